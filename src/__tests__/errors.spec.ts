@@ -1,0 +1,75 @@
+import {
+  apiErrorFromResponse,
+  errorMessageFromBody,
+  ThemistoApiError
+} from '../errors';
+import { isKernelRecording } from '../model';
+
+describe('errorMessageFromBody', () => {
+  it('uses the JSON message', () => {
+    expect(
+      errorMessageFromBody(404, 'Not Found', '{"message": "Unknown kernel"}')
+    ).toBe('Unknown kernel');
+  });
+
+  it('falls back to the status text for non-JSON bodies', () => {
+    expect(errorMessageFromBody(500, 'Internal Server Error', '<html>')).toBe(
+      'Internal Server Error'
+    );
+  });
+
+  it('falls back when message is missing or not a string', () => {
+    expect(errorMessageFromBody(400, 'Bad Request', '{"reason": "x"}')).toBe(
+      'Bad Request'
+    );
+    expect(errorMessageFromBody(400, '', '{"message": 3}')).toBe(
+      'Request failed with status 400'
+    );
+    expect(errorMessageFromBody(400, '', '["message"]')).toBe(
+      'Request failed with status 400'
+    );
+  });
+
+  it('handles an empty body', () => {
+    expect(errorMessageFromBody(403, 'Forbidden', '')).toBe('Forbidden');
+    expect(errorMessageFromBody(502, '', '  ')).toBe(
+      'Request failed with status 502'
+    );
+  });
+});
+
+describe('apiErrorFromResponse', () => {
+  it('builds a typed error', () => {
+    const error = apiErrorFromResponse(409, 'Conflict', '{"message":"busy"}');
+    expect(error).toBeInstanceOf(ThemistoApiError);
+    expect(error).toBeInstanceOf(Error);
+    expect(error.name).toBe('ThemistoApiError');
+    expect(error.status).toBe(409);
+    expect(error.message).toBe('busy');
+  });
+});
+
+describe('isKernelRecording', () => {
+  const valid = {
+    kernel_id: 'k1',
+    recording: true,
+    trajectory_id: null,
+    steps: 2
+  };
+
+  it('accepts the API shape', () => {
+    expect(isKernelRecording(valid)).toBe(true);
+    expect(isKernelRecording({ ...valid, trajectory_id: 't1' })).toBe(true);
+  });
+
+  it('rejects other values', () => {
+    expect(isKernelRecording(null)).toBe(false);
+    expect(isKernelRecording([])).toBe(false);
+    expect(isKernelRecording({ ...valid, recording: 'yes' })).toBe(false);
+    expect(isKernelRecording({ ...valid, steps: -1 })).toBe(false);
+    expect(isKernelRecording({ ...valid, steps: 1.5 })).toBe(false);
+    expect(isKernelRecording({ ...valid, trajectory_id: 3 })).toBe(false);
+    const { kernel_id: _ignored, ...missing } = valid;
+    expect(isKernelRecording(missing)).toBe(false);
+  });
+});

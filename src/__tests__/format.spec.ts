@@ -1,0 +1,99 @@
+import {
+  formatStatusLabel,
+  formatStatusTitle,
+  formatSteps,
+  statusDataset,
+  StatusView
+} from '../format';
+import { IKernelRecording } from '../model';
+
+function ready(model: Partial<IKernelRecording>): StatusView {
+  return {
+    kind: 'ready',
+    model: {
+      kernel_id: 'k1',
+      recording: true,
+      trajectory_id: 't1',
+      steps: 0,
+      ...model
+    }
+  };
+}
+
+describe('formatSteps', () => {
+  it('uses the singular for one step', () => {
+    expect(formatSteps(1)).toBe('1 step');
+  });
+
+  it('uses the plural otherwise', () => {
+    expect(formatSteps(0)).toBe('0 steps');
+    expect(formatSteps(3)).toBe('3 steps');
+  });
+});
+
+describe('formatStatusLabel', () => {
+  it('shows the step count while recording', () => {
+    expect(formatStatusLabel(ready({ recording: true, steps: 3 }))).toBe(
+      'Themisto: recording · 3 steps'
+    );
+    expect(formatStatusLabel(ready({ recording: true, steps: 1 }))).toBe(
+      'Themisto: recording · 1 step'
+    );
+  });
+
+  it('shows off when not recording', () => {
+    expect(
+      formatStatusLabel(ready({ recording: false, trajectory_id: null }))
+    ).toBe('Themisto: off');
+  });
+
+  it('shows when there is no kernel', () => {
+    expect(formatStatusLabel({ kind: 'no-kernel' })).toBe(
+      'Themisto: no kernel'
+    );
+  });
+
+  it('shows errors as unavailable, with the message in the title', () => {
+    const view: StatusView = {
+      kind: 'error',
+      kernelId: 'k1',
+      message: 'Unknown kernel k1'
+    };
+    expect(formatStatusLabel(view)).toBe('Themisto: unavailable');
+    expect(formatStatusTitle(view)).toBe('Themisto: Unknown kernel k1');
+  });
+});
+
+describe('formatStatusTitle', () => {
+  it('tells the click action', () => {
+    expect(formatStatusTitle(ready({ recording: true, steps: 2 }))).toBe(
+      'Themisto recording (trajectory t1, 2 steps). Click to stop recording.'
+    );
+    expect(
+      formatStatusTitle(ready({ recording: false, trajectory_id: null }))
+    ).toBe('Themisto not recording (no trajectory). Click to start recording.');
+  });
+});
+
+describe('statusDataset', () => {
+  it('reflects the model', () => {
+    expect(statusDataset(ready({ recording: true, steps: 2 }))).toEqual({
+      state: 'ready',
+      recording: 'true',
+      steps: '2'
+    });
+    expect(statusDataset(ready({ recording: false, steps: 5 }))).toEqual({
+      state: 'ready',
+      recording: 'false',
+      steps: '5'
+    });
+  });
+
+  it('is not recording without a model', () => {
+    expect(statusDataset({ kind: 'loading', kernelId: 'k1' })).toEqual({
+      state: 'loading',
+      recording: 'false',
+      steps: '0'
+    });
+  });
+});

@@ -1,0 +1,30 @@
+import { Token } from '@lumino/coreutils';
+
+import { IKernelRecording } from './model';
+
+/**
+ * Client of the Themisto server REST API.
+ */
+export interface IThemistoClient {
+  /**
+   * Get the recording state of a kernel.
+   *
+   * @throws {ThemistoApiError} on a non-2xx response or a network error.
+   */
+  getKernel(kernelId: string): Promise<IKernelRecording>;
+
+  /**
+   * Start or stop recording a kernel.
+   *
+   * @throws {ThemistoApiError} on a non-2xx response or a network error.
+   */
+  setRecording(kernelId: string, recording: boolean): Promise<IKernelRecording>;
+}
+
+/**
+ * The Themisto REST client token.
+ */
+export const IThemistoClient = new Token<IThemistoClient>(
+  'themisto-ext:IThemistoClient',
+  'A client of the Themisto server REST API.'
+);

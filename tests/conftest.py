@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.manager import KernelManager
+
+from themisto_ext.kernel.recorder import KERNEL_ID_ENV
+from themisto_ext.kernel.settings import SETTINGS_ENV, CaptureSettings
+from themisto_ext.paths import JOURNAL_DIR_ENV
+from themisto_ext.server.provisioner import AUTOLOAD_ARG
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = (ROOT.parent / "shared" / "data" / "notebooks").resolve()
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+
+def shared_notebooks() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def read_journal(directory: Path) -> list[dict[str, Any]]:
+    records = []
+    for path in sorted(directory.glob("*.jsonl")):
+        records += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return records
+
+
+class RecordingKernel:
+    """A real ipykernel with the capture hook, as the server's provisioner launches it."""
+
+    def __init__(self, journal_dir: Path, kernel_id: str, settings: CaptureSettings) -> None:
+        self.journal_dir = journal_dir
+        self.kernel_id = kernel_id
+        env = dict(os.environ)
+        env.update({JOURNAL_DIR_ENV: str(journal_dir), KERNEL_ID_ENV: kernel_id,
+                    SETTINGS_ENV: settings.to_env(),
+                    "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])})
+        self.km = KernelManager(kernel_name="python3")
+        self.km.start_kernel(extra_arguments=[AUTOLOAD_ARG], env=env)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+
+    def run(self, code: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        shown: list[dict[str, Any]] = []
+        reply = self.kc.execute_interactive(
+            code, timeout=timeout,
+            output_hook=lambda msg: shown.append(msg))
+        return reply, shown
+
+    def steps(self) -> list[dict[str, Any]]:
+        steps = [r for r in read_journal(self.journal_dir) if r["kind"] == "step"]
+        return sorted(steps, key=lambda s: s["started_at"])
+
+    def restart(self) -> None:
+        self.km.restart_kernel(now=False)  # graceful, as JupyterLab's Restart does
+        self.kc.wait_for_ready(timeout=60)
+
+    def stop(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=False)
+
+
+@pytest.fixture
+def recording_kernel(tmp_path: Path) -> Iterator[RecordingKernel]:
+    kernel = RecordingKernel(tmp_path / "journal", "test-kernel", CaptureSettings())
+    yield kernel
+    kernel.stop()
+
+
+@pytest.fixture
+def python() -> str:
+    return sys.executable

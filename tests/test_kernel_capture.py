@@ -1,0 +1,174 @@
+"""The capture hook in a real ipykernel: what it records, and that it never hurts the kernel."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from conftest import RecordingKernel, read_journal
+
+from themisto_ext.kernel.settings import CaptureSettings
+from themisto_ext.paths import control_path
+from themisto_ext.trajectory import step_problems
+
+
+def test_records_code_output_time_memory_and_variables(recording_kernel: RecordingKernel):
+    k = recording_kernel
+    k.run("x = 41\nprint('hello')\nx + 1")
+    k.run("import numpy as np\narr = np.zeros((1000, 10))\nnames = ['a', 'b']\narr.shape")
+    steps = k.steps()
+    assert [s["step"] for s in steps] == [1, 2]
+    first, second = steps
+    assert first["code"] == "x = 41\nprint('hello')\nx + 1"
+    assert first["output"] == "hello\n42"
+    assert [o["output_type"] for o in first["outputs"]] == ["stream", "execute_result"]
+    assert first["execution_time"] > 0
+    assert first["memory_bytes"] > 10_000_000
+    assert first["error"] is None
+    assert first["kernel_id"] == "test-kernel"
+    assert first["runtime_variables"]["x"] == {"type": "int", "size": 28, "size_exact": True,
+                                               "repr": "41"}
+    arr = second["runtime_variables"]["arr"]
+    assert arr["type"] == "ndarray" and arr["shape"] == [1000, 10]
+    assert arr["size"] >= 80_000 and arr["size_exact"] is True
+    assert second["runtime_variables"]["names"]["repr"] == "['a', 'b']"
+    assert "np" not in second["runtime_variables"]  # modules are not state
+    for hidden in ("In", "Out", "_", "_i1", "get_ipython", "exit", "quit"):
+        assert hidden not in second["runtime_variables"]
+    for step in steps:
+        assert step_problems(step) == []
+
+
+def test_errors_are_recorded_as_errors(recording_kernel: RecordingKernel):
+    reply, _ = recording_kernel.run("def f():\n    return 1/0\nf()")
+    assert reply["content"]["status"] == "error"
+    recording_kernel.run("syntax error here")
+    steps = recording_kernel.steps()
+    assert steps[0]["error"]["ename"] == "ZeroDivisionError"
+    assert steps[0]["error"]["evalue"] == "division by zero"
+    assert "\x1b[" not in steps[0]["output"]
+    assert "ZeroDivisionError" in steps[0]["output"] and "return 1/0" in steps[0]["output"]
+    assert steps[1]["error"]["ename"] == "SyntaxError"
+
+
+def test_output_is_what_the_user_saw(recording_kernel: RecordingKernel):
+    code = (
+        "import sys\nfrom IPython.display import display, clear_output, HTML\n"
+        "print('gone')\nclear_output()\nprint('out'); print('err', file=sys.stderr)\n"
+        "display(HTML('<b>x</b>'))\nh = display('first', display_id=True)\n"
+        "h.update('second')\n7"
+    )
+    _, shown = recording_kernel.run(code)
+    step = recording_kernel.steps()[0]
+    assert step["output"] == "out\nerr\n<IPython.core.display.HTML object>\n'second'\n7"
+    kinds = [(o["output_type"], o.get("name")) for o in step["outputs"]]
+    assert kinds == [("stream", "stdout"), ("stream", "stderr"), ("display_data", None),
+                     ("display_data", None), ("execute_result", None)]
+    assert step["outputs"][2]["mime_types"] == ["text/html", "text/plain"]
+    # the hook itself shows nothing: every message the user got came from the cell
+    texts = [m["content"].get("text", "") for m in shown if m["msg_type"] == "stream"]
+    assert "themisto" not in "".join(texts)
+
+
+def test_rich_only_output_gets_a_placeholder(recording_kernel: RecordingKernel):
+    recording_kernel.run("from IPython.display import display\n"
+                         "display({'image/png': 'iVBORw0KGgo='}, raw=True)")
+    assert recording_kernel.steps()[0]["output"] == "<image/png>"
+
+
+def test_slow_and_raising_reprs_do_not_stall_or_break_the_cell(recording_kernel: RecordingKernel):
+    k = recording_kernel
+    k.run("import time\n"
+          "class Slow:\n    def __repr__(self):\n        time.sleep(10)\n        return 'slow'\n"
+          "class Raises:\n    def __repr__(self):\n        raise RuntimeError('no repr')\n"
+          "    def __sizeof__(self):\n        raise RuntimeError('no size')\n")
+    start = time.monotonic()
+    reply, _ = k.run("s = Slow(); r = Raises(); ok = 1")
+    elapsed = time.monotonic() - start
+    assert reply["content"]["status"] == "ok"
+    assert elapsed < 1.0, f"cell took {elapsed:.2f}s with a 10 s repr in the namespace"
+    again = time.monotonic()
+    k.run("y = 2")  # the timed-out value is not retried while it is unchanged and unnamed
+    assert time.monotonic() - again < 0.5
+    variables = k.steps()[-1]["runtime_variables"]
+    assert variables["s"]["repr"] == "<repr of Slow timed out>"
+    assert variables["r"]["repr"] == "<repr raised RuntimeError>"
+    assert variables["ok"]["repr"] == "1"
+
+
+def test_awkward_values(recording_kernel: RecordingKernel):
+    k = recording_kernel
+    k.run("a = [1]; a.append(a)\nd = {}; d['self'] = d\ng = (i for i in range(3))\n"
+          "big = 'x' * 50_000_000\nhuge = 10 ** 100000\nimport numpy as np\n"
+          "arr = np.arange(10_000_000, dtype=np.float64)\n"
+          "import pandas as pd\ndf = pd.DataFrame({'a': range(1_000_000), "
+          "'s': ['row%d' % i for i in range(1_000_000)]})")
+    v = k.steps()[-1]["runtime_variables"]
+    assert v["a"]["repr"].startswith("[1, [1") and v["a"]["repr"].endswith("[...]]]]]")
+    assert v["d"]["repr"].startswith("{'self': {")
+    assert v["g"]["type"] == "generator"
+    assert len(v["big"]["repr"]) <= 1000 and v["big"]["size"] >= 50_000_000
+    assert v["huge"]["repr"].startswith("<int with")
+    assert v["arr"]["size"] >= 80_000_000 and v["arr"]["size_exact"] is True
+    assert "..." in v["arr"]["repr"]
+    assert v["df"]["shape"] == [1_000_000, 2]
+    assert v["df"]["size_exact"] is False and v["df"]["size"] > 8_000_000 + 50_000_000
+
+
+def test_secrets_never_reach_the_journal(tmp_path: Path):
+    kernel = RecordingKernel(tmp_path / "j", "secret-kernel", CaptureSettings())
+    try:
+        kernel.run("db_password = 'hunter2-hunter2'\nOPENAI = 'sk-" + "A" * 30 + "'\n"
+                   "print(db_password, OPENAI)\nconfig = {'pw': db_password}")
+        kernel.run("raise ValueError('token ghp_" + "b" * 36 + "')")
+    finally:
+        kernel.stop()
+    text = "\n".join(p.read_text() for p in (tmp_path / "j").glob("*.jsonl"))
+    assert "hunter2-hunter2" not in text
+    assert "sk-" + "A" * 30 not in text
+    assert "ghp_" + "b" * 36 not in text
+    assert "<redacted>" in text
+
+
+def test_recording_switch_and_restart_start_a_new_trajectory(recording_kernel: RecordingKernel):
+    k = recording_kernel
+    k.run("a = 1")
+    switch = control_path(k.journal_dir, k.kernel_id)
+    switch.parent.mkdir(parents=True, exist_ok=True)
+    switch.write_text(json.dumps({"recording": False}))
+    k.run("b = 2")
+    switch.write_text(json.dumps({"recording": True}))
+    time.sleep(0.01)
+    switch.touch()
+    k.run("c = 3")
+    assert [s["code"] for s in k.steps()] == ["a = 1", "c = 3"]
+    k.restart()
+    k.run("d = 4")
+    records = read_journal(k.journal_dir)
+    trajectories = {r["trajectory_id"] for r in records if r["kind"] == "trajectory"}
+    assert len(trajectories) == 2
+    kinds = [r["kind"] for r in records]
+    assert "recording" in kinds and "end" in kinds
+    last = k.steps()[-1]
+    assert last["step"] == 1 and last["code"] == "d = 4" and "a" not in last["runtime_variables"]
+
+
+def test_hash_index_equal_for_equal_states(tmp_path: Path):
+    hashes = []
+    for n in range(2):
+        kernel = RecordingKernel(tmp_path / f"j{n}", f"k{n}", CaptureSettings())
+        try:
+            kernel.run("x = [1, 2, 3]\ndef f(): pass\nclass C: pass\nc = C()")
+            kernel.run("y = 'same'")
+            hashes.append([s["hash_index"] for s in kernel.steps()])
+        finally:
+            kernel.stop()
+    assert hashes[0] == hashes[1]
+    assert hashes[0][0] != hashes[0][1]
+
+
+def test_load_ext_twice_records_once(recording_kernel: RecordingKernel):
+    recording_kernel.run("%load_ext themisto_ext")
+    recording_kernel.run("z = 1")
+    assert [s["code"] for s in recording_kernel.steps()] == ["%load_ext themisto_ext", "z = 1"]

@@ -1,0 +1,168 @@
+"""The server extension with a real jupyter_server and real ipykernel kernels."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from themisto_ext.ingest import JournalIngestor
+from themisto_ext.paths import JOURNAL_DIR_ENV
+from themisto_ext.kernel.settings import SETTINGS_ENV
+from themisto_ext.store import SQLiteStore
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "themisto" / "trajectories.sqlite3"
+
+
+@pytest.fixture
+def jp_server_config(store_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    # the extension exports these to its kernels; undo that after each test
+    monkeypatch.setenv(JOURNAL_DIR_ENV, "")
+    monkeypatch.setenv(SETTINGS_ENV, "")
+    return {
+        "ServerApp": {"jpserver_extensions": {"themisto_ext": True}},
+        "ThemistoExtension": {"store_path": str(store_path), "ingest_interval": 0.05},
+    }
+
+
+async def start_kernel(jp_fetch, jp_serverapp):
+    # pytest-jupyter never runs the server's post-start hook; a real server does.
+    if jp_serverapp.web_app.settings["themisto_ext"]._ingest_task is None:
+        await jp_serverapp.extension_manager.start_all_extensions()
+    r = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))
+    kernel_id = json.loads(r.body)["id"]
+    client = jp_serverapp.kernel_manager.get_kernel(kernel_id).client()
+    client.start_channels()
+    await client.wait_for_ready(timeout=60)
+    return kernel_id, client
+
+
+async def kernel_status(jp_fetch, kernel_id: str) -> dict:
+    r = await jp_fetch("themisto", "api", "kernels", kernel_id)
+    return json.loads(r.body)
+
+
+async def wait_for_steps(jp_fetch, kernel_id: str, n: int, timeout: float = 10) -> dict:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        status = await kernel_status(jp_fetch, kernel_id)
+        if status["steps"] >= n or asyncio.get_running_loop().time() > deadline:
+            return status
+        await asyncio.sleep(0.05)
+
+
+async def test_kernels_launched_by_the_server_record(jp_fetch, jp_serverapp, store_path):
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    try:
+        await client.execute_interactive("x = 1", timeout=30)
+        await client.execute_interactive("print(x + 1)", timeout=30)
+        status = await wait_for_steps(jp_fetch, kernel_id, 2)
+        assert status["steps"] == 2 and status["recording"] is True
+        store = jp_serverapp.web_app.settings["themisto_ext"].store
+        steps = list(store.iter_steps(status["trajectory_id"]))
+        assert [s["code"] for s in steps] == ["x = 1", "print(x + 1)"]
+        assert steps[1]["output"] == "2\n" and steps[1]["kernel_id"] == kernel_id
+    finally:
+        client.stop_channels()
+
+
+async def test_recording_switch_through_the_api(jp_fetch, jp_serverapp):
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    try:
+        r = await jp_fetch("themisto", "api", "kernels", kernel_id, method="PUT",
+                           body=json.dumps({"recording": False}))
+        assert json.loads(r.body)["recording"] is False
+        await client.execute_interactive("hidden = 1", timeout=30)
+        await jp_fetch("themisto", "api", "kernels", kernel_id, method="PUT",
+                       body=json.dumps({"recording": True}))
+        await client.execute_interactive("shown = 2", timeout=30)
+        status = await wait_for_steps(jp_fetch, kernel_id, 1)
+        await asyncio.sleep(0.3)
+        status = await kernel_status(jp_fetch, kernel_id)
+        assert status["steps"] == 1
+    finally:
+        client.stop_channels()
+
+
+async def test_bad_requests(jp_fetch, jp_serverapp):
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch("themisto", "api", "kernels", "k1", method="PUT", body="{not json")
+    assert err.value.code == 400
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch("themisto", "api", "kernels", "k1", method="PUT",
+                       body=json.dumps({"recording": "yes"}))
+    assert err.value.code == 400
+    assert "recording" in json.loads(err.value.response.body)["message"]
+
+
+async def test_unauthenticated_requests_are_refused(jp_fetch, jp_serverapp):
+    with pytest.raises(HTTPClientError) as err:
+        await jp_fetch("themisto", "api", "kernels", "k1", headers={"Authorization": ""})
+    assert err.value.code == 403
+
+
+async def test_steps_survive_a_server_that_stopped_before_ingesting(jp_fetch, jp_serverapp,
+                                                                      store_path):
+    app = jp_serverapp.web_app.settings["themisto_ext"]
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    try:
+        await client.execute_interactive("a = 1", timeout=30)
+        await wait_for_steps(jp_fetch, kernel_id, 1)
+        app._ingest_task.cancel()  # the server "dies": nothing ingests any more
+        await asyncio.sleep(0.1)
+        await client.execute_interactive("b = 2", timeout=30)
+        await client.execute_interactive("c = 3", timeout=30)
+    finally:
+        client.stop_channels()
+    # a new server process opens the same store and catches up from the journals
+    restarted = SQLiteStore(store_path)
+    JournalIngestor(store_path.parent / "journal", restarted).poll()
+    trajectory = restarted.latest_for_kernel(kernel_id)
+    assert [s["code"] for s in restarted.iter_steps(trajectory.id)] == ["a = 1", "b = 2", "c = 3"]
+
+
+async def test_two_kernels_never_mix(jp_fetch, jp_serverapp):
+    (k1, c1), (k2, c2) = await start_kernel(jp_fetch, jp_serverapp), \
+        await start_kernel(jp_fetch, jp_serverapp)
+    try:
+        for i in range(5):
+            await asyncio.gather(c1.execute_interactive(f"one = {i}", timeout=30),
+                                 c2.execute_interactive(f"two = {i}", timeout=30))
+        s1, s2 = await wait_for_steps(jp_fetch, k1, 5), await wait_for_steps(jp_fetch, k2, 5)
+        store = jp_serverapp.web_app.settings["themisto_ext"].store
+        codes1 = [s["code"] for s in store.iter_steps(s1["trajectory_id"])]
+        codes2 = [s["code"] for s in store.iter_steps(s2["trajectory_id"])]
+        assert codes1 == [f"one = {i}" for i in range(5)]
+        assert codes2 == [f"two = {i}" for i in range(5)]
+    finally:
+        c1.stop_channels()
+        c2.stop_channels()
+
+
+async def test_kernel_restart_starts_a_new_trajectory(jp_fetch, jp_serverapp):
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    try:
+        await client.execute_interactive("a = 1", timeout=30)
+        first = await wait_for_steps(jp_fetch, kernel_id, 1)
+        await jp_fetch("api", "kernels", kernel_id, "restart", method="POST", body="{}")
+        await client.wait_for_ready(timeout=60)
+        await client.execute_interactive("b = 2", timeout=30)
+        deadline = asyncio.get_running_loop().time() + 10
+        while True:
+            second = await kernel_status(jp_fetch, kernel_id)
+            if second["trajectory_id"] != first["trajectory_id"] and second["steps"] == 1:
+                break
+            assert asyncio.get_running_loop().time() < deadline, second
+            await asyncio.sleep(0.05)
+        store = jp_serverapp.web_app.settings["themisto_ext"].store
+        old = store.get_trajectory(first["trajectory_id"])
+        assert old.ended_at is not None
+        assert store.get_trajectory(second["trajectory_id"]).restart_of == old.id
+    finally:
+        client.stop_channels()

@@ -1,0 +1,1 @@
+"""The ``themisto`` command line: a thin layer over the package's modules."""

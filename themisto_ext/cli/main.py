@@ -1,0 +1,42 @@
+"""``themisto`` entry point: argument parsing and one-line errors, never tracebacks."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from themisto_ext.cli import trajectories
+
+
+class CommandError(Exception):
+    """An error to print as one line, with a non-zero exit."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="themisto",
+        description="Record notebook trajectories and work with them.",
+    )
+    parser.add_argument("--store", help="trajectory store (SQLite file); default: the one "
+                        "the Jupyter server extension uses")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    trajectories.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.run(args)
+        return code
+    except KeyboardInterrupt:
+        print("themisto: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the documented promise: one line, no traceback
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"themisto {args.command}: error: {message}", file=sys.stderr)
+        return 1

@@ -1,0 +1,140 @@
+"""``record``, ``list``, ``export`` and ``validate``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import IO, Any
+
+from themisto_ext.paths import default_store_path, journal_dir_for
+from themisto_ext.replay import (
+    ReplayError,
+    metadata_disables_recording,
+    read_notebook,
+    record_notebook,
+)
+from themisto_ext.store import TrajectoryStore, open_store
+from themisto_ext.trajectory import file_problems, write_steps
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("record", help="execute a notebook headlessly and record its trajectory")
+    p.add_argument("notebook", type=Path)
+    p.add_argument("--out", type=Path, help="also write the trajectory as JSONL here")
+    p.add_argument("--timeout", type=float, default=600, help="seconds per cell (default 600)")
+    p.add_argument("--stop-on-error", action="store_true",
+                   help="stop at the first cell that raises (default: continue)")
+    p.add_argument("--kernel", default="python3", help="kernel name (default python3)")
+    p.add_argument("--ignore-metadata", action="store_true",
+                   help="record even if the notebook's metadata turns recording off")
+    p.set_defaults(run=record)
+
+    p = sub.add_parser("list", help="list stored trajectories")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument("--notebook", help="only trajectories of this notebook path")
+    p.set_defaults(run=list_)
+
+    p = sub.add_parser("export", help="export trajectories as benchmark-format JSONL")
+    p.add_argument("ids", nargs="*", help="trajectory ids (or unique prefixes)")
+    p.add_argument("--all", action="store_true", help="export every stored trajectory")
+    p.add_argument("--out", required=True, help="output file, or - for standard output")
+    p.set_defaults(run=export)
+
+    p = sub.add_parser("validate", help="check a trajectory JSONL file against the schema")
+    p.add_argument("file", type=Path)
+    p.set_defaults(run=validate)
+
+
+def _store(args: argparse.Namespace) -> tuple[TrajectoryStore, Path]:
+    path = Path(args.store) if args.store else default_store_path()
+    return open_store(path), path
+
+
+def record(args: argparse.Namespace) -> int:
+    nb_path: Path = args.notebook
+    if not args.ignore_metadata and metadata_disables_recording(read_notebook(nb_path)):
+        raise ReplayError(f"{nb_path}: recording is off in the notebook's metadata "
+                          "(themisto.recording = false); pass --ignore-metadata to record")
+    store, store_path = _store(args)
+    result = record_notebook(nb_path, store, journal_dir_for(store_path),
+                             timeout=args.timeout, stop_on_error=args.stop_on_error,
+                             kernel_name=args.kernel)
+    ids = result.trajectory_ids
+    print(f"recorded {result.steps} steps from {result.code_cells} code cells of {nb_path} "
+          f"({result.errors} raised) into trajectory {', '.join(ids)} in {store_path}")
+    if result.stopped_early:
+        print(f"note: {result.stopped_early}", file=sys.stderr)
+    if args.out:
+        count = _export(store, ids, str(args.out))
+        print(f"wrote {count} steps to {args.out}")
+    return 0 if result.stopped_early is None else 1
+
+
+def list_(args: argparse.Namespace) -> int:
+    from themisto_ext.store import TrajectoryFilter
+
+    store, _ = _store(args)
+    rows = store.list_trajectories(TrajectoryFilter(notebook_path=args.notebook), limit=10**9)
+    if args.json:
+        for t in rows:
+            print(json.dumps(t.to_json()))
+        return 0
+    header = ("ID", "KERNEL", "NOTEBOOK", "STEPS", "STARTED", "ENDED")
+    table = [header] + [(t.id, t.kernel_id, t.notebook_path or "-", str(t.steps),
+                         t.started_at[:19], (t.ended_at or "-")[:19]) for t in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for r in table:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    if not rows:
+        print("(no trajectories)", file=sys.stderr)
+    return 0
+
+
+def _resolve(store: TrajectoryStore, wanted: list[str]) -> list[str]:
+    known = [t.id for t in store.list_trajectories(limit=10**9)]
+    ids = []
+    for w in wanted:
+        matches = [k for k in known if k.startswith(w)]
+        if len(matches) != 1:
+            raise ValueError(f"no trajectory {w!r}" if not matches
+                             else f"{w!r} matches {len(matches)} trajectories; give more of it")
+        ids.append(matches[0])
+    return ids
+
+
+def _export(store: TrajectoryStore, ids: list[str], out: str) -> int:
+    target: AbstractContextManager[IO[str]] = (
+        nullcontext(sys.stdout) if out == "-" else open(out, "w", encoding="utf-8"))  # noqa: SIM115
+    with target as fh:
+        return sum(write_steps(store.iter_steps(tid), fh) for tid in ids)
+
+
+def export(args: argparse.Namespace) -> int:
+    if bool(args.ids) == bool(args.all):
+        raise ValueError("give trajectory ids or --all (not both)")
+    store, _ = _store(args)
+    ids = [t.id for t in store.list_trajectories(limit=10**9)] if args.all \
+        else _resolve(store, args.ids)
+    count = _export(store, ids, args.out)
+    if args.out != "-":
+        print(f"wrote {count} steps of {len(ids)} trajectories to {args.out}")
+    return 0
+
+
+def validate(args: argparse.Namespace) -> int:
+    path: Path = args.file
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    count, problems = file_problems(path)
+    for problem in problems:
+        print(f"{path}: {problem}")
+    if problems:
+        return 1
+    if count == 0:
+        print(f"{path}: no steps")
+        return 1
+    print(f"{path}: {count} steps, valid")
+    return 0

@@ -1,0 +1,38 @@
+"""Kernel-side capture: the IPython extension that records a trajectory step per cell."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from themisto_ext.kernel.recorder import Recorder
+from themisto_ext.kernel.settings import CaptureSettings
+from themisto_ext.paths import default_journal_dir
+
+_ATTR = "_themisto_recorder"
+
+
+def active_recorder(shell: Any) -> Recorder | None:
+    recorder: Recorder | None = getattr(shell, _ATTR, None)
+    return recorder
+
+
+def load_ipython_extension(shell: Any) -> None:
+    if active_recorder(shell) is not None:
+        return  # loading twice (autoload, then %load_ext) must not record twice
+    try:
+        recorder = Recorder(shell, CaptureSettings.from_env(), default_journal_dir())
+        recorder.register()
+    except Exception as exc:  # a broken store path must not break the kernel
+        shell.log.warning("themisto: recording disabled: %s", exc)
+        return
+    setattr(shell, _ATTR, recorder)
+    from themisto_ext.kernel.magics import ThemistoMagics
+
+    shell.register_magics(ThemistoMagics(shell, recorder))
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    recorder = active_recorder(shell)
+    if recorder is not None:
+        recorder.unregister()
+        delattr(shell, _ATTR)

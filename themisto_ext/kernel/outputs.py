@@ -1,0 +1,143 @@
+"""The output of a cell as the user saw it, taken from the messages the kernel publishes.
+
+Every stream chunk, result, display and error reaches the frontend through the
+kernel's ``Session.send``; observing that one call sees exactly what the user sees,
+in order, including output printed by C code or threads and ``clear_output``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+_KINDS = frozenset({"stream", "execute_result", "display_data", "update_display_data", "error",
+                    "clear_output"})
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def plain_text(data: dict[str, Any]) -> str:
+    """The text a person reads for a MIME bundle: text/plain, else a placeholder."""
+    text = data.get("text/plain")
+    if isinstance(text, list):
+        text = "".join(text)
+    if isinstance(text, str):
+        return text
+    return " ".join(f"<{mime}>" for mime in data) or "<empty display>"
+
+
+class OutputCollector:
+    """Collects one cell's outputs by observing ``session.send`` (installed per kernel)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: list[dict[str, Any]] = []
+        self._display_index: dict[str, int] = {}
+        self._clear_pending = False
+        self._active = False
+        self._session: Any = None
+        self._original: Callable[..., Any] | None = None
+
+    def install(self, session: Any) -> None:
+        original = session.send
+
+        def send(stream: Any, msg_or_type: Any, content: Any = None, *args: Any,
+                 **kwargs: Any) -> Any:
+            if self._active:
+                try:
+                    self._observe(msg_or_type, content)
+                except Exception:  # capture must never break the kernel's messaging
+                    pass
+            return original(stream, msg_or_type, content, *args, **kwargs)
+
+        self._session, self._original = session, original
+        session.send = send  # instance attribute: shadows the method for this session only
+
+    def uninstall(self) -> None:
+        if self._session is not None and "send" in vars(self._session):
+            del self._session.send
+        self._session = None
+
+    def start(self) -> None:
+        with self._lock:
+            self._items, self._display_index, self._clear_pending = [], {}, False
+            self._active = True
+
+    def stop(self) -> list[dict[str, Any]]:
+        with self._lock:
+            self._active = False
+            items, self._items = self._items, []
+        for item in items:  # colours were rendered, not shown as escape codes
+            if item["output_type"] == "stream":
+                item["text"] = strip_ansi(item["text"])
+        return items
+
+    def _observe(self, msg_or_type: Any, content: Any) -> None:
+        if isinstance(msg_or_type, dict):
+            kind = msg_or_type.get("header", {}).get("msg_type")
+            content = msg_or_type.get("content", content)
+        else:
+            kind = msg_or_type
+        if kind not in _KINDS or not isinstance(content, dict):
+            return
+        with self._lock:
+            if kind == "clear_output":
+                if content.get("wait"):
+                    self._clear_pending = True
+                else:
+                    self._items, self._display_index = [], {}
+                return
+            if kind == "update_display_data":
+                self._update_display(content)
+                return
+            if self._clear_pending:
+                self._items, self._display_index, self._clear_pending = [], {}, False
+            self._append(kind, content)
+
+    def _append(self, kind: str, content: dict[str, Any]) -> None:
+        if kind == "stream":
+            name = str(content.get("name", "stdout"))
+            text = str(content.get("text", ""))
+            last = self._items[-1] if self._items else None
+            if last and last["output_type"] == "stream" and last["name"] == name:
+                last["text"] += text
+            else:
+                self._items.append({"output_type": "stream", "name": name,
+                                    "mime_types": ["text/plain"], "text": text})
+        elif kind == "error":
+            traceback = "\n".join(strip_ansi(str(line)) for line in content.get("traceback", []))
+            ename, evalue = str(content.get("ename", "")), str(content.get("evalue", ""))
+            self._items.append({"output_type": "error", "mime_types": [], "ename": ename,
+                                "evalue": evalue, "text": traceback or f"{ename}: {evalue}"})
+        else:
+            data = content.get("data", {})
+            item = {"output_type": kind, "mime_types": sorted(data), "text": plain_text(data)}
+            display_id = (content.get("transient") or {}).get("display_id")
+            if display_id:
+                self._display_index[str(display_id)] = len(self._items)
+            self._items.append(item)
+
+    def _update_display(self, content: dict[str, Any]) -> None:
+        display_id = (content.get("transient") or {}).get("display_id")
+        index = self._display_index.get(str(display_id))
+        if index is not None and index < len(self._items):
+            data = content.get("data", {})
+            self._items[index].update(mime_types=sorted(data), text=plain_text(data))
+
+
+def flatten(items: list[dict[str, Any]]) -> str:
+    """One string in display order: streams verbatim, other outputs on lines of their own."""
+    text = ""
+    after_block = False
+    for item in items:
+        is_stream = item["output_type"] == "stream"
+        if text and (after_block or not is_stream) and not text.endswith("\n"):
+            text += "\n"
+        text += item["text"]
+        after_block = not is_stream
+    return text

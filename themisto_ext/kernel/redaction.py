@@ -1,0 +1,75 @@
+"""Secret redaction, applied in the kernel before anything is written anywhere.
+
+Two independent rules, both on by default: variables whose *names* look like
+credentials have their values hidden, and strings in well-known credential *formats*
+are masked wherever they appear (code, outputs, reprs). Values hidden by the name rule
+are masked wherever they appear too, so ``password = "hunter2"`` does not leak through
+the recorded code of that very cell.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable
+
+REDACTED = "<redacted>"
+
+DEFAULT_NAME_PATTERNS: tuple[str, ...] = (
+    "*key*", "*token*", "*secret*", "*passw*", "*pwd*", "*credential*", "*auth*",
+)
+
+DEFAULT_VALUE_PATTERNS: tuple[str, ...] = (
+    r"sk-[A-Za-z0-9_\-]{16,}",                      # OpenAI / Anthropic style keys
+    r"gh[pousr]_[A-Za-z0-9]{30,}",                  # GitHub tokens
+    r"github_pat_[A-Za-z0-9_]{22,}",
+    r"(?:AKIA|ASIA)[0-9A-Z]{16}",                   # AWS access key ids
+    r"xox[abposr]-[A-Za-z0-9\-]{10,}",              # Slack
+    r"AIza[0-9A-Za-z_\-]{35}",                      # Google API keys
+    r"hf_[A-Za-z0-9]{30,}",                         # Hugging Face
+    r"glpat-[A-Za-z0-9_\-]{20,}",                   # GitLab
+    r"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",  # JWT
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+)
+
+# Short values would mask ordinary words everywhere; below this length a name-matched
+# value is hidden in its own repr but not hunted for elsewhere.
+MIN_LITERAL_LENGTH = 4
+
+
+class Redactor:
+    def __init__(
+        self,
+        name_patterns: Iterable[str] = DEFAULT_NAME_PATTERNS,
+        value_patterns: Iterable[str] = DEFAULT_VALUE_PATTERNS,
+        enabled: bool = True,
+    ) -> None:
+        self.enabled = enabled
+        names = [fnmatch.translate(p.lower()) for p in name_patterns]
+        self._names = re.compile("|".join(names)) if names else None
+        values = list(value_patterns)
+        self._values = re.compile("|".join(f"(?:{v})" for v in values)) if values else None
+        self._literals: frozenset[str] = frozenset()
+        self._literal_re: re.Pattern[str] | None = None
+
+    def name_is_secret(self, name: str) -> bool:
+        return bool(self.enabled and self._names and self._names.match(name.lower()))
+
+    def set_literals(self, literals: Iterable[str]) -> bool:
+        """Remember secret values to mask elsewhere; returns True when the set changed."""
+        new = frozenset(s for s in literals if len(s) >= MIN_LITERAL_LENGTH)
+        if new == self._literals:
+            return False
+        self._literals = new
+        ordered = sorted(new, key=len, reverse=True)
+        self._literal_re = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        return True
+
+    def mask(self, text: str) -> str:
+        if not self.enabled or not text:
+            return text
+        if self._literal_re is not None:
+            text = self._literal_re.sub(REDACTED, text)
+        if self._values is not None:
+            text = self._values.sub(REDACTED, text)
+        return text

@@ -1,0 +1,110 @@
+"""Headless recording: execute a notebook cell by cell in a fresh kernel with the hook.
+
+This is the Themisto paper's re-execution step, on any notebook: the kernel records
+its trajectory into a journal exactly as it would under JupyterLab, and the journal is
+then ingested into the store.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, DeadKernelError
+
+from themisto_ext.ingest import JournalIngestor
+from themisto_ext.journal import SUFFIX
+from themisto_ext.kernel.recorder import KERNEL_ID_ENV, NOTEBOOK_ENV
+from themisto_ext.kernel.settings import SETTINGS_ENV, CaptureSettings
+from themisto_ext.paths import JOURNAL_DIR_ENV
+from themisto_ext.server.provisioner import AUTOLOAD_ARG
+from themisto_ext.store import TrajectoryStore
+
+
+class ReplayError(RuntimeError):
+    """The notebook could not be read or run (a message for the command line)."""
+
+
+@dataclass
+class ReplayResult:
+    trajectory_ids: list[str]
+    steps: int
+    code_cells: int
+    errors: int
+    stopped_early: str | None = None
+    bad_journal_lines: int = 0
+    notebook: nbformat.NotebookNode | None = field(default=None, repr=False)
+    """The executed notebook, with the outputs Jupyter itself produced."""
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except FileNotFoundError as exc:
+        raise ReplayError(f"{path}: no such file") from exc
+    except IsADirectoryError as exc:
+        raise ReplayError(f"{path}: is a directory, not a notebook") from exc
+    except (ValueError, UnicodeDecodeError) as exc:  # JSON and nbformat validation errors
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ReplayError(f"{path}: not a valid notebook ({first})") from exc
+    except OSError as exc:
+        raise ReplayError(f"{path}: cannot read ({exc.strerror})") from exc
+    return nb
+
+
+def metadata_disables_recording(nb: nbformat.NotebookNode) -> bool:
+    return nb.metadata.get("themisto", {}).get("recording") is False
+
+
+def record_notebook(
+    path: Path,
+    store: TrajectoryStore,
+    journal_dir: Path,
+    *,
+    timeout: float = 600,
+    stop_on_error: bool = False,
+    kernel_name: str = "python3",
+    settings: CaptureSettings | None = None,
+) -> ReplayResult:
+    nb = read_notebook(path)
+    kernel_id = f"record-{uuid.uuid4().hex[:12]}"
+    env = dict(os.environ)
+    env.update({
+        JOURNAL_DIR_ENV: str(journal_dir),
+        KERNEL_ID_ENV: kernel_id,
+        NOTEBOOK_ENV: str(path.resolve()),
+        SETTINGS_ENV: (settings or CaptureSettings()).to_env(),
+    })
+    client = NotebookClient(
+        nb, timeout=timeout, allow_errors=not stop_on_error, interrupt_on_timeout=True,
+        kernel_name=kernel_name, extra_arguments=[AUTOLOAD_ARG],
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+    )
+    stopped: str | None = None
+    try:
+        client.execute(env=env)
+    except CellExecutionError as exc:
+        stopped = f"stopped at the first error: {str(exc).strip().splitlines()[-1]}"
+    except DeadKernelError as exc:
+        stopped = f"the kernel died: {exc}"
+    except TimeoutError as exc:
+        stopped = f"timed out: {exc}"
+
+    ingestor = JournalIngestor(journal_dir, store, source="record")
+    steps, trajectories = 0, []
+    for journal in sorted(journal_dir.glob(f"{kernel_id}--*{SUFFIX}")):
+        result = ingestor.poll(only=journal)
+        steps += len(result.steps)
+        trajectories += result.new_trajectories
+    if not trajectories:
+        raise ReplayError(
+            "the kernel recorded nothing: is themisto_ext installed in the kernel's Python "
+            f"environment (kernel {kernel_name!r})?")
+    code_cells = sum(1 for c in nb.cells if c.cell_type == "code" and c.source.strip())
+    errors = sum(1 for c in nb.cells if c.cell_type == "code"
+                 for o in c.get("outputs", []) if o.get("output_type") == "error")
+    return ReplayResult(trajectories, steps, code_cells, errors, stopped, ingestor.bad_lines, nb)

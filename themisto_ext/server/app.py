@@ -1,0 +1,158 @@
+"""The Jupyter server extension: owns the store, ingests kernel journals, serves the API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Bool, Float, Int, List, Unicode, default
+
+from themisto_ext.ingest import JournalIngestor
+from themisto_ext.kernel.redaction import DEFAULT_NAME_PATTERNS, DEFAULT_VALUE_PATTERNS
+from themisto_ext.kernel.settings import SETTINGS_ENV, CaptureSettings
+from themisto_ext.paths import (
+    JOURNAL_DIR_ENV,
+    control_path,
+    default_store_path,
+    journal_dir_for,
+)
+from themisto_ext.server import handlers
+from themisto_ext.server.provisioner import NAME as PROVISIONER_NAME
+from themisto_ext.store import IngestResult, TrajectoryStore, open_store
+
+
+class ThemistoExtension(ExtensionApp):
+    name = "themisto_ext"
+    description = "Record notebook trajectories and predict what happens next."
+
+    store_path = Unicode(
+        help="SQLite file of the trajectory store (default: <jupyter data dir>/themisto/"
+             "trajectories.sqlite3)."
+    ).tag(config=True)
+    journal_dir = Unicode(
+        help="Directory where kernels append their journals (default: 'journal' beside "
+             "the store)."
+    ).tag(config=True)
+    autoload = Bool(True, help="Load the capture hook into every IPython kernel this server "
+                               "launches.").tag(config=True)
+    recording = Bool(True, help="Whether kernels record from their start (each kernel can "
+                                "still be switched on or off).").tag(config=True)
+    redact = Bool(True, help="Redact secrets before they leave the kernel.").tag(config=True)
+    redact_name_patterns = List(
+        Unicode(), default_value=list(DEFAULT_NAME_PATTERNS),
+        help="Variable-name globs (case-insensitive) whose values are redacted.",
+    ).tag(config=True)
+    redact_value_patterns = List(
+        Unicode(), default_value=list(DEFAULT_VALUE_PATTERNS),
+        help="Regular expressions of credential formats masked in code, outputs and reprs.",
+    ).tag(config=True)
+    repr_length = Int(1000, help="Maximum characters of a variable's repr.").tag(config=True)
+    output_length = Int(200_000, help="Maximum characters of output kept per step.").tag(
+        config=True)
+    cell_budget = Float(0.1, help="Seconds the runtime snapshot may take per cell.").tag(
+        config=True)
+    value_budget = Float(0.05, help="Seconds one value's repr or size may take.").tag(
+        config=True)
+    ingest_interval = Float(0.1, help="Seconds between scans of the kernel journals.").tag(
+        config=True)
+
+    @default("store_path")
+    def _default_store_path(self) -> str:
+        return str(default_store_path())
+
+    @default("journal_dir")
+    def _default_journal_dir(self) -> str:
+        return str(journal_dir_for(Path(self.store_path)))
+
+    # ------------------------------------------------------------ setup
+
+    def capture_settings(self) -> CaptureSettings:
+        return CaptureSettings(
+            recording=self.recording, repr_length=self.repr_length,
+            output_length=self.output_length, cell_budget=self.cell_budget,
+            value_budget=self.value_budget, redact=self.redact,
+            name_patterns=list(self.redact_name_patterns),
+            value_patterns=list(self.redact_value_patterns),
+        )
+
+    def initialize_settings(self) -> None:
+        self.store: TrajectoryStore = open_store(self.store_path)
+        self.ingestor = JournalIngestor(Path(self.journal_dir), self.store)
+        self._ingest_lock = asyncio.Lock()
+        self._ingest_task: asyncio.Task[None] | None = None
+        self.listeners: list[Any] = []
+        if self.autoload:
+            # Kernels inherit the server's environment: this is how they learn where to
+            # write and what to capture without reading the server's configuration.
+            os.environ[JOURNAL_DIR_ENV] = self.journal_dir
+            os.environ[SETTINGS_ENV] = self.capture_settings().to_env()
+            self._use_provisioner()
+        self.log.info("themisto: store %s, journals %s", self.store_path, self.journal_dir)
+
+    def _use_provisioner(self) -> None:
+        from jupyter_client.provisioning import KernelProvisionerFactory
+
+        factory = KernelProvisionerFactory.instance(parent=self.serverapp.kernel_manager)
+        if PROVISIONER_NAME not in factory.provisioners:
+            # Running from a source tree that was never installed: no entry point, and a
+            # default naming a missing provisioner would stop every kernel from starting.
+            self.log.warning("themisto: provisioner entry point missing (is themisto_ext "
+                             "pip-installed?); kernels will not record automatically")
+            return
+        if factory.default_provisioner_name == "local-provisioner":
+            factory.default_provisioner_name = PROVISIONER_NAME
+        elif factory.default_provisioner_name != PROVISIONER_NAME:
+            self.log.warning(
+                "themisto: another default kernel provisioner (%s) is configured; kernels "
+                "will not record unless they run %%load_ext themisto_ext",
+                factory.default_provisioner_name)
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(handlers.routes())
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        await self.ingest_now()  # whatever kernels wrote while no server was running
+        self._ingest_task = asyncio.create_task(self._ingest_forever())
+
+    async def stop_extension(self) -> None:
+        if self._ingest_task is not None:
+            self._ingest_task.cancel()
+        await self.ingest_now()
+        self.store.close()
+
+    # ------------------------------------------------------------ ingestion
+
+    async def ingest_now(self) -> IngestResult:
+        async with self._ingest_lock:
+            result = await asyncio.to_thread(self.ingestor.poll)
+        for listener in list(self.listeners):
+            listener(result)
+        return result
+
+    async def _ingest_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.ingest_interval)
+            try:
+                await self.ingest_now()
+            except Exception:
+                self.log.exception("themisto: journal ingestion failed; retrying")
+
+    # ------------------------------------------------------------ per-kernel switch
+
+    def kernel_recording(self, kernel_id: str) -> bool:
+        try:
+            data = json.loads(control_path(Path(self.journal_dir), kernel_id).read_text())
+            return bool(data.get("recording", self.recording))
+        except (OSError, ValueError, AttributeError):
+            return self.recording
+
+    def set_kernel_recording(self, kernel_id: str, on: bool) -> None:
+        path = control_path(Path(self.journal_dir), kernel_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"recording": on}))
+        os.replace(tmp, path)  # the kernel never reads a half-written switch

@@ -1,0 +1,38 @@
+"""Loads the capture hook into every IPython kernel the server launches.
+
+A kernel provisioner is jupyter_client's extension point for how kernels start. This
+one is the local provisioner plus two things for ipykernel kernels: the hook as an
+extra IPython extension (``extra_extensions`` adds to, never replaces, the user's own
+``extensions``) and the kernel id, so the hook names its journal after the kernel.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from jupyter_client.provisioning import LocalProvisioner
+
+from themisto_ext.kernel.recorder import KERNEL_ID_ENV
+from themisto_ext.paths import JOURNAL_DIR_ENV
+
+AUTOLOAD_ARG = "--IPKernelApp.extra_extensions=themisto_ext"
+NAME = "themisto-provisioner"
+
+
+def is_ipykernel(cmd: list[str]) -> bool:
+    return any("ipykernel" in part for part in cmd)
+
+
+class ThemistoProvisioner(LocalProvisioner):  # type: ignore[misc]
+    async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
+        kwargs = await super().pre_launch(**kwargs)
+        cmd: list[str] = list(kwargs.get("cmd") or [])
+        # The server extension sets the journal directory only when it is enabled and
+        # autoloading; without it this provisioner behaves exactly like the local one.
+        if os.environ.get(JOURNAL_DIR_ENV) and is_ipykernel(cmd) and AUTOLOAD_ARG not in cmd:
+            kwargs["cmd"] = [*cmd, AUTOLOAD_ARG]
+            env = dict(kwargs.get("env") or os.environ)
+            env[KERNEL_ID_ENV] = str(self.kernel_id)
+            kwargs["env"] = env
+        return kwargs

@@ -1,0 +1,258 @@
+"""SQLite store: one file, WAL mode, a versioned schema migrated forward on open."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from themisto_ext.store.base import IngestResult, StoreError, Trajectory, TrajectoryFilter
+from themisto_ext.trajectory import Step
+
+_MIGRATIONS: list[str] = [
+    # 1: trajectories, their steps (full JSON), events, and ingestion cursors
+    """
+    CREATE TABLE trajectories (
+        id TEXT PRIMARY KEY,
+        kernel_id TEXT NOT NULL,
+        notebook_path TEXT,
+        started_at TEXT NOT NULL,
+        ended_at TEXT,
+        end_reason TEXT,
+        restart_of TEXT,
+        steps INTEGER NOT NULL DEFAULT 0,
+        source TEXT NOT NULL DEFAULT 'kernel'
+    );
+    CREATE INDEX trajectories_kernel ON trajectories (kernel_id, started_at);
+    CREATE INDEX trajectories_notebook ON trajectories (notebook_path, started_at);
+    CREATE TABLE steps (
+        trajectory_id TEXT NOT NULL REFERENCES trajectories (id) ON DELETE CASCADE,
+        step INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (trajectory_id, step)
+    ) WITHOUT ROWID;
+    CREATE TABLE events (
+        trajectory_id TEXT NOT NULL REFERENCES trajectories (id) ON DELETE CASCADE,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        detail TEXT
+    );
+    CREATE INDEX events_trajectory ON events (trajectory_id);
+    CREATE TABLE journal_cursors (
+        journal TEXT PRIMARY KEY,
+        offset INTEGER NOT NULL
+    );
+    """,
+]
+
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+_COLUMNS = (
+    "id, kernel_id, notebook_path, started_at, ended_at, end_reason, restart_of, steps, source"
+)
+
+
+def _row_to_trajectory(row: tuple[Any, ...]) -> Trajectory:
+    return Trajectory(*row)
+
+
+class SQLiteStore:
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False,
+                                       isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the trajectory store at {self.path}: {exc}") from exc
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------ schema
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {version}, newer than this themisto_ext "
+                f"understands ({SCHEMA_VERSION}); upgrade themisto_ext")
+        for number in range(version, SCHEMA_VERSION):
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                # re-check inside the write lock: another process may have migrated
+                if self._db.execute("PRAGMA user_version").fetchone()[0] > number:
+                    self._db.execute("COMMIT")
+                    continue
+                for statement in _MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {number + 1}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def _transaction(self, work: Callable[[sqlite3.Connection], Any]) -> Any:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    result = work(self._db)
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+                return result
+            except sqlite3.Error as exc:
+                raise StoreError(f"trajectory store {self.path}: {exc}") from exc
+
+    # ------------------------------------------------------------ writes
+
+    def apply_journal(
+        self, records: list[dict[str, Any]], source: str, cursor: tuple[str, int] | None
+    ) -> IngestResult:
+        def work(db: sqlite3.Connection) -> IngestResult:
+            result = IngestResult()
+            for record in records:
+                self._apply(db, record, source, result)
+            if cursor is not None:
+                db.execute(
+                    "INSERT INTO journal_cursors (journal, offset) VALUES (?, ?) "
+                    "ON CONFLICT (journal) DO UPDATE SET offset = max(offset, excluded.offset)",
+                    cursor)
+            return result
+
+        result: IngestResult = self._transaction(work)
+        return result
+
+    def _apply(
+        self, db: sqlite3.Connection, record: dict[str, Any], source: str, result: IngestResult
+    ) -> None:
+        kind = record.get("kind")
+        tid = record.get("trajectory_id")
+        if not isinstance(tid, str):
+            return
+        if kind == "trajectory":
+            self._start(db, record, source, result)
+        elif kind == "step":
+            data = {k: v for k, v in record.items() if k != "kind"}
+            cur = db.execute(
+                "INSERT OR IGNORE INTO steps (trajectory_id, step, data) VALUES (?, ?, ?)",
+                (tid, int(record["step"]), json.dumps(data, ensure_ascii=False)))
+            if cur.rowcount:
+                db.execute("UPDATE trajectories SET steps = steps + 1 WHERE id = ?", (tid,))
+                result.steps.append(data)
+            else:
+                result.duplicates += 1
+        elif kind == "end":
+            db.execute("UPDATE trajectories SET ended_at = ?, end_reason = ? "
+                       "WHERE id = ? AND ended_at IS NULL",
+                       (record.get("at"), record.get("reason", "shutdown"), tid))
+        elif kind == "recording":
+            self._event(db, tid, record.get("at", ""), "recording",
+                        "on" if record.get("on") else "off")
+
+    def _start(
+        self, db: sqlite3.Connection, record: dict[str, Any], source: str, result: IngestResult
+    ) -> None:
+        tid, kernel_id = record["trajectory_id"], str(record.get("kernel_id", "unknown"))
+        started = str(record.get("started_at", ""))
+        if db.execute("SELECT 1 FROM trajectories WHERE id = ?", (tid,)).fetchone():
+            return
+        previous = db.execute(
+            "SELECT id FROM trajectories WHERE kernel_id = ? AND started_at <= ? "
+            "ORDER BY started_at DESC LIMIT 1", (kernel_id, started)).fetchone()
+        restart_of = previous[0] if previous else None
+        db.execute(
+            f"INSERT INTO trajectories ({_COLUMNS}) VALUES (?, ?, ?, ?, NULL, NULL, ?, 0, ?)",
+            (tid, kernel_id, record.get("notebook_path"), started, restart_of, source))
+        if restart_of:
+            # A kernel restart ends the previous process's trajectory and starts this one.
+            db.execute("UPDATE trajectories SET ended_at = ?, end_reason = 'restart' "
+                       "WHERE id = ? AND ended_at IS NULL", (started, restart_of))
+            self._event(db, tid, started, "restart", restart_of)
+        result.new_trajectories.append(tid)
+
+    @staticmethod
+    def _event(db: sqlite3.Connection, tid: str, at: str, kind: str, detail: str) -> None:
+        db.execute("INSERT INTO events (trajectory_id, at, kind, detail) VALUES (?, ?, ?, ?)",
+                   (tid, at, kind, detail))
+
+    def delete_trajectory(self, trajectory_id: str) -> bool:
+        def work(db: sqlite3.Connection) -> bool:
+            return db.execute("DELETE FROM trajectories WHERE id = ?",
+                              (trajectory_id,)).rowcount > 0
+
+        deleted: bool = self._transaction(work)
+        return deleted
+
+    # ------------------------------------------------------------ reads
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"trajectory store {self.path}: {exc}") from exc
+
+    def journal_cursors(self) -> dict[str, int]:
+        return dict(self._query("SELECT journal, offset FROM journal_cursors"))
+
+    def list_trajectories(
+        self, where: TrajectoryFilter | None = None, limit: int = 100, offset: int = 0
+    ) -> list[Trajectory]:
+        where = where or TrajectoryFilter()
+        clauses, params = [], []
+        for column, op, value in (("notebook_path", "=", where.notebook_path),
+                                  ("kernel_id", "=", where.kernel_id),
+                                  ("started_at", ">=", where.started_after),
+                                  ("started_at", "<", where.started_before)):
+            if value is not None:
+                clauses.append(f"{column} {op} ?")
+                params.append(value)
+        sql = f"SELECT {_COLUMNS} FROM trajectories"
+        if clauses:
+            sql += " WHERE " + " AND ".join(clauses)
+        sql += " ORDER BY started_at, id LIMIT ? OFFSET ?"
+        return [_row_to_trajectory(r) for r in self._query(sql, (*params, limit, offset))]
+
+    def get_trajectory(self, trajectory_id: str) -> Trajectory | None:
+        rows = self._query(f"SELECT {_COLUMNS} FROM trajectories WHERE id = ?", (trajectory_id,))
+        return _row_to_trajectory(rows[0]) if rows else None
+
+    def latest_for_kernel(self, kernel_id: str) -> Trajectory | None:
+        rows = self._query(f"SELECT {_COLUMNS} FROM trajectories WHERE kernel_id = ? "
+                           "ORDER BY started_at DESC LIMIT 1", (kernel_id,))
+        return _row_to_trajectory(rows[0]) if rows else None
+
+    def events(self, trajectory_id: str) -> list[dict[str, str]]:
+        rows = self._query("SELECT at, kind, detail FROM events WHERE trajectory_id = ? "
+                           "ORDER BY rowid", (trajectory_id,))
+        return [{"at": at, "kind": kind, "detail": detail} for at, kind, detail in rows]
+
+    def iter_steps(
+        self, trajectory_id: str, since_step: int = 0, limit: int | None = None, page: int = 500
+    ) -> Iterator[Step]:
+        """Steps after ``since_step`` in order, fetched in pages so exports stay small in memory."""
+        last, left = since_step, limit
+        while left is None or left > 0:
+            size = page if left is None else min(page, left)
+            rows = self._query("SELECT step, data FROM steps WHERE trajectory_id = ? AND step > ? "
+                               "ORDER BY step LIMIT ?", (trajectory_id, last, size))
+            for step, data in rows:
+                yield json.loads(data)
+                last = step
+            if left is not None:
+                left -= len(rows)
+            if len(rows) < size:
+                return
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,35 @@
+/**
+ * Configuration for Playwright using default from @jupyterlab/galata
+ *
+ * Browsers are never downloaded: the system Chromium is used
+ * (install dependencies with PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1).
+ */
+const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
+
+module.exports = {
+  ...baseConfig,
+  // Never open/serve the HTML report: it would block a non-interactive run.
+  reporter: [[process.env.CI ? 'github' : 'list'], ['html', { open: 'never' }]],
+  use: {
+    ...baseConfig.use,
+    headless: true,
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync'
+      ]
+    },
+    video: 'off',
+    trace: 'off'
+  },
+  webServer: {
+    command: 'jlpm start',
+    url: 'http://localhost:8888/lab',
+    timeout: 120 * 1000,
+    reuseExistingServer: !process.env.CI
+  }
+};

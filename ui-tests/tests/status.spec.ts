@@ -1,0 +1,28 @@
+import { expect, test } from '@jupyterlab/galata';
+
+const STATUS_ITEM = '.themisto-StatusItem';
+
+test.describe('Themisto status bar item', () => {
+  test('counts executed cells and toggles recording', async ({ page }) => {
+    await page.notebook.createNew();
+
+    await page.notebook.setCell(0, 'code', 'x = 1');
+    await page.notebook.addCell('code', 'y = x + 1');
+    // Run in place (no "run and advance" inserting an empty cell), one at a time.
+    await page.notebook.runCell(0, { inplace: true });
+    await page.notebook.runCell(1, { inplace: true });
+
+    const item = page.locator(STATUS_ITEM);
+    await expect(item).toHaveCount(1);
+    // The server ingests executions asynchronously: poll the item.
+    await expect(item).toHaveAttribute('data-steps', '2', { timeout: 15000 });
+    await expect(item).toHaveAttribute('data-recording', 'true');
+    await expect(item).toHaveText('Themisto: recording · 2 steps');
+
+    await item.click();
+    await expect(item).toHaveAttribute('data-recording', 'false', {
+      timeout: 10000
+    });
+    await expect(item).toHaveText('Themisto: off');
+  });
+});
