@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 from jupyter_client.manager import KernelManager
 
-from themisto_ext.kernel.recorder import KERNEL_ID_ENV
-from themisto_ext.kernel.settings import SETTINGS_ENV, CaptureSettings
-from themisto_ext.paths import JOURNAL_DIR_ENV
+from themisto_ext.kernel.settings import CaptureSettings
+from themisto_ext.replay import recording_env
 from themisto_ext.server.provisioner import AUTOLOAD_ARG
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,10 +37,8 @@ class RecordingKernel:
     def __init__(self, journal_dir: Path, kernel_id: str, settings: CaptureSettings) -> None:
         self.journal_dir = journal_dir
         self.kernel_id = kernel_id
-        env = dict(os.environ)
-        env.update({JOURNAL_DIR_ENV: str(journal_dir), KERNEL_ID_ENV: kernel_id,
-                    SETTINGS_ENV: settings.to_env(),
-                    "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])})
+        env = recording_env(journal_dir, kernel_id, settings=settings)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
         self.km = KernelManager(kernel_name="python3")
         self.km.start_kernel(extra_arguments=[AUTOLOAD_ARG], env=env)
         self.kc = self.km.client()

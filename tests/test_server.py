@@ -10,8 +10,8 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from themisto_ext.ingest import JournalIngestor
-from themisto_ext.paths import JOURNAL_DIR_ENV
 from themisto_ext.kernel.settings import SETTINGS_ENV
+from themisto_ext.paths import JOURNAL_DIR_ENV
 from themisto_ext.store import SQLiteStore
 
 

@@ -41,6 +41,22 @@ class ReplayResult:
     """The executed notebook, with the outputs Jupyter itself produced."""
 
 
+def recording_env(
+    journal_dir: Path, kernel_id: str, notebook_path: str | None = None,
+    settings: CaptureSettings | None = None,
+) -> dict[str, str]:
+    """The environment under which an ipykernel started with AUTOLOAD_ARG records."""
+    env = dict(os.environ)
+    env.update({
+        JOURNAL_DIR_ENV: str(journal_dir),
+        KERNEL_ID_ENV: kernel_id,
+        SETTINGS_ENV: (settings or CaptureSettings()).to_env(),
+    })
+    if notebook_path:
+        env[NOTEBOOK_ENV] = notebook_path
+    return env
+
+
 def read_notebook(path: Path) -> nbformat.NotebookNode:
     try:
         nb = nbformat.read(path, as_version=4)
@@ -72,13 +88,7 @@ def record_notebook(
 ) -> ReplayResult:
     nb = read_notebook(path)
     kernel_id = f"record-{uuid.uuid4().hex[:12]}"
-    env = dict(os.environ)
-    env.update({
-        JOURNAL_DIR_ENV: str(journal_dir),
-        KERNEL_ID_ENV: kernel_id,
-        NOTEBOOK_ENV: str(path.resolve()),
-        SETTINGS_ENV: (settings or CaptureSettings()).to_env(),
-    })
+    env = recording_env(journal_dir, kernel_id, str(path.resolve()), settings)
     client = NotebookClient(
         nb, timeout=timeout, allow_errors=not stop_on_error, interrupt_on_timeout=True,
         kernel_name=kernel_name, extra_arguments=[AUTOLOAD_ARG],
@@ -106,5 +116,5 @@ def record_notebook(
             f"environment (kernel {kernel_name!r})?")
     code_cells = sum(1 for c in nb.cells if c.cell_type == "code" and c.source.strip())
     errors = sum(1 for c in nb.cells if c.cell_type == "code"
-                 for o in c.get("outputs", []) if o.get("output_type") == "error")
+                 and any(o.get("output_type") == "error" for o in c.get("outputs", [])))
     return ReplayResult(trajectories, steps, code_cells, errors, stopped, ingestor.bad_lines, nb)

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 FORMAT_VERSION = 1
 
@@ -56,6 +57,9 @@ def step_schema() -> dict[str, Any]:
 
 @cache
 def _validator() -> Draft202012Validator:
+    # Imported here: the kernel hook imports this module, and jsonschema takes ~0.8 s.
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(step_schema(), format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 

@@ -9,7 +9,17 @@ const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 module.exports = {
   ...baseConfig,
   // Never open/serve the HTML report: it would block a non-interactive run.
-  reporter: [[process.env.CI ? 'github' : 'list'], ['html', { open: 'never' }]],
+  reporter: [
+    ['list'],
+    ['html', { open: 'never' }],
+    [
+      'json',
+      {
+        outputFile:
+          process.env.THEMISTO_REPORT_JSON || '../.artifacts/galata.json'
+      }
+    ]
+  ],
   use: {
     ...baseConfig.use,
     headless: true,

@@ -43,14 +43,20 @@ class OutputCollector:
         self._session: Any = None
         self._original: Callable[..., Any] | None = None
 
-    def install(self, session: Any) -> None:
+    @property
+    def installed(self) -> bool:
+        return self._session is not None
+
+    def install(self, session: Any, on_reply: Callable[[], None]) -> None:
+        """Observe ``session.send``; call ``on_reply`` just before an ``execute_reply`` goes."""
         original = session.send
 
         def send(stream: Any, msg_or_type: Any, content: Any = None, *args: Any,
                  **kwargs: Any) -> Any:
             if self._active:
                 try:
-                    self._observe(msg_or_type, content)
+                    if self._observe(msg_or_type, content) == "execute_reply":
+                        on_reply()
                 except Exception:  # capture must never break the kernel's messaging
                     pass
             return original(stream, msg_or_type, content, *args, **kwargs)
@@ -77,27 +83,28 @@ class OutputCollector:
                 item["text"] = strip_ansi(item["text"])
         return items
 
-    def _observe(self, msg_or_type: Any, content: Any) -> None:
+    def _observe(self, msg_or_type: Any, content: Any) -> str | None:
+        """Record an output message; return the message type."""
         if isinstance(msg_or_type, dict):
             kind = msg_or_type.get("header", {}).get("msg_type")
             content = msg_or_type.get("content", content)
         else:
             kind = msg_or_type
         if kind not in _KINDS or not isinstance(content, dict):
-            return
+            return kind if isinstance(kind, str) else None
         with self._lock:
             if kind == "clear_output":
                 if content.get("wait"):
                     self._clear_pending = True
                 else:
                     self._items, self._display_index = [], {}
-                return
-            if kind == "update_display_data":
+            elif kind == "update_display_data":
                 self._update_display(content)
-                return
-            if self._clear_pending:
-                self._items, self._display_index, self._clear_pending = [], {}, False
-            self._append(kind, content)
+            else:
+                if self._clear_pending:
+                    self._items, self._display_index, self._clear_pending = [], {}, False
+                self._append(kind, content)
+        return str(kind)
 
     def _append(self, kind: str, content: dict[str, Any]) -> None:
         if kind == "stream":

@@ -10,7 +10,6 @@ import atexit
 import json
 import logging
 import os
-import sys
 import time
 import uuid
 from datetime import datetime, timezone
@@ -72,6 +71,9 @@ class Recorder:
         self._switch = settings.recording
         self.step = 0
         self.last_overhead = 0.0
+        """Seconds the hook itself took around the last recorded cell (for benchmarks)."""
+        self._pre_cost = self._post_cost = 0.0
+        self._pending: dict[str, Any] | None = None
         self._cell: dict[str, Any] | None = None
         self._process: Any = None
         self.journal.append({
@@ -85,7 +87,7 @@ class Recorder:
     def register(self) -> None:
         session = getattr(getattr(self.shell, "kernel", None), "session", None)
         if session is not None:
-            self.collector.install(session)
+            self.collector.install(session, on_reply=self._finish_step)
         self.shell.events.register("pre_run_cell", self._pre_run_cell)
         self.shell.events.register("post_run_cell", self._post_run_cell)
         atexit.register(self.close)
@@ -102,6 +104,7 @@ class Recorder:
         self.close()
 
     def close(self) -> None:
+        self._finish_step()
         try:
             self.journal.append({"kind": "end", "trajectory_id": self.trajectory_id,
                                  "at": _now(), "reason": "shutdown"})
@@ -138,6 +141,9 @@ class Recorder:
     # ------------------------------------------------------------ events
 
     def _pre_run_cell(self, info: Any) -> None:
+        if self._pending is not None:
+            self._finish_step()  # the previous cell's reply never came through send()
+        t0 = time.perf_counter()
         try:
             if not getattr(info, "store_history", True) or getattr(info, "silent", False):
                 self._cell = None
@@ -152,9 +158,10 @@ class Recorder:
                 "t0": time.perf_counter(),
             }
             self.collector.start()
-        except BaseException:
+        except BaseException:  # the user's cell must run regardless
             self._cell = None
             log.debug("themisto pre_run_cell failed", exc_info=True)
+        self._pre_cost = time.perf_counter() - t0
 
     def _post_run_cell(self, result: Any) -> None:
         cell, self._cell = self._cell, None
@@ -162,36 +169,21 @@ class Recorder:
             return
         t_end = time.perf_counter()
         try:
-            self._flush_streams()
-            self._record(cell, result, t_end)
-        except BaseException:
-            log.debug("themisto post_run_cell failed", exc_info=True)
-        finally:
+            self._pending = self._measure_step(cell, result, t_end)
+        except BaseException:  # includes a DeadlineExceeded that fired late
             self.collector.stop()
-            self.last_overhead = time.perf_counter() - t_end
+            log.debug("themisto post_run_cell failed", exc_info=True)
+        self._post_cost = time.perf_counter() - t_end
+        if not self.collector.installed:
+            self._finish_step()  # no kernel messages to wait for (a terminal IPython)
 
-    def _flush_streams(self) -> None:
-        # ipykernel flushes right after post_run_cell anyway; doing it first puts the
-        # cell's buffered prints into this step instead of the next one.
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-
-    def _record(self, cell: dict[str, Any], result: Any, t_end: float) -> None:
-        items = self.collector.stop()
-        mask = self.redactor.mask
+    def _measure_step(self, cell: dict[str, Any], result: Any, t_end: float) -> dict[str, Any]:
+        """Everything about the step except its outputs, which are still being flushed."""
         variables, hash_index = self.snapshotter.take(
             user_variables(self.shell.user_ns, self.shell.user_ns_hidden), names_in(cell["code"])
         )
-        limit = self.settings.output_length
-        for item in items:
-            item["text"] = _truncate_middle(mask(item["text"]), limit)
-            if "evalue" in item:
-                item["evalue"] = mask(item["evalue"])
         self.step += 1
-        self.journal.append({
+        return {
             "kind": "step",
             "format_version": FORMAT_VERSION,
             "trajectory_id": self.trajectory_id,
@@ -201,29 +193,53 @@ class Recorder:
             "notebook_path": self.notebook_path,
             "started_at": cell["started_at"],
             "ended_at": _now(),
-            "code": mask(cell["code"]),
-            "output": _truncate_middle(flatten(items), limit),
-            "outputs": items,
+            "code": self.redactor.mask(cell["code"]),
+            "output": "",
+            "outputs": [],
             "execution_time": round(t_end - cell["t0"], 6),
             "memory_bytes": self._rss(),
             "runtime_variables": variables,
             "hash_index": hash_index,
-            "error": self._error(result, items),
-        })
+            "error": self._error(result),
+        }
 
-    def _error(self, result: Any, items: list[dict[str, Any]]) -> dict[str, str] | None:
+    def _finish_step(self) -> None:
+        """Attach the outputs and write the step.
+
+        Called when the kernel sends ``execute_reply``: ipykernel flushes stdout and
+        stderr just before it, so every output of the cell has been seen by then,
+        without the hook paying for a flush of its own.
+        """
+        step, self._pending = self._pending, None
+        if step is None:
+            return
+        t0 = time.perf_counter()
+        try:
+            items = self.collector.stop()
+            limit, mask = self.settings.output_length, self.redactor.mask
+            for item in items:
+                item["text"] = _truncate_middle(mask(item["text"]), limit)
+                if "evalue" in item:
+                    item["evalue"] = mask(item["evalue"])
+            step["outputs"] = items
+            step["output"] = _truncate_middle(flatten(items), limit)
+            shown = next((i for i in reversed(items) if i["output_type"] == "error"), None)
+            if step["error"] is not None and shown is not None:
+                step["error"]["traceback"] = shown["text"]
+            self.journal.append(step)
+        except BaseException:
+            log.debug("themisto could not write a step", exc_info=True)
+        self.last_overhead = self._pre_cost + self._post_cost + time.perf_counter() - t0
+
+    def _error(self, result: Any) -> dict[str, str] | None:
         exc = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
         if exc is None:
             return None
-        shown = next((i for i in reversed(items) if i["output_type"] == "error"), None)
         try:
             evalue = str(exc)
         except Exception:
             evalue = "<str() of the exception raised>"
-        error = {"ename": type(exc).__name__, "evalue": self.redactor.mask(evalue)}
-        if shown is not None:
-            error["traceback"] = shown["text"]
-        return error
+        return {"ename": type(exc).__name__, "evalue": self.redactor.mask(evalue)}
 
     def _rss(self) -> int | None:
         try:

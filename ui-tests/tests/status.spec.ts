@@ -19,10 +19,27 @@ test.describe('Themisto status bar item', () => {
     await expect(item).toHaveAttribute('data-recording', 'true');
     await expect(item).toHaveText('Themisto: recording · 2 steps');
 
+    // Closing the notebook tab loses nothing: the server already holds the steps.
+    const kernelId = await page.evaluate(() => {
+      const widget = window.jupyterapp.shell.currentWidget as unknown as {
+        sessionContext: { session: { kernel: { id: string } } };
+      };
+      return widget.sessionContext.session.kernel.id;
+    });
+    const before = await page.request.get(`/themisto/api/kernels/${kernelId}`);
+    expect((await before.json()).steps).toBe(2);
+
     await item.click();
     await expect(item).toHaveAttribute('data-recording', 'false', {
       timeout: 10000
     });
     await expect(item).toHaveText('Themisto: off');
+
+    await page.notebook.close();
+    const after = await page.request.get(`/themisto/api/kernels/${kernelId}`);
+    expect(after.ok()).toBe(true);
+    const model = await after.json();
+    expect(model.steps).toBe(2);
+    expect(model.recording).toBe(false);
   });
 });

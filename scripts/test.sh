@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install every test dependency and run every test: ruff, pytest, ESLint/Prettier/Stylelint,
+# jest and the Galata UI tests in Debian's Chromium. Exits non-zero if anything failed.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+apt_install chromium chromium
+ensure_venv test
+log "installing front-end dependencies"
+jlpm install --immutable >/dev/null 2>&1 || jlpm install
+(cd ui-tests && (jlpm install --immutable >/dev/null 2>&1 || jlpm install))
+
+REPORTS="$ROOT/.artifacts"
+rm -rf "$REPORTS"; mkdir -p "$REPORTS"
+failed_suites=()
+suite() {
+  local name="$1"; shift
+  log "$name"
+  if ! "$@"; then failed_suites+=("$name"); fi
+}
+
+suite "ruff" ruff check themisto_ext tests benchmarks ui-tests/jupyter_server_test_config.py
+suite "front-end lint" jlpm lint:check
+suite "jest" jlpm jest --ci --json --outputFile="$REPORTS/jest.json"
+suite "galata" env -C ui-tests CI=1 THEMISTO_UI_TEST_DATA_DIR="$REPORTS/ui-data" \
+  jlpm playwright test
+suite "pytest" python -m pytest -p no:cacheprovider --junitxml="$REPORTS/pytest.xml"
+
+python scripts/summary.py "$REPORTS" "${failed_suites[@]}"
