@@ -12,6 +12,7 @@ import { ThemistoClient } from './api';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { DEFAULT_REFRESH_DELAY, ThemistoStatusItem } from './statusbar';
 import { IThemistoClient } from './tokens';
+import { applyNotebookRecording } from './notebookswitch';
 
 export { ThemistoApiError, ThemistoClient } from './api';
 export { IKernelRecording } from './model';
@@ -85,6 +86,29 @@ const statusPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-const plugins: JupyterFrontEndPlugin<unknown>[] = [clientPlugin, statusPlugin];
+/**
+ * Honours a notebook's `themisto.recording` metadata for every kernel it uses.
+ */
+const notebookSwitchPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'themisto-ext:notebook-switch',
+  description: "Applies a notebook's recording choice to its kernels.",
+  autoStart: true,
+  requires: [INotebookTracker, IThemistoClient],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    client: IThemistoClient
+  ): void => {
+    tracker.widgetAdded.connect((_, panel) =>
+      applyNotebookRecording(panel, client)
+    );
+  }
+};
+
+const plugins: JupyterFrontEndPlugin<unknown>[] = [
+  clientPlugin,
+  statusPlugin,
+  notebookSwitchPlugin
+];
 
 export default plugins;

@@ -14,6 +14,7 @@ import {
   statusDataset,
   StatusView
 } from './format';
+import { rememberRecording } from './notebookswitch';
 import { IThemistoClient } from './tokens';
 
 /**
@@ -128,6 +129,8 @@ export class ThemistoStatusItem extends Widget {
         kind: 'ready',
         model: await this._client.setRecording(kernelId, !view.model.recording)
       };
+      // The choice is the notebook's: it holds for the kernels it uses later.
+      rememberRecording(this._panel?.model ?? null, next.model.recording);
     } catch (error) {
       next = { kind: 'error', kernelId, message: Private.message(error) };
     }

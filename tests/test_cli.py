@@ -142,3 +142,32 @@ def test_validate_reports_line_and_field(tmp_path: Path):
     r = themisto("validate", str(path))
     assert r.returncode == 1
     assert "line 1: <step>: 'format_version' is a required property" in r.stdout
+
+
+def test_secrets_are_in_no_file_the_project_writes(tmp_path: Path):
+    secret_value = "correct-horse-battery-staple"
+    api_key = "sk-" + "Q" * 40
+    nb = tmp_path / "secrets.ipynb"
+    cells = [
+        f"db_password = '{secret_value}'",
+        f"client_config = {{'key': '{api_key}'}}\nprint(client_config)",
+        "print('connecting with', db_password)",
+    ]
+    nb.write_text(json.dumps({
+        "cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": [],
+                   "execution_count": None} for c in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    store = tmp_path / "data" / "store.sqlite3"
+    out = tmp_path / "export.jsonl"
+    r = themisto("record", str(nb), "--out", str(out), store=store)
+    assert r.returncode == 0, r.stderr
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p != nb]
+    assert any(p.suffix == ".sqlite3" for p in written) and out in written
+    for path in written:
+        data = path.read_bytes()
+        assert secret_value.encode() not in data, path
+        assert api_key.encode() not in data, path
+    for stream in (r.stdout, r.stderr):
+        assert secret_value not in stream and api_key not in stream
+    steps = [json.loads(line) for line in out.read_text().splitlines()]
+    assert steps[2]["output"] == "connecting with <redacted>\n"

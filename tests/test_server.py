@@ -166,3 +166,30 @@ async def test_kernel_restart_starts_a_new_trajectory(jp_fetch, jp_serverapp):
         assert store.get_trajectory(second["trajectory_id"]).restart_of == old.id
     finally:
         client.stop_channels()
+
+
+
+class TestRecordingOffByConfig:
+    @pytest.fixture
+    def jp_server_config(self, store_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+        monkeypatch.setenv(JOURNAL_DIR_ENV, "")
+        monkeypatch.setenv(SETTINGS_ENV, "")
+        return {
+            "ServerApp": {"jpserver_extensions": {"themisto_ext": True}},
+            "ThemistoExtension": {"store_path": str(store_path), "recording": False},
+        }
+
+    async def test_kernels_start_with_recording_off(self, jp_fetch, jp_serverapp):
+        kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+        try:
+            await client.execute_interactive("quiet = 1", timeout=30)
+            await asyncio.sleep(0.3)
+            status = await kernel_status(jp_fetch, kernel_id)
+            assert status["recording"] is False and status["steps"] == 0
+            await jp_fetch("themisto", "api", "kernels", kernel_id, method="PUT",
+                           body=json.dumps({"recording": True}))
+            await client.execute_interactive("loud = 2", timeout=30)
+            status = await wait_for_steps(jp_fetch, kernel_id, 1)
+            assert status["steps"] == 1
+        finally:
+            client.stop_channels()
