@@ -1,5 +1,6 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
+import { ISignal, Signal } from '@lumino/signaling';
 
 import { apiErrorFromResponse, ThemistoApiError } from './errors';
 import { IKernelRecording, IRecordingUpdate, isKernelRecording } from './model';
@@ -29,20 +30,26 @@ export class ThemistoClient implements IThemistoClient {
    */
   readonly serverSettings: ServerConnection.ISettings;
 
+  get recordingChanged(): ISignal<IThemistoClient, IKernelRecording> {
+    return this._recordingChanged;
+  }
+
   getKernel(kernelId: string): Promise<IKernelRecording> {
     return this._requestKernel(kernelId, { method: 'GET' });
   }
 
-  setRecording(
+  async setRecording(
     kernelId: string,
     recording: boolean
   ): Promise<IKernelRecording> {
     const body: IRecordingUpdate = { recording };
-    return this._requestKernel(kernelId, {
+    const model = await this._requestKernel(kernelId, {
       method: 'PUT',
       body: JSON.stringify(body),
       headers: { 'Content-Type': 'application/json' }
     });
+    this._recordingChanged.emit(model);
+    return model;
   }
 
   private async _requestKernel(
@@ -61,6 +68,10 @@ export class ThemistoClient implements IThemistoClient {
     }
     return data;
   }
+
+  private _recordingChanged = new Signal<IThemistoClient, IKernelRecording>(
+    this
+  );
 
   /**
    * Send a request to `themisto/api/<path...>` and parse the JSON reply.

@@ -15,6 +15,7 @@ import {
   StatusView
 } from './format';
 import { rememberRecording } from './notebookswitch';
+import { IKernelRecording } from './model';
 import { IThemistoClient } from './tokens';
 
 /**
@@ -55,6 +56,7 @@ export class ThemistoStatusItem extends Widget {
 
     this._tracker.currentChanged.connect(this._onCurrentChanged, this);
     NotebookActions.executed.connect(this._onExecuted, this);
+    this._client.recordingChanged.connect(this._onRecordingChanged, this);
     this._onCurrentChanged(this._tracker, this._tracker.currentWidget);
   }
 
@@ -164,6 +166,7 @@ export class ThemistoStatusItem extends Widget {
     }
     this._tracker.currentChanged.disconnect(this._onCurrentChanged, this);
     NotebookActions.executed.disconnect(this._onExecuted, this);
+    this._client.recordingChanged.disconnect(this._onRecordingChanged, this);
     this._watchSession(null);
     super.dispose();
   }
@@ -234,6 +237,15 @@ export class ThemistoStatusItem extends Widget {
     } else if (status === 'idle' && this._restarting) {
       this._restarting = false;
       this.scheduleRefresh();
+    }
+  }
+
+  private _onRecordingChanged(
+    client: IThemistoClient,
+    model: IKernelRecording
+  ): void {
+    if (model.kernel_id === this._kernelId()) {
+      this._setView({ kind: 'ready', model });
     }
   }
 

@@ -1,4 +1,5 @@
 import { Token } from '@lumino/coreutils';
+import { ISignal } from '@lumino/signaling';
 
 import { IKernelRecording } from './model';
 
@@ -6,6 +7,11 @@ import { IKernelRecording } from './model';
  * Client of the Themisto server REST API.
  */
 export interface IThemistoClient {
+  /**
+   * Emitted after any caller switched a kernel's recording on or off.
+   */
+  readonly recordingChanged: ISignal<IThemistoClient, IKernelRecording>;
+
   /**
    * Get the recording state of a kernel.
    *

@@ -66,8 +66,13 @@ describe('ThemistoClient', () => {
     const { client, calls } = makeClient(() =>
       json(200, { ...MODEL, recording: false })
     );
+    const announced: boolean[] = [];
+    client.recordingChanged.connect((_, model) =>
+      announced.push(model.recording)
+    );
     const result = await client.setRecording('abc 1', false);
     expect(result.recording).toBe(false);
+    expect(announced).toEqual([false]);
     expect(calls[0].method).toBe('PUT');
     expect(JSON.parse(calls[0].body ?? '')).toEqual({ recording: false });
   });

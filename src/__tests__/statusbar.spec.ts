@@ -14,6 +14,10 @@ class FakeClient implements IThemistoClient {
   kernels = new Map<string, IKernelRecording>();
   gets: string[] = [];
   puts: Array<[string, boolean]> = [];
+  recordingChanged: Signal<IThemistoClient, IKernelRecording> = new Signal<
+    IThemistoClient,
+    IKernelRecording
+  >(this);
 
   async getKernel(kernelId: string): Promise<IKernelRecording> {
     this.gets.push(kernelId);
@@ -32,6 +36,7 @@ class FakeClient implements IThemistoClient {
     const model = await this.getKernel(kernelId);
     const next = { ...model, recording };
     this.kernels.set(kernelId, next);
+    this.recordingChanged.emit({ ...next });
     return { ...next };
   }
 }
@@ -158,6 +163,16 @@ describe('ThemistoStatusItem', () => {
     expect(client.puts).toEqual([['k1', false]]);
     expect(item.node.dataset.recording).toBe('false');
     expect(item.node.textContent).toBe('Themisto: off');
+  });
+
+  it('follows recording switched elsewhere, for its own kernel only', async () => {
+    client.kernels.set('k2', { ...client.kernels.get('k1')!, kernel_id: 'k2' });
+    tracker.activate(new FakePanel('k1'));
+    await flush();
+    await client.setRecording('k2', false);
+    expect(item.node.dataset.recording).toBe('true');
+    await client.setRecording('k1', false);
+    expect(item.node.dataset.recording).toBe('false');
   });
 
   it('refreshes when the kernel changes', async () => {

@@ -35,6 +35,28 @@ test.describe('Themisto status bar item', () => {
     });
     await expect(item).toHaveText('Themisto: off');
 
+    // The choice is the notebook's: a new kernel for it starts with recording off.
+    const newKernelId = await page.evaluate(async () => {
+      const widget = window.jupyterapp.shell.currentWidget as unknown as {
+        sessionContext: {
+          changeKernel(options: { name: string }): Promise<{ id: string }>;
+        };
+      };
+      const kernel = await widget.sessionContext.changeKernel({
+        name: 'python3'
+      });
+      return kernel.id;
+    });
+    expect(newKernelId).not.toBe(kernelId);
+    await expect(item).toHaveAttribute('data-recording', 'false', {
+      timeout: 10000
+    });
+    await page.notebook.runCell(0, { inplace: true });
+    const fresh = await page.request.get(`/themisto/api/kernels/${newKernelId}`);
+    const freshModel = await fresh.json();
+    expect(freshModel.recording).toBe(false);
+    expect(freshModel.steps).toBe(0);
+
     await page.notebook.close();
     const after = await page.request.get(`/themisto/api/kernels/${kernelId}`);
     expect(after.ok()).toBe(true);
