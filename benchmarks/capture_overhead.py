@@ -83,13 +83,22 @@ class Kernel:
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=120)
 
-    def run(self, code: str) -> float | None:
-        """Execute a cell; return the hook's own overhead for it (seconds)."""
-        msg_id = self.kc.execute(code, user_expressions={
-            "o": "get_ipython()._themisto_recorder.last_overhead"})
+    def _execute(self, code: str, **options: object) -> dict:
+        msg_id = self.kc.execute(code, **options)
         reply = self.kc.get_shell_msg(timeout=600)
         while reply["parent_header"].get("msg_id") != msg_id:
             reply = self.kc.get_shell_msg(timeout=600)
+        return reply
+
+    def run(self, code: str) -> float | None:
+        """Execute a cell; return the hook's own overhead for it (seconds).
+
+        The step is finished when the cell's reply is sent, so the figure is read by a
+        silent execution afterwards (silent executions are not recorded).
+        """
+        self._execute(code)
+        reply = self._execute("", silent=True, user_expressions={
+            "o": "get_ipython()._themisto_recorder.last_overhead"})
         found = reply["content"].get("user_expressions", {}).get("o", {})
         if found.get("status") != "ok":
             return None

@@ -172,3 +172,16 @@ def test_load_ext_twice_records_once(recording_kernel: RecordingKernel):
     recording_kernel.run("%load_ext themisto_ext")
     recording_kernel.run("z = 1")
     assert [s["code"] for s in recording_kernel.steps()] == ["%load_ext themisto_ext", "z = 1"]
+
+
+def test_in_place_changes_are_seen(recording_kernel: RecordingKernel):
+    k = recording_kernel
+    k.run("import pandas as pd\nitems = [1]\nframe = pd.DataFrame({'a': [1, 2]})\n"
+          "cfg = {'depth': 1}")
+    k.run("items.append(2)\nframe['a'] = 0\ncfg['depth'] = 2")
+    k.run("len(items), frame.shape")  # a read: values unchanged, served from the cache
+    before, after, read = (s["runtime_variables"] for s in k.steps())
+    assert before["items"]["repr"] == "[1]" and after["items"]["repr"] == "[1, 2]"
+    assert "1" in before["frame"]["repr"] and "1" not in after["frame"]["repr"].split("\n")[1]
+    assert after["cfg"]["repr"] == "{'depth': 2}"
+    assert read == after

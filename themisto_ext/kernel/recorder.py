@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from themisto_ext.journal import JournalWriter
+from themisto_ext.kernel.mutations import possibly_mutated
 from themisto_ext.kernel.outputs import OutputCollector, flatten
 from themisto_ext.kernel.redaction import Redactor
 from themisto_ext.kernel.settings import CaptureSettings
-from themisto_ext.kernel.snapshot import Snapshotter, names_in, user_variables
+from themisto_ext.kernel.snapshot import Snapshotter, user_variables
 from themisto_ext.paths import control_path
 from themisto_ext.trajectory import FORMAT_VERSION
 
@@ -179,8 +180,13 @@ class Recorder:
 
     def _measure_step(self, cell: dict[str, Any], result: Any, t_end: float) -> dict[str, Any]:
         """Everything about the step except its outputs, which are still being flushed."""
+        try:
+            python = self.shell.transform_cell(cell["code"])
+        except Exception:
+            python = None
         variables, hash_index = self.snapshotter.take(
-            user_variables(self.shell.user_ns, self.shell.user_ns_hidden), names_in(cell["code"])
+            user_variables(self.shell.user_ns, self.shell.user_ns_hidden),
+            possibly_mutated(cell["code"], python),
         )
         self.step += 1
         return {

@@ -1,10 +1,10 @@
 """The runtime snapshot after a cell: every user variable's type, size and repr, plus a hash.
 
-Only values whose fingerprint changed, or whose name the cell's code mentions (it may
-have mutated them in place), are measured again; the rest come from a cache. The whole
+Only values whose fingerprint changed, or that the cell's code may have changed in
+place (see ``mutations.py``), are measured again; the rest come from a cache. The whole
 snapshot runs under a per-cell budget: values not reached get a placeholder and are
 measured at a later cell, and a value that timed out keeps its placeholder until it
-changes or a cell names it.
+changes or a cell may have changed it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from themisto_ext.kernel.settings import CaptureSettings
 
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 _IPYTHON_PATTERN = re.compile(r"^(_|__|___|_i{1,3}|_i?\d+|_oh|_ih|_dh|__\w+__)$")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 PENDING = "<pending: snapshot budget used up; measured at a later cell>"
 
@@ -50,16 +49,11 @@ def user_variables(user_ns: dict[str, Any], hidden: dict[str, Any]) -> list[tupl
     return found
 
 
-def names_in(code: str) -> set[str]:
-    return set(_IDENTIFIER.findall(code))
-
-
 @dataclass
 class _Entry:
     fingerprint: tuple[Any, ...]
     info: dict[str, Any]
     digest: bytes
-    timed_out: bool
 
 
 class Snapshotter:
@@ -69,7 +63,7 @@ class Snapshotter:
         self._cache: dict[str, _Entry] = {}
 
     def take(
-        self, variables: Iterable[tuple[str, Any]], mentioned: set[str]
+        self, variables: Iterable[tuple[str, Any]], mutated: set[str]
     ) -> tuple[dict[str, dict[str, Any]], str]:
         """Return ``(runtime_variables, hash_index)`` for the given variables."""
         items = list(variables)[: self._settings.max_variables]
@@ -84,26 +78,26 @@ class Snapshotter:
         result: dict[str, dict[str, Any]] = {}
         digests: list[bytes] = []
         for name, value in items:
-            entry = self._current(name, value, mentioned, end, use_alarm)
+            entry = self._current(name, value, mutated, end, use_alarm)
             result[name] = entry.info
             digests.append(name.encode("utf-8", "replace") + b"\0" + entry.digest)
         digests.sort()
         return result, hashlib.blake2b(b"\1".join(digests), digest_size=16).hexdigest()
 
     def _current(
-        self, name: str, value: Any, mentioned: set[str], end: float, use_alarm: bool
+        self, name: str, value: Any, mutated: set[str], end: float, use_alarm: bool
     ) -> _Entry:
         try:
             fp = fingerprint(value)
         except Exception:
             fp = (type(value), id(value))
         cached = self._cache.get(name)
-        if cached is not None and cached.fingerprint == fp and name not in mentioned:
+        if cached is not None and cached.fingerprint == fp and name not in mutated:
             return cached
         remaining = end - time.perf_counter()
         if remaining <= 0:
             info = {"type": type_name(value), "size": None, "size_exact": False, "repr": PENDING}
-            return _Entry(fp, info, _digest(info), timed_out=False)  # not cached: retried
+            return _Entry(fp, info, _digest(info))  # not cached: retried
         guard = use_alarm and needs_guard(value)
         entry = self._measure(name, value, fp, min(self._settings.value_budget, remaining), guard)
         self._cache[name] = entry
@@ -112,7 +106,6 @@ class Snapshotter:
     def _measure(
         self, name: str, value: Any, fp: tuple[Any, ...], seconds: float, use_alarm: bool
     ) -> _Entry:
-        timed_out = False
         start = time.perf_counter()
 
         def left() -> float:
@@ -123,7 +116,7 @@ class Snapshotter:
             with deadline(left(), use_alarm):
                 size, exact = size_of(value)
         except DeadlineExceeded:
-            size, exact, timed_out = None, False, True
+            size, exact = None, False
         except Exception:
             size, exact = None, False
         info["size"], info["size_exact"] = size, exact
@@ -143,11 +136,10 @@ class Snapshotter:
                     text = bounded_repr(value, self._settings.repr_length)
                 info["repr"] = self._redactor.mask(text)
             except DeadlineExceeded:
-                timed_out = True
                 info["repr"] = f"<repr of {info['type']} timed out>"
             except Exception as exc:
                 info["repr"] = f"<repr raised {type(exc).__name__}>"
-        return _Entry(fp, info, _digest(info), timed_out)
+        return _Entry(fp, info, _digest(info))
 
     def _secret_literals(self, items: list[tuple[str, Any]]) -> list[str]:
         found = []
