@@ -12,6 +12,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, Unicode, default
 
 from themisto_ext.ingest import JournalIngestor
+from themisto_ext.journal import SUFFIX
 from themisto_ext.kernel.redaction import DEFAULT_NAME_PATTERNS, DEFAULT_VALUE_PATTERNS
 from themisto_ext.kernel.settings import SETTINGS_ENV, CaptureSettings
 from themisto_ext.paths import (
@@ -20,7 +21,9 @@ from themisto_ext.paths import (
     default_store_path,
     journal_dir_for,
 )
-from themisto_ext.server import handlers
+from themisto_ext.server import api
+from themisto_ext.server.api.events import CLOSE
+from themisto_ext.server.events import EventBus
 from themisto_ext.server.provisioner import NAME as PROVISIONER_NAME
 from themisto_ext.store import IngestResult, TrajectoryStore, open_store
 
@@ -59,6 +62,8 @@ class ThemistoExtension(ExtensionApp):
         config=True)
     ingest_interval = Float(0.1, help="Seconds between scans of the kernel journals.").tag(
         config=True)
+    max_body_bytes = Int(1024 * 1024, help="Largest request body the API accepts (bytes); "
+                                           "larger ones get 413.").tag(config=True)
 
     @default("store_path")
     def _default_store_path(self) -> str:
@@ -84,7 +89,7 @@ class ThemistoExtension(ExtensionApp):
         self.ingestor = JournalIngestor(Path(self.journal_dir), self.store)
         self._ingest_lock = asyncio.Lock()
         self._ingest_task: asyncio.Task[None] | None = None
-        self.listeners: list[Any] = []
+        self.events = EventBus()
         if self.autoload:
             # Kernels inherit the server's environment: this is how they learn where to
             # write and what to capture without reading the server's configuration.
@@ -112,7 +117,7 @@ class ThemistoExtension(ExtensionApp):
                 factory.default_provisioner_name)
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(handlers.routes())
+        self.handlers.extend(api.routes())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         await self.ingest_now()  # whatever kernels wrote while no server was running
@@ -122,15 +127,31 @@ class ThemistoExtension(ExtensionApp):
         if self._ingest_task is not None:
             self._ingest_task.cancel()
         await self.ingest_now()
+        self.events.publish(CLOSE)  # ends open live streams
         self.store.close()
+
+    def delete_trajectory(self, trajectory_id: str) -> None:
+        """Delete from the store and remove the kernel's journal: deleted means gone."""
+        self.store.delete_trajectory(trajectory_id)
+        for journal in Path(self.journal_dir).glob(f"*--{trajectory_id}{SUFFIX}"):
+            journal.unlink(missing_ok=True)
 
     # ------------------------------------------------------------ ingestion
 
     async def ingest_now(self) -> IngestResult:
         async with self._ingest_lock:
             result = await asyncio.to_thread(self.ingestor.poll)
-        for listener in list(self.listeners):
-            listener(result)
+        for tid in result.new_trajectories:
+            trajectory = self.store.get_trajectory(tid)
+            if trajectory is not None:
+                self.events.publish({"type": "trajectory", "trajectory_id": tid,
+                                     "kernel_id": trajectory.kernel_id,
+                                     "notebook_path": trajectory.notebook_path,
+                                     "trajectory": trajectory.to_json()})
+        for step in result.steps:
+            self.events.publish({"type": "step", "trajectory_id": step["trajectory_id"],
+                                 "kernel_id": step["kernel_id"],
+                                 "notebook_path": step.get("notebook_path"), "step": step})
         return result
 
     async def _ingest_forever(self) -> None:

@@ -73,9 +73,21 @@ class TrajectoryStore(Protocol):
 
     def latest_for_kernel(self, kernel_id: str) -> Trajectory | None: ...
 
+    def count_trajectories(self, where: TrajectoryFilter | None = None) -> int: ...
+
+    def events(self, trajectory_id: str) -> list[dict[str, str]]:
+        """Restarts and recording switches of a trajectory, oldest first."""
+        ...
+
     def iter_steps(
         self, trajectory_id: str, since_step: int = 0, limit: int | None = None
     ) -> Iterator[Step]: ...
+
+    def iter_step_lines(
+        self, trajectory_id: str, since_step: int = 0, limit: int | None = None
+    ) -> Iterator[tuple[int, str]]:
+        """``(step, JSON line in the benchmark format)``, for export without re-encoding."""
+        ...
 
     def delete_trajectory(self, trajectory_id: str) -> bool: ...
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from themisto_ext.store.base import IngestResult, StoreError, Trajectory, TrajectoryFilter
-from themisto_ext.trajectory import Step
+from themisto_ext.trajectory import Step, dumps_step
 
 _MIGRATIONS: list[str] = [
     # 1: trajectories, their steps (full JSON), events, and ingestion cursors
@@ -142,9 +142,12 @@ class SQLiteStore:
             self._start(db, record, source, result)
         elif kind == "step":
             data = {k: v for k, v in record.items() if k != "kind"}
+            # A step of a deleted (or never started) trajectory is dropped, not an error
+            # that would stall ingestion of the whole journal.
             cur = db.execute(
-                "INSERT OR IGNORE INTO steps (trajectory_id, step, data) VALUES (?, ?, ?)",
-                (tid, int(record["step"]), json.dumps(data, ensure_ascii=False)))
+                "INSERT OR IGNORE INTO steps (trajectory_id, step, data) "
+                "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM trajectories WHERE id = ?)",
+                (tid, int(record["step"]), dumps_step(data), tid))
             if cur.rowcount:
                 db.execute("UPDATE trajectories SET steps = steps + 1 WHERE id = ?", (tid,))
                 result.steps.append(data)
@@ -154,7 +157,8 @@ class SQLiteStore:
             db.execute("UPDATE trajectories SET ended_at = ?, end_reason = ? "
                        "WHERE id = ? AND ended_at IS NULL",
                        (record.get("at"), record.get("reason", "shutdown"), tid))
-        elif kind == "recording":
+        elif kind == "recording" and db.execute(
+                "SELECT 1 FROM trajectories WHERE id = ?", (tid,)).fetchone():
             self._event(db, tid, record.get("at", ""), "recording",
                         "on" if record.get("on") else "off")
 
@@ -204,11 +208,11 @@ class SQLiteStore:
     def journal_cursors(self) -> dict[str, int]:
         return dict(self._query("SELECT journal, offset FROM journal_cursors"))
 
-    def list_trajectories(
-        self, where: TrajectoryFilter | None = None, limit: int = 100, offset: int = 0
-    ) -> list[Trajectory]:
+    @staticmethod
+    def _where(where: TrajectoryFilter | None) -> tuple[str, list[Any]]:
         where = where or TrajectoryFilter()
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         for column, op, value in (("notebook_path", "=", where.notebook_path),
                                   ("kernel_id", "=", where.kernel_id),
                                   ("started_at", ">=", where.started_after),
@@ -216,11 +220,20 @@ class SQLiteStore:
             if value is not None:
                 clauses.append(f"{column} {op} ?")
                 params.append(value)
-        sql = f"SELECT {_COLUMNS} FROM trajectories"
-        if clauses:
-            sql += " WHERE " + " AND ".join(clauses)
-        sql += " ORDER BY started_at, id LIMIT ? OFFSET ?"
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    def list_trajectories(
+        self, where: TrajectoryFilter | None = None, limit: int = 100, offset: int = 0
+    ) -> list[Trajectory]:
+        clause, params = self._where(where)
+        sql = (f"SELECT {_COLUMNS} FROM trajectories{clause} "
+               "ORDER BY started_at, id LIMIT ? OFFSET ?")
         return [_row_to_trajectory(r) for r in self._query(sql, (*params, limit, offset))]
+
+    def count_trajectories(self, where: TrajectoryFilter | None = None) -> int:
+        clause, params = self._where(where)
+        count: int = self._query(f"SELECT count(*) FROM trajectories{clause}", tuple(params))[0][0]
+        return count
 
     def get_trajectory(self, trajectory_id: str) -> Trajectory | None:
         rows = self._query(f"SELECT {_COLUMNS} FROM trajectories WHERE id = ?", (trajectory_id,))
@@ -236,9 +249,9 @@ class SQLiteStore:
                            "ORDER BY rowid", (trajectory_id,))
         return [{"at": at, "kind": kind, "detail": detail} for at, kind, detail in rows]
 
-    def iter_steps(
+    def iter_step_lines(
         self, trajectory_id: str, since_step: int = 0, limit: int | None = None, page: int = 500
-    ) -> Iterator[Step]:
+    ) -> Iterator[tuple[int, str]]:
         """Steps after ``since_step`` in order, fetched in pages so exports stay small in memory."""
         last, left = since_step, limit
         while left is None or left > 0:
@@ -246,12 +259,18 @@ class SQLiteStore:
             rows = self._query("SELECT step, data FROM steps WHERE trajectory_id = ? AND step > ? "
                                "ORDER BY step LIMIT ?", (trajectory_id, last, size))
             for step, data in rows:
-                yield json.loads(data)
+                yield step, data
                 last = step
             if left is not None:
                 left -= len(rows)
             if len(rows) < size:
                 return
+
+    def iter_steps(
+        self, trajectory_id: str, since_step: int = 0, limit: int | None = None
+    ) -> Iterator[Step]:
+        for _, line in self.iter_step_lines(trajectory_id, since_step, limit):
+            yield json.loads(line)
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,336 @@
+"""A fake LLM server on 127.0.0.1 speaking OpenAI Chat Completions and Anthropic Messages.
+
+It answers deterministically (a fixed ``answer``, else the last line of the user message)
+with realistic ``usage`` blocks, simulates prefix caching, records every request and can
+be scripted to misbehave, one ``Reply`` per request::
+
+    with FakeLLM() as llm:
+        llm.script(error(429, retry_after="1"), ok("fine"))
+        ...  # point a provider at llm.openai_url or llm.anthropic_url
+        assert len(llm.requests) == 2
+
+Runs in a background thread, so sync and async tests can use it alike. For manual use:
+``python tests/fake_llm.py --port 8011 [--answer TEXT]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import socketserver
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
+ANTHROPIC_PATH = "/v1/messages"
+
+
+@dataclass
+class Reply:
+    """How to answer one request; the defaults give a normal answer."""
+
+    status: int = 200
+    text: str | None = None
+    """The answer's text (None: the server's ``answer`` or the user message's last line)."""
+    message: str | None = None
+    """For an error status: the message put in the wire format's error body."""
+    body: bytes | None = None
+    """Sent verbatim instead of a protocol body (malformed JSON, HTML, missing fields)."""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    """Seconds to wait before answering."""
+    hang: bool = False
+    """Never answer (until the server stops)."""
+    trickle: float = 0.0
+    """Send headers at once, then the body one byte every ``trickle`` seconds."""
+    drop: bool = False
+    """Close the connection without answering."""
+
+
+def ok(text: str | None = None, *, delay: float = 0.0) -> Reply:
+    return Reply(text=text, delay=delay)
+
+
+def error(status: int, message: str = "scripted failure", *,
+          retry_after: str | None = None) -> Reply:
+    headers = {"Retry-After": retry_after} if retry_after is not None else {}
+    return Reply(status=status, message=message, headers=headers)
+
+
+def raw(body: str | bytes, content_type: str = "application/json", status: int = 200) -> Reply:
+    data = body.encode() if isinstance(body, str) else body
+    return Reply(status=status, body=data, content_type=content_type)
+
+
+def hang() -> Reply:
+    return Reply(hang=True)
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    """Lower-cased names."""
+    body: Any
+    """Parsed JSON, or None when the body was not JSON."""
+    at: float
+    """``time.monotonic()`` when the request had been read."""
+
+
+def tokens(text: str) -> int:
+    # about four characters a token, like English text through a BPE tokenizer
+    return math.ceil(len(text) / 4)
+
+
+def common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def user_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return ""
+
+
+class FakeLLM:
+    def __init__(self, answer: str | None = None, port: int = 0) -> None:
+        self.answer = answer
+        self.requests: list[Recorded] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._script: deque[Reply] = deque()
+        self._openai_prompts: list[str] = []
+        self._anthropic_prefixes: set[str] = set()
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._server = _Server(("127.0.0.1", port), _Handler)
+        self._server.fake = self
+        self.port: int = self._server.server_address[1]
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_url(self) -> str:
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        return self.url
+
+    def script(self, *replies: Reply) -> None:
+        """Answer the next requests with ``replies``, in order, then normally again."""
+        with self._lock:
+            self._script.extend(replies)
+
+    def start(self) -> FakeLLM:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopped.set()  # releases hanging and slow handlers
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeLLM:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # -- called from handler threads ----------------------------------------------------
+
+    def _begin(self, record: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(record)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            return self._script.popleft() if self._script else Reply()
+
+    def _end(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _answer_for(self, reply: Reply, user: str) -> str:
+        if reply.text is not None:
+            return reply.text
+        if self.answer is not None:
+            return self.answer
+        lines = [line for line in user.splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+
+    def openai_answer(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        messages = body.get("messages") or []
+        prompt = "".join(user_text(m.get("content")) for m in messages)
+        user = user_text(messages[-1].get("content")) if messages else ""
+        with self._lock:
+            shared = max((common_prefix(prompt, p) for p in self._openai_prompts), default=0)
+            self._openai_prompts.append(prompt)
+        text = self._answer_for(reply, user)
+        return {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": text}}],
+            "usage": {
+                "prompt_tokens": tokens(prompt),
+                "completion_tokens": tokens(text),
+                "total_tokens": tokens(prompt) + tokens(text),
+                "prompt_tokens_details": {"cached_tokens": shared // 4},
+            },
+        }
+
+    def anthropic_answer(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        system = user_text(body.get("system"))
+        content = (body.get("messages") or [{}])[-1].get("content")
+        blocks = content if isinstance(content, list) else [{"text": user_text(content)}]
+        # Everything up to the last cache_control breakpoint is cacheable.
+        marked = [i for i, b in enumerate(blocks) if isinstance(b, dict) and "cache_control" in b]
+        cacheable = system + user_text(blocks[: marked[-1] + 1]) if marked else ""
+        with self._lock:
+            hit = bool(cacheable) and cacheable in self._anthropic_prefixes
+            if cacheable:
+                self._anthropic_prefixes.add(cacheable)
+        total = tokens(system + user_text(blocks))
+        cached = tokens(cacheable)
+        text = self._answer_for(reply, user_text(blocks))
+        return {
+            "id": f"msg_{len(self.requests)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "usage": {
+                "input_tokens": total - cached,
+                "cache_creation_input_tokens": 0 if hit else cached,
+                "cache_read_input_tokens": cached if hit else 0,
+                "output_tokens": tokens(text),
+            },
+        }
+
+
+def error_body(path: str, status: int, message: str) -> dict[str, Any]:
+    kinds = {400: "invalid_request_error", 401: "authentication_error",
+             403: "permission_error", 404: "not_found_error", 429: "rate_limit_error",
+             529: "overloaded_error"}
+    kind = kinds.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    if path == ANTHROPIC_PATH:
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeLLM
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind resolves the host's FQDN, which can stall for seconds
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as real APIs and httpx's pool expect
+    server: _Server
+    timeout = 10  # lets idle keep-alive threads go
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if __name__ == "__main__":
+            super().log_message(format, *args)
+
+    def do_POST(self) -> None:
+        fake = self.server.fake
+        data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(data)
+        except ValueError:
+            body = None
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        reply = fake._begin(Recorded(self.path, headers, body, time.monotonic()))
+        try:
+            self._respond(fake, reply, body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout, cancellation): that is the point of the test
+        finally:
+            fake._end()
+
+    def _respond(self, fake: FakeLLM, reply: Reply, body: Any) -> None:
+        if reply.hang:
+            fake._stopped.wait()
+            return
+        if reply.delay and fake._stopped.wait(reply.delay):
+            return
+        if reply.drop:
+            self.close_connection = True
+            return
+        payload = reply.body
+        if payload is None:
+            payload = json.dumps(self._payload(fake, reply, body)).encode()
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if not reply.trickle:
+            self.wfile.write(payload)
+            return
+        for i in range(len(payload)):
+            if fake._stopped.wait(reply.trickle):
+                return
+            self.wfile.write(payload[i : i + 1])
+            self.wfile.flush()
+
+    def _payload(self, fake: FakeLLM, reply: Reply, body: Any) -> dict[str, Any]:
+        known = self.path in (*OPENAI_PATHS, ANTHROPIC_PATH)
+        if reply.status >= 300 or not known or not isinstance(body, dict):
+            if not known:
+                reply.status, reply.message = 404, f"no route for {self.path}"
+            elif not isinstance(body, dict):
+                reply.status, reply.message = 400, "body is not a JSON object"
+            return error_body(self.path, reply.status, reply.message or "error")
+        if self.path == ANTHROPIC_PATH:
+            return fake.anthropic_answer(body, reply)
+        return fake.openai_answer(body, reply)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--answer", default=None, help="fixed answer (default: echo)")
+    args = parser.parse_args()
+    with FakeLLM(answer=args.answer, port=args.port) as llm:
+        print(f"fake LLM on {llm.url}  (OpenAI: {llm.openai_url}, Anthropic: {llm.url})",
+              flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

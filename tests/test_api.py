@@ -1,0 +1,251 @@
+"""The REST API and live stream, through a real jupyter_server, as a script would use them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+import yaml
+from conftest import ROOT
+from test_store import start, step
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+
+from themisto_ext.journal import JournalWriter
+from themisto_ext.kernel.settings import SETTINGS_ENV
+from themisto_ext.paths import JOURNAL_DIR_ENV
+from themisto_ext.server.api import routes
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "themisto" / "trajectories.sqlite3"
+
+
+@pytest.fixture
+def jp_server_config(store_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setenv(JOURNAL_DIR_ENV, "")
+    monkeypatch.setenv(SETTINGS_ENV, "")
+    return {
+        "ServerApp": {"jpserver_extensions": {"themisto_ext": True}},
+        "ThemistoExtension": {"store_path": str(store_path), "ingest_interval": 0.05,
+                              "max_body_bytes": 1000},
+    }
+
+
+@pytest.fixture
+def api(jp_serverapp, http_server_client, jp_base_url, jp_auth_header):
+    """Plain HTTP against the running server, with the test token."""
+    base = http_server_client.get_url(f"{jp_base_url}themisto/api")
+
+    async def call(path: str = "", method: str = "GET", query: list | None = None,
+                   body: str | None = None, auth: bool = True, **kwargs):
+        url = base + (f"/{path}" if path else "") + (f"?{urlencode(query)}" if query else "")
+        headers = dict(jp_auth_header) if auth else {}
+        request = HTTPRequest(url, method=method, body=body, headers=headers,
+                              allow_nonstandard_methods=True, **kwargs)
+        return await AsyncHTTPClient().fetch(request, raise_error=False)
+
+    return call
+
+
+async def seed(jp_serverapp, trajectories: dict[str, int], notebook: str = "nb.ipynb") -> None:
+    """Trajectories written through kernel journals, then ingested as the server does."""
+    app = jp_serverapp.web_app.settings["themisto_ext"]
+    for n, (tid, count) in enumerate(trajectories.items()):
+        writer = JournalWriter(Path(app.journal_dir), f"k{n}", tid)
+        record = start(tid, f"k{n}", f"2026-01-0{n + 1}T00:00:00+00:00")
+        writer.append({**record, "notebook_path": notebook})
+        for i in range(1, count + 1):
+            writer.append(step(tid, i))
+        writer.close()
+    await app.ingest_now()
+
+
+def body(response) -> dict:
+    return json.loads(response.body)
+
+
+async def test_list_filter_and_page(api, jp_serverapp):
+    await seed(jp_serverapp, {"a1": 3, "b2": 1, "c3": 2})
+    r = await api("trajectories")
+    assert r.code == 200 and r.headers["X-Themisto-API-Version"] == "1"
+    listing = body(r)
+    assert [t["id"] for t in listing["trajectories"]] == ["a1", "b2", "c3"]
+    assert listing["total"] == 3 and listing["trajectories"][0]["steps"] == 3
+    page = body(await api("trajectories", query=[("limit", 1), ("offset", 1)]))
+    assert [t["id"] for t in page["trajectories"]] == ["b2"] and page["total"] == 3
+    assert [t["id"] for t in body(await api("trajectories", query=[("kernel", "k2")]))[
+        "trajectories"]] == ["c3"]
+    after = body(await api("trajectories", query=[("started_after", "2026-01-02T00:00:00")]))
+    assert [t["id"] for t in after["trajectories"]] == ["b2", "c3"]
+
+
+async def test_one_trajectory_steps_incremental_and_delete(api, jp_serverapp, store_path):
+    await seed(jp_serverapp, {"t1": 250})
+    meta = body(await api("trajectories/t1"))
+    assert meta["steps"] == 250 and meta["kernel_id"] == "k0" and meta["events"] == []
+    first = body(await api("trajectories/t1/steps", query=[("limit", 100)]))
+    assert [s["step"] for s in first["steps"]] == list(range(1, 101))
+    assert first["next_since_step"] == 100
+    rest = body(await api("trajectories/t1/steps", query=[("since_step", 200), ("limit", 100)]))
+    assert [s["step"] for s in rest["steps"]] == list(range(201, 251))
+    assert rest["next_since_step"] is None
+    assert rest["steps"][0]["code"] == "x = 1"
+
+    r = await api("trajectories/t1", method="DELETE")
+    assert r.code == 204
+    assert (await api("trajectories/t1")).code == 404
+    assert not list((store_path.parent / "journal").glob("*--t1.jsonl"))
+
+
+async def test_export_streams_jsonl(api, jp_serverapp, tmp_path):
+    await seed(jp_serverapp, {"e1": 2, "e2": 3})
+    r = await api("export", query=[("trajectory", "e2"), ("trajectory", "e1"),
+                                   ("filename", "mine.jsonl")])
+    assert r.code == 200
+    assert r.headers["Content-Disposition"] == 'attachment; filename="mine.jsonl"'
+    lines = [json.loads(x) for x in r.body.decode().splitlines()]
+    assert [(s["trajectory_id"], s["step"]) for s in lines] == [
+        ("e2", 1), ("e2", 2), ("e2", 3), ("e1", 1), ("e1", 2)]
+    out = tmp_path / "export.jsonl"
+    out.write_bytes(r.body)
+    from themisto_ext.trajectory import file_problems
+
+    assert file_problems(out) == (5, [])
+    everything = await api("export", query=[("all", "true")])
+    assert everything.body.count(b"\n") == 5
+    by_notebook = await api("export", query=[("notebook", "nb.ipynb")])
+    assert by_notebook.body == everything.body
+
+
+@pytest.mark.parametrize("path,query,field", [
+    ("trajectories", [("limit", "lots")], "limit"),
+    ("trajectories", [("limit", 0)], "limit"),
+    ("trajectories", [("started_after", "yesterday")], "started_after"),
+    ("trajectories/t1/steps", [("since_step", -1)], "since_step"),
+    ("export", [("all", "true"), ("filename", "../../etc/passwd.jsonl")], "filename"),
+    ("export", [("all", "true"), ("filename", "x.txt")], "filename"),
+    ("export", [], "trajectory"),
+])
+async def test_malformed_parameters_are_400_naming_the_field(api, jp_serverapp, path, query,
+                                                             field):
+    await seed(jp_serverapp, {"t1": 1})
+    r = await api(path, query=query)
+    assert r.code == 400
+    assert body(r)["message"].startswith(f"{field}: ")
+
+
+async def test_unknown_ids_are_404(api, jp_serverapp):
+    for path in ("trajectories/nope", "trajectories/nope/steps"):
+        r = await api(path)
+        assert r.code == 404 and "nope" in body(r)["message"]
+    assert (await api("trajectories/nope", method="DELETE")).code == 404
+    assert (await api("export", query=[("trajectory", "nope")])).code == 404
+
+
+async def test_bodies_over_the_limit_are_413(api, jp_serverapp):
+    r = await api("kernels/k1", method="PUT", body=json.dumps({"recording": True,
+                                                                "pad": "x" * 5000}))
+    assert r.code == 413 and "limit" in body(r)["message"]
+
+
+async def test_nothing_is_served_without_authentication(api, jp_serverapp):
+    await seed(jp_serverapp, {"t1": 1})
+    for path, method in (("", "GET"), ("trajectories", "GET"), ("trajectories/t1", "GET"),
+                         ("trajectories/t1/steps", "GET"), ("export?all=true", "GET"),
+                         ("events", "GET"), ("kernels/k1", "GET"), ("kernels/k1", "PUT"),
+                         ("trajectories/t1", "DELETE")):
+        r = await api(path, method=method, auth=False,
+                      body="{}" if method == "PUT" else None)
+        assert r.code == 403, (path, method, r.code)
+    assert (await api("trajectories/t1")).code == 200  # nothing was deleted
+
+
+async def test_live_stream_pushes_steps_from_a_real_kernel(api, jp_fetch, jp_serverapp):
+    from test_server import start_kernel
+
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    events: list[tuple[str, dict]] = []
+    buffer = bytearray()
+
+    def on_chunk(chunk: bytes) -> None:
+        buffer.extend(chunk)
+        while b"\n\n" in buffer:
+            block, _, rest = bytes(buffer).partition(b"\n\n")
+            buffer[:] = rest
+            fields = dict(line.split(": ", 1) for line in block.decode().splitlines()
+                          if ": " in line and not line.startswith(":"))
+            if "event" in fields:
+                events.append((fields["event"], json.loads(fields["data"])))
+
+    stream = asyncio.ensure_future(api("events", query=[("kernel", kernel_id)],
+                                       streaming_callback=on_chunk, request_timeout=60))
+    try:
+        while not events:
+            await asyncio.sleep(0.02)
+        assert events[0][0] == "hello"
+        await client.execute_interactive("a = 1", timeout=30)
+        await client.execute_interactive("print(a)", timeout=30)
+        for _ in range(200):
+            if sum(1 for name, _ in events if name == "step") >= 2:
+                break
+            await asyncio.sleep(0.05)
+        steps = [data["step"] for name, data in events if name == "step"]
+        assert [s["code"] for s in steps] == ["a = 1", "print(a)"]
+        assert steps[1]["output"] == "1\n" and steps[1]["kernel_id"] == kernel_id
+    finally:
+        client.stop_channels()
+        stream.cancel()
+
+
+def documented_routes() -> set[tuple[str, str]]:
+    spec = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
+    return {(path, method.upper()) for path, item in spec["paths"].items()
+            for method in item if method in ("get", "put", "post", "delete", "patch")}
+
+
+def test_openapi_documents_every_route_and_only_those():
+    served = set()
+    for pattern, handler in routes():
+        path = pattern.replace("(?P<trajectory_id>[0-9A-Za-z_\\-]+)", "{trajectory_id}")
+        path = path.replace("(?P<kernel_id>[\\w\\-\\.]+)", "{kernel_id}").rstrip("/")
+        for method in ("GET", "PUT", "POST", "DELETE", "PATCH"):
+            if method.lower() in vars(handler):
+                served.add((path, method))
+    assert served == documented_routes()
+
+
+async def test_every_documented_route_answers_as_documented(api, jp_serverapp):
+    await seed(jp_serverapp, {"d1": 2})
+    spec = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
+    exercised = set()
+    for path, item in spec["paths"].items():
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            concrete = path.replace("{trajectory_id}", "d1").replace("{kernel_id}", "k0")
+            concrete = concrete.removeprefix("/themisto/api").lstrip("/")
+            query = [("all", "true")] if concrete == "export" else None
+            payload = json.dumps({"recording": True}) if method == "put" else None
+            if concrete == "events":
+                chunks: list[bytes] = []
+                call = asyncio.ensure_future(api(concrete, streaming_callback=chunks.append,
+                                                 request_timeout=30))
+                while not chunks:
+                    await asyncio.sleep(0.02)
+                assert b"event: hello" in b"".join(chunks)
+                call.cancel()
+                status = 200
+            else:
+                status = (await api(concrete, method=method.upper(), query=query,
+                                    body=payload)).code
+            assert str(status) in operation["responses"], (path, method, status)
+            exercised.add((path, method.upper()))
+            if method == "delete":
+                await seed(jp_serverapp, {"d1": 2})
+    assert exercised == documented_routes()
+
+

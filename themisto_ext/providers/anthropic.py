@@ -1,0 +1,102 @@
+"""Anthropic's Messages API, with the stable prompt prefix marked for prompt caching."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from themisto_ext.prompts import Prompt
+from themisto_ext.providers.base import ProviderResponseError
+from themisto_ext.providers.http import HTTPProvider, Parsed, optional_int
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+
+
+class AnthropicProvider(HTTPProvider):
+    """``POST {base_url}/v1/messages`` with ``x-api-key`` and ``anthropic-version``."""
+
+    kind = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60,
+        max_retries: int = 3,
+        max_concurrency: int = 8,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        retry_backoff: float = 0.5,
+    ) -> None:
+        base = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        # the SDK's base URL has no /v1; accept one given by habit from OpenAI-style configs
+        base = base.removesuffix("/v1")
+        super().__init__(
+            model,
+            base_url=base,
+            api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
+            timeout=timeout,
+            max_retries=max_retries,
+            max_concurrency=max_concurrency,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            retry_backoff=retry_backoff,
+        )
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    def headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION}
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+    def body(self, prompt: Prompt) -> dict[str, Any]:
+        # The API rejects empty text blocks, so empty parts are left out.
+        content: list[dict[str, Any]] = []
+        if prompt.prefix:
+            # The breakpoint caches system + prefix; the next step of the session reads it.
+            content.append({"type": "text", "text": prompt.prefix,
+                            "cache_control": {"type": "ephemeral"}})
+        if prompt.suffix or not content:
+            content.append({"type": "text", "text": prompt.suffix})
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "messages": [{"role": "user", "content": content}],
+        }
+        if prompt.system:
+            body["system"] = [{"type": "text", "text": prompt.system}]
+        return body
+
+    def parse(self, data: Any) -> Parsed:
+        blocks = data.get("content") if isinstance(data, dict) else None
+        if not isinstance(blocks, list):
+            raise ProviderResponseError("no content list in answer")
+        texts: list[str] = []
+        for block in blocks:  # thinking and tool_use blocks are not part of the answer
+            if isinstance(block, dict) and block.get("type") == "text":
+                text = block.get("text")
+                if not isinstance(text, str):
+                    raise ProviderResponseError("a text block of the answer has no text")
+                texts.append(text)
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        fresh = optional_int(usage.get("input_tokens"))
+        read = optional_int(usage.get("cache_read_input_tokens"))
+        written = optional_int(usage.get("cache_creation_input_tokens"))
+        # input_tokens counts only what follows the last cache breakpoint; the total keeps
+        # prompt_tokens comparable with OpenAI's, where cached tokens are part of it.
+        prompt_tokens = None if fresh is None else fresh + (read or 0) + (written or 0)
+        return Parsed(
+            text="".join(texts),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=optional_int(usage.get("output_tokens")),
+            cached_tokens=read,
+        )

@@ -1,0 +1,37 @@
+"""The REST API under ``/themisto/api/``: thin authenticated handlers over the store."""
+
+from __future__ import annotations
+
+from jupyter_server.utils import url_path_join
+from tornado.web import RequestHandler
+
+from themisto_ext.server.api.base import API_PREFIX, API_VERSION
+from themisto_ext.server.api.events import EventsHandler
+from themisto_ext.server.api.kernels import KernelHandler
+from themisto_ext.server.api.trajectories import (
+    ExportHandler,
+    StepsHandler,
+    TrajectoriesHandler,
+    TrajectoryHandler,
+    VersionHandler,
+)
+
+_ID = r"(?P<trajectory_id>[0-9A-Za-z_\-]+)"
+
+
+def routes() -> list[tuple[str, type[RequestHandler]]]:
+    def path(suffix: str) -> str:
+        return url_path_join(API_PREFIX, suffix)
+
+    return [
+        (path(""), VersionHandler),
+        (path("trajectories"), TrajectoriesHandler),
+        (path(f"trajectories/{_ID}"), TrajectoryHandler),
+        (path(f"trajectories/{_ID}/steps"), StepsHandler),
+        (path("export"), ExportHandler),
+        (path("events"), EventsHandler),
+        (path(r"kernels/(?P<kernel_id>[\w\-\.]+)"), KernelHandler),
+    ]
+
+
+__all__ = ["API_PREFIX", "API_VERSION", "routes"]

@@ -1,0 +1,71 @@
+"""What every handler shares: authentication, JSON errors, parameter parsing."""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from jupyter_server.base.handlers import APIHandler
+from tornado import web
+
+if TYPE_CHECKING:
+    from themisto_ext.server.app import ThemistoExtension
+
+API_PREFIX = "/themisto/api"
+API_VERSION = "1"
+AUTH_RESOURCE = "themisto"
+
+
+def bad_request(field: str, problem: str) -> web.HTTPError:
+    return web.HTTPError(HTTPStatus.BAD_REQUEST, f"{field}: {problem}")
+
+
+class ThemistoHandler(APIHandler):
+    """Authenticated JSON handler; the ``authorized`` checks use resource ``themisto``."""
+
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def themisto(self) -> ThemistoExtension:
+        app: ThemistoExtension = self.settings["themisto_ext"]
+        return app
+
+    async def prepare(self) -> None:
+        await super().prepare()
+        limit = self.themisto.max_body_bytes
+        declared = self.request.headers.get("Content-Length")
+        if (declared and declared.isdigit() and int(declared) > limit) or \
+                len(self.request.body or b"") > limit:
+            raise web.HTTPError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                                f"request body over the {limit}-byte limit")
+
+    def set_default_headers(self) -> None:
+        super().set_default_headers()
+        self.set_header("X-Themisto-API-Version", API_VERSION)
+
+    def json_body(self) -> dict[str, Any]:
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError as exc:
+            raise bad_request("body", f"not JSON ({exc})") from exc
+        if not isinstance(body, dict):
+            raise bad_request("body", "must be a JSON object")
+        return body
+
+    def int_argument(self, name: str, default: int, lo: int = 0, hi: int = 10**12) -> int:
+        raw = self.get_argument(name, None)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise bad_request(name, f"must be an integer, got {raw!r}") from None
+        if not lo <= value <= hi:
+            raise bad_request(name, f"must be between {lo} and {hi}, got {value}")
+        return value
+
+    def send_json(self, data: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(data, ensure_ascii=False))

@@ -1,0 +1,137 @@
+"""Trajectories, their steps, and JSONL export (streamed)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import datetime
+from http import HTTPStatus
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from themisto_ext import __version__
+from themisto_ext.server.api.base import API_VERSION, ThemistoHandler, bad_request
+from themisto_ext.store import Trajectory, TrajectoryFilter
+
+MAX_PAGE = 1000
+_FILENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,120}\.jsonl$")
+
+
+class VersionHandler(ThemistoHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.send_json({"api_version": API_VERSION, "package_version": __version__})
+
+
+class TrajectoriesHandler(ThemistoHandler):
+    def _timestamp(self, name: str) -> str | None:
+        raw = self.get_argument(name, None)
+        if raw is None:
+            return None
+        try:
+            datetime.fromisoformat(raw)
+        except ValueError:
+            raise bad_request(name, f"must be an ISO 8601 date-time, got {raw!r}") from None
+        return raw
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        where = TrajectoryFilter(
+            notebook_path=self.get_argument("notebook", None),
+            kernel_id=self.get_argument("kernel", None),
+            started_after=self._timestamp("started_after"),
+            started_before=self._timestamp("started_before"),
+        )
+        limit = self.int_argument("limit", 100, 1, MAX_PAGE)
+        offset = self.int_argument("offset", 0)
+        store = self.themisto.store
+        rows = store.list_trajectories(where, limit=limit, offset=offset)
+        self.send_json({
+            "trajectories": [t.to_json() for t in rows],
+            "total": store.count_trajectories(where),
+            "limit": limit,
+            "offset": offset,
+        })
+
+
+def _known(handler: ThemistoHandler, trajectory_id: str) -> Trajectory:
+    found = handler.themisto.store.get_trajectory(trajectory_id)
+    if found is None:
+        raise web.HTTPError(HTTPStatus.NOT_FOUND, f"no trajectory {trajectory_id!r}")
+    return found
+
+
+class TrajectoryHandler(ThemistoHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, trajectory_id: str) -> None:
+        trajectory = _known(self, trajectory_id)
+        self.send_json({**trajectory.to_json(),
+                        "events": self.themisto.store.events(trajectory_id)})
+
+    @web.authenticated
+    @authorized
+    async def delete(self, trajectory_id: str) -> None:
+        _known(self, trajectory_id)
+        self.themisto.delete_trajectory(trajectory_id)
+        self.set_status(HTTPStatus.NO_CONTENT)
+        self.finish()
+
+
+class StepsHandler(ThemistoHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, trajectory_id: str) -> None:
+        _known(self, trajectory_id)
+        since = self.int_argument("since_step", 0)
+        limit = self.int_argument("limit", 100, 1, MAX_PAGE)
+        rows = list(self.themisto.store.iter_step_lines(trajectory_id, since, limit))
+        more = str(rows[-1][0]) if len(rows) == limit else "null"
+        # The stored lines are already the benchmark format: splice, don't re-encode.
+        steps = ",".join(line for _, line in rows)
+        self.set_header("Content-Type", "application/json")
+        self.finish(f'{{"trajectory_id":"{trajectory_id}","steps":[{steps}],'
+                    f'"next_since_step":{more}}}')
+
+
+class ExportHandler(ThemistoHandler):
+    """``GET /export?trajectory=ID[&trajectory=ID...] | notebook=PATH | all=true``."""
+
+    def _ids(self) -> list[str]:
+        store = self.themisto.store
+        ids = self.get_arguments("trajectory")
+        notebook = self.get_argument("notebook", None)
+        everything = self.get_argument("all", "false").lower() in ("1", "true", "yes")
+        if sum(bool(x) for x in (ids, notebook, everything)) != 1:
+            raise bad_request("trajectory", "give trajectory ids, notebook=PATH or all=true")
+        if ids:
+            for tid in ids:
+                _known(self, tid)
+            return ids
+        where = TrajectoryFilter(notebook_path=notebook) if notebook else None
+        return [t.id for t in store.list_trajectories(where, limit=10**9)]
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        filename = self.get_argument("filename", "themisto-trajectories.jsonl")
+        if not _FILENAME.match(filename):
+            raise bad_request("filename", "must be a plain file name ending in .jsonl")
+        ids = self._ids()
+        self.set_header("Content-Type", "application/x-ndjson; charset=utf-8")
+        self.set_header("Content-Disposition", f'attachment; filename="{filename}"')
+        store = self.themisto.store
+        for tid in ids:
+            since = 0
+            while True:
+                page = await asyncio.to_thread(
+                    lambda t=tid, s=since: list(store.iter_step_lines(t, s, 2000)))
+                if not page:
+                    break
+                self.write("".join(line + "\n" for _, line in page))
+                await self.flush()  # stream: a 100k-step export never sits in memory
+                since = page[-1][0]
+        self.finish()
