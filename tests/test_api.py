@@ -229,7 +229,8 @@ async def test_every_documented_route_answers_as_documented(api, jp_serverapp):
             concrete = path.replace("{trajectory_id}", "d1").replace("{kernel_id}", "k0")
             concrete = concrete.removeprefix("/themisto/api").lstrip("/")
             query = [("all", "true")] if concrete == "export" else None
-            payload = json.dumps({"recording": True}) if method == "put" else None
+            payload = {"put": json.dumps({"recording": True}),
+                       "post": json.dumps({"kernel_id": "k0", "task": "next-cell"})}.get(method)
             if concrete == "events":
                 chunks: list[bytes] = []
                 call = asyncio.ensure_future(api(concrete, streaming_callback=chunks.append,

@@ -20,6 +20,8 @@ def _well_formed(record: dict[str, Any]) -> bool:
         return False
     if record.get("kind") == "step":
         return record.keys() >= _STEP_FIELDS and isinstance(record["step"], int)
+    if record.get("kind") == "started":
+        return isinstance(record.get("step"), int) and isinstance(record.get("code"), str)
     return True
 
 
@@ -57,6 +59,7 @@ class JournalIngestor:
                                                   (key, chunk.end_offset))
                 total.new_trajectories += result.new_trajectories
                 total.steps += result.steps
+                total.started += [r for r in records if r.get("kind") == "started"]
                 total.duplicates += result.duplicates
                 offset = self._offsets[key] = chunk.end_offset
         return total

@@ -5,8 +5,9 @@ so a reader sees whole lines or an unfinished last line it can leave for later. 
 server (or the CLI) ingests journals into the store and remembers how far it read, so
 neither a closed browser tab nor a server restart loses a step the kernel finished.
 
-Record kinds: ``trajectory`` (first line), ``step``, ``recording`` (switched on/off),
-``end`` (kernel shut down cleanly).
+Record kinds: ``trajectory`` (first line), ``started`` (a cell began executing; lets the
+server predict its output), ``step``, ``recording`` (switched on/off), ``end`` (kernel shut
+down cleanly).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from themisto_ext.cli import trajectories
+from themisto_ext.cli import predictions, trajectories
 
 
 class CommandError(Exception):
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "the Jupyter server extension uses")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     trajectories.register(sub)
+    predictions.register(sub)
     return parser
 
 

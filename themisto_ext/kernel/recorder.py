@@ -159,6 +159,13 @@ class Recorder:
                 "t0": time.perf_counter(),
             }
             self.collector.start()
+            # Lets the server predict this cell's output while it runs.
+            self.journal.append({
+                "kind": "started", "trajectory_id": self.trajectory_id,
+                "kernel_id": self.kernel_id, "notebook_path": self.notebook_path,
+                "step": self.step + 1, "cell_id": self._cell["cell_id"],
+                "code": self.redactor.mask(self._cell["code"]), "at": self._cell["started_at"],
+            })
         except BaseException:  # the user's cell must run regardless
             self._cell = None
             log.debug("themisto pre_run_cell failed", exc_info=True)

@@ -1,1 +1,84 @@
+"""Predictors by name, the same in server settings and on the command line.
 
+``baseline`` | ``local`` | ``local:PATH.gguf`` | ``openai:MODEL`` | ``anthropic:MODEL``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from themisto_ext.predictors.base import PredictionRequest, Predictor
+from themisto_ext.prompts import Prompt
+from themisto_ext.providers.base import Completion, ProviderError
+
+
+class PredictorSpecError(ValueError):
+    """A predictor name that is not one of the documented forms."""
+
+
+class ChatProvider(Protocol):
+    name: str
+
+    async def complete(self, prompt: Prompt) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ProviderPredictor:
+    """A remote chat model behind a provider: the prompt is all it sees."""
+
+    def __init__(self, provider: ChatProvider) -> None:
+        self._provider = provider
+        self.name = provider.name
+
+    async def predict(self, request: PredictionRequest) -> Completion:
+        return await self._provider.complete(request.prompt)
+
+    async def aclose(self) -> None:
+        await self._provider.aclose()
+
+
+def local_model_available() -> bool:
+    """Whether ``local`` can run here: llama-cpp-python and the default GGUF are installed."""
+    try:
+        import llama_cpp  # noqa: F401
+
+        from themisto_ext.predictors.local import default_model_path
+
+        return default_model_path().is_file()
+    except Exception:
+        return False
+
+
+def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 60,
+                   max_concurrency: int = 8) -> Predictor:
+    kind, _, arg = spec.strip().partition(":")
+    if kind == "baseline" and not arg:
+        from themisto_ext.predictors.baseline import BaselinePredictor
+
+        return BaselinePredictor()
+    if kind == "local":
+        from themisto_ext.predictors.local import LocalPredictor
+
+        return LocalPredictor(Path(arg) if arg else None)
+    if kind in ("openai", "anthropic") and arg:
+        from themisto_ext.providers import AnthropicProvider, OpenAIProvider
+
+        cls = OpenAIProvider if kind == "openai" else AnthropicProvider
+        return ProviderPredictor(cls(arg, base_url=base_url, timeout=timeout,
+                                     max_concurrency=max_concurrency))
+    raise PredictorSpecError(
+        f"unknown predictor {spec!r}: use baseline, local, local:PATH.gguf, openai:MODEL "
+        "or anthropic:MODEL")
+
+
+__all__ = [
+    "PredictionRequest",
+    "Predictor",
+    "PredictorSpecError",
+    "ProviderError",
+    "ProviderPredictor",
+    "local_model_available",
+    "make_predictor",
+]

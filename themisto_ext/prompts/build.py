@@ -49,13 +49,17 @@ _TASK_TEXT: dict[Task, str] = {
         "Answer with the code of the next cell, exactly as the person would type it.\n"
     ),
 }
-_STATE_TEXT: dict[Context, str] = {
-    "none": "",
-    "full": "You are also given the runtime state before the cell runs: every variable in "
-            "the kernel with its type, size and repr.\n",
-    "curated": "You are also given part of the runtime state before the cell runs, as "
-               "JSON: the variables that matter most (the ones the cell reads, the ones the "
-               "latest cells changed), with type, size and repr.\n",
+_STATE_TEXT: dict[tuple[Task, Context], str] = {
+    ("output", "full"): "You are also given the runtime state before the cell runs: every "
+                        "variable in the kernel with its type, size and repr.\n",
+    ("output", "curated"): "You are also given part of the runtime state before the cell "
+                           "runs, as JSON: the variables the cell reads and those the latest "
+                           "cells created or changed, with type, size and repr.\n",
+    ("next-cell", "full"): "You are also given the runtime state now: every variable in the "
+                           "kernel with its type, size and repr.\n",
+    ("next-cell", "curated"): "You are also given part of the runtime state now, as JSON: the "
+                              "variables the latest cells created or changed, with type, size "
+                              "and repr.\n",
 }
 _ANSWER_FORMAT = "Reply with the answer only: no code fences, no explanations, no prose."
 _QUESTION: dict[Task, str] = {
@@ -71,9 +75,7 @@ def system_text(task: Task, context: Context) -> str:
     """The fixed instructions: the same for every trajectory and step."""
     extra = " (and how long it ran and the kernel's memory use after it)" \
         if context == "full" else ""
-    state = _STATE_TEXT[context]
-    if task == "next-cell":
-        state = state.replace("before the cell runs", "now")
+    state = _STATE_TEXT.get((task, context), "")
     return _TASK_TEXT[task].format(extra=extra, state=state) + _ANSWER_FORMAT
 
 

@@ -25,6 +25,7 @@ Variable = Mapping[str, Any]
 _MIN_REPR = 40
 """Reprs cut shorter than this say nothing; below it the repr is left out instead."""
 
+_MAGIC_NAME = re.compile(r"^\s*[%!?]+\w*")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)((?:\.[A-Za-z_]\w*)*)")
 
 
@@ -93,7 +94,8 @@ def cell_reads(code: str) -> dict[str, list[str]]:
     not parse at all falls back to every identifier it mentions (more, never fewer).
     """
     lines = code.splitlines()
-    magic = [line for line in lines if _is_magic(line)]
+    # The magic's or shell command's own name is not a variable; its arguments may be.
+    magic = [_MAGIC_NAME.sub("", line) for line in lines if _is_magic(line)]
     python = "\n".join("" if _is_magic(line) else line for line in lines)
     try:
         tree = ast.parse(python)
@@ -200,26 +202,35 @@ def _where(history: Sequence[Step]) -> str:
     return f"after cell {history[-1]['step']}" if history else "before any cell ran"
 
 
+def _indent(text: str) -> str:
+    return "".join("\n  " + line for line in text.splitlines())
+
+
 def render_full_state(history: Sequence[Step], budget: int) -> str:
     """Every variable of the state before the target: name, type, size, shape, repr."""
     variables: Mapping[str, Variable] = history[-1]["runtime_variables"] if history else {}
     names = list(variables)
     where = _where(history)
+    # Rendered once: the fitting search re-renders only the reprs it cuts.
+    heads = [f"\n{name}: {_details(variables[name])}" for name in names]
+    reprs = [str(variables[name].get("repr", "")) for name in names]
+    whole = [_indent(text) for text in reprs]
 
     def render(limit: int, shown: int) -> str:
-        lines = ["<runtime_state>",
+        parts = ["<runtime_state>\n"
                  f"Runtime state {where}: {len(names)} variables "
                  "(name: type, size, shape, length; repr indented below)."]
-        for name in names[:shown]:
-            lines.append(f"{name}: {_details(variables[name])}")
-            text = clip(str(variables[name].get("repr", "")), limit) if limit >= _MIN_REPR else ""
-            lines.extend("  " + line for line in text.splitlines())
+        for i in range(shown):
+            parts.append(heads[i])
+            if len(reprs[i]) <= limit:
+                parts.append(whole[i])
+            elif limit >= _MIN_REPR:
+                parts.append(_indent(clip(reprs[i], limit)))
         if shown < len(names):
-            lines.append(f"({len(names) - shown} more variables not shown: no room.)")
-        return "\n".join([*lines, "</runtime_state>", "", ""])
+            parts.append(f"\n({len(names) - shown} more variables not shown: no room.)")
+        return "".join([*parts, "\n</runtime_state>\n\n"])
 
-    longest = max((len(str(v.get("repr", ""))) for v in variables.values()), default=0)
-    return _fit(render, len(names), longest, budget)
+    return _fit(render, len(names), max(map(len, reprs), default=0), budget)
 
 
 def render_curated_state(history: Sequence[Step], target_code: str | None, budget: int) -> str:
@@ -231,19 +242,31 @@ def render_curated_state(history: Sequence[Step], target_code: str | None, budge
             else "that the last ") + f"{RECENT_STEPS} cells created or changed"
     where = _where(history)
 
-    def entry(name: str, limit: int) -> str:
+    # Rendered once: the fitting search re-encodes only the reprs it cuts.
+    heads: list[str] = []
+    reprs: list[str] = []
+    whole: list[str] = []
+    whys: list[str] = []
+    for name in names:
         var = variables[name]
-        obj: dict[str, Any] = {"type": var.get("type"), "size": _size(var)}
-        for key in ("shape", "length"):
-            if var.get(key) is not None:
-                obj[key] = var[key]
-        if limit >= _MIN_REPR:
-            obj["repr"] = clip(str(var.get("repr", "")), limit)
-        obj["why"] = chosen[name]
-        return f"{json.dumps(name)}: {json.dumps(obj, ensure_ascii=False)}"
+        meta: dict[str, Any] = {"type": var.get("type"), "size": _size(var)}
+        meta.update({k: var[k] for k in ("shape", "length") if var.get(k) is not None})
+        heads.append(f"{json.dumps(name)}: {json.dumps(meta, ensure_ascii=False)[:-1]}")
+        reprs.append(str(var.get("repr", "")))
+        whole.append(f', "repr": {json.dumps(reprs[-1], ensure_ascii=False)}')
+        whys.append(f', "why": {json.dumps(chosen[name], ensure_ascii=False)}}}')
+
+    def entry(i: int, limit: int) -> str:
+        if len(reprs[i]) <= limit:
+            shown = whole[i]
+        elif limit >= _MIN_REPR:
+            shown = f', "repr": {json.dumps(clip(reprs[i], limit), ensure_ascii=False)}'
+        else:
+            shown = ""
+        return heads[i] + shown + whys[i]
 
     def render(limit: int, shown: int) -> str:
-        body = ",\n".join(entry(name, limit) for name in names[:shown])
+        body = ",\n".join(entry(i, limit) for i in range(shown))
         lines = ["<runtime_state format=\"json\">",
                  f"Runtime state {where}: the {len(names)} of {len(variables)} variables "
                  f"{rule}, as JSON:",
@@ -252,5 +275,4 @@ def render_curated_state(history: Sequence[Step], target_code: str | None, budge
             lines.append(f"({len(names) - shown} more variables not shown: no room.)")
         return "\n".join([*lines, "</runtime_state>", "", ""])
 
-    longest = max((len(str(variables[n].get("repr", ""))) for n in names), default=0)
-    return _fit(render, len(names), longest, budget)
+    return _fit(render, len(names), max(map(len, reprs), default=0), budget)

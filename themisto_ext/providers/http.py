@@ -238,11 +238,12 @@ class HTTPProvider(abc.ABC):
                 wait = min(MAX_BACKOFF, self.retry_backoff * 2 ** (attempt - 1))
                 wait *= random.uniform(0.5, 1.0)  # spread clients that failed together
             if wait >= remaining:
+                if isinstance(result.error, ProviderTimeoutError):
+                    raise self._final(result, attempt)  # httpx's timeout is the deadline's
                 # sleeping past the deadline only to time out would hide the real cause
                 raise self._final(result, attempt, f"; next retry in {wait:.2f} s is past the "
                                                    f"{self.timeout:g} s deadline")
-            log.info("%s: attempt %d failed (%s); retrying in %.2f s",
-                     self.name, attempt, result.error, wait)
+            log.info("%s (attempt %d); retrying in %.2f s", result.error, attempt, wait)
             await asyncio.sleep(wait)
 
     def _final(self, failure: _Failure, attempts: int, note: str = "") -> ProviderError:
@@ -259,10 +260,10 @@ class HTTPProvider(abc.ABC):
             response = await self._client.post(
                 self.url, json=body, headers=self.headers(), timeout=httpx.Timeout(remaining))
         except httpx.TimeoutException as exc:
-            return _Failure(ProviderTimeoutError(self._say(f"timed out ({type(exc).__name__})")),
-                            retry=True)
+            what = f"no complete answer within {self.timeout:g} s ({type(exc).__name__})"
+            return _Failure(ProviderTimeoutError(self._say(what)), retry=True)
         except httpx.TransportError as exc:
-            what = f"cannot reach {_display_url(self.url)}: {type(exc).__name__}: {exc}"
+            what = f"connection to {_display_url(self.url)} failed: {type(exc).__name__}: {exc}"
             return _Failure(ProviderConnectionError(self._say(what)), retry=True)
         return self._read(response)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Float, Int, List, Unicode, default
+from traitlets import Bool, Float, Int, List, TraitError, Unicode, default, validate
 
 from themisto_ext.ingest import JournalIngestor
 from themisto_ext.journal import SUFFIX
@@ -21,9 +21,12 @@ from themisto_ext.paths import (
     default_store_path,
     journal_dir_for,
 )
+from themisto_ext.predictors import local_model_available, make_predictor
+from themisto_ext.prompts import CONTEXTS
 from themisto_ext.server import api
 from themisto_ext.server.api.events import CLOSE
 from themisto_ext.server.events import EventBus
+from themisto_ext.server.live import LivePredictions
 from themisto_ext.server.provisioner import NAME as PROVISIONER_NAME
 from themisto_ext.store import IngestResult, TrajectoryStore, open_store
 
@@ -62,12 +65,39 @@ class ThemistoExtension(ExtensionApp):
         config=True)
     ingest_interval = Float(0.1, help="Seconds between scans of the kernel journals.").tag(
         config=True)
+    predictors = List(
+        Unicode(),
+        help="Predictors run live on every cell, by name: baseline, local, local:PATH.gguf, "
+             "openai:MODEL (OPENAI_BASE_URL, OPENAI_API_KEY), anthropic:MODEL "
+             "(ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY). Default: the embedded local model "
+             "when it is installed, else baseline. An empty list turns predictions off.",
+    ).tag(config=True)
+    contexts = List(
+        Unicode(), default_value=["full"],
+        help="Context conditions of live predictions: none, full, curated.",
+    ).tag(config=True)
+    live_predictions = Bool(True, help="Predict every running cell's output and, after each "
+                                       "step, the next cell (else only on request).").tag(
+        config=True)
+    prediction_budget = Int(8000, help="Characters of trajectory a live prompt may hold; the "
+                                       "oldest steps are dropped beyond it.").tag(config=True)
     max_body_bytes = Int(1024 * 1024, help="Largest request body the API accepts (bytes); "
                                            "larger ones get 413.").tag(config=True)
 
     @default("store_path")
     def _default_store_path(self) -> str:
         return str(default_store_path())
+
+    @default("predictors")
+    def _default_predictors(self) -> list[str]:
+        return ["local"] if local_model_available() else ["baseline"]
+
+    @validate("contexts")
+    def _valid_contexts(self, proposal: Any) -> list[str]:
+        bad = [c for c in proposal["value"] if c not in CONTEXTS]
+        if bad:
+            raise TraitError(f"unknown context(s) {bad}: use {', '.join(CONTEXTS)}")
+        return list(proposal["value"])
 
     @default("journal_dir")
     def _default_journal_dir(self) -> str:
@@ -90,6 +120,8 @@ class ThemistoExtension(ExtensionApp):
         self._ingest_lock = asyncio.Lock()
         self._ingest_task: asyncio.Task[None] | None = None
         self.events = EventBus()
+        self.live = LivePredictions(self.store, self.events, self._make_predictors(),
+                                    self.contexts, self.prediction_budget)
         if self.autoload:
             # Kernels inherit the server's environment: this is how they learn where to
             # write and what to capture without reading the server's configuration.
@@ -97,6 +129,18 @@ class ThemistoExtension(ExtensionApp):
             os.environ[SETTINGS_ENV] = self.capture_settings().to_env()
             self._use_provisioner()
         self.log.info("themisto: store %s, journals %s", self.store_path, self.journal_dir)
+
+    def _make_predictors(self) -> list[Any]:
+        made = []
+        for spec in self.predictors:
+            try:
+                made.append(make_predictor(spec))
+            except Exception as exc:  # one misconfigured predictor must not stop the server
+                self.log.error("themisto: predictor %r unavailable: %s", spec, exc)
+        names = ", ".join(p.name for p in made) or "none"
+        self.log.info("themisto: live predictors: %s; contexts: %s", names,
+                      ", ".join(self.contexts))
+        return made
 
     def _use_provisioner(self) -> None:
         from jupyter_client.provisioning import KernelProvisionerFactory
@@ -127,6 +171,7 @@ class ThemistoExtension(ExtensionApp):
         if self._ingest_task is not None:
             self._ingest_task.cancel()
         await self.ingest_now()
+        await self.live.aclose()
         self.events.publish(CLOSE)  # ends open live streams
         self.store.close()
 
@@ -152,6 +197,10 @@ class ThemistoExtension(ExtensionApp):
             self.events.publish({"type": "step", "trajectory_id": step["trajectory_id"],
                                  "kernel_id": step["kernel_id"],
                                  "notebook_path": step.get("notebook_path"), "step": step})
+        if self.live_predictions:
+            self.live.on_ingest(result)
+        else:
+            self.live.score_only(result)
         return result
 
     async def _ingest_forever(self) -> None:

@@ -49,6 +49,8 @@ class IngestResult:
 
     new_trajectories: list[str] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
+    started: list[dict[str, Any]] = field(default_factory=list)
+    """Cells that began executing (``kind: started`` records): not stored, only passed on."""
     duplicates: int = 0
 
 
@@ -90,5 +92,15 @@ class TrajectoryStore(Protocol):
         ...
 
     def delete_trajectory(self, trajectory_id: str) -> bool: ...
+
+    def save_prediction(self, prediction: dict[str, Any]) -> bool:
+        """Insert or replace a prediction record (JSON object with ``id``, ``trajectory_id``,
+        ``target_step``, ``task`` and, once scored, ``scores``)."""
+        ...
+
+    def predictions(
+        self, trajectory_id: str, since_step: int = 0, target_step: int | None = None,
+        unscored: bool = False,
+    ) -> list[dict[str, Any]]: ...
 
     def close(self) -> None: ...

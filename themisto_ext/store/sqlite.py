@@ -46,6 +46,18 @@ _MIGRATIONS: list[str] = [
         offset INTEGER NOT NULL
     );
     """,
+    # 2: predictions, each tied to the step it predicts
+    """
+    CREATE TABLE predictions (
+        id TEXT PRIMARY KEY,
+        trajectory_id TEXT NOT NULL REFERENCES trajectories (id) ON DELETE CASCADE,
+        target_step INTEGER NOT NULL,
+        task TEXT NOT NULL,
+        scored INTEGER NOT NULL DEFAULT 0,
+        data TEXT NOT NULL
+    );
+    CREATE INDEX predictions_target ON predictions (trajectory_id, target_step);
+    """,
 ]
 
 SCHEMA_VERSION = len(_MIGRATIONS)
@@ -271,6 +283,37 @@ class SQLiteStore:
     ) -> Iterator[Step]:
         for _, line in self.iter_step_lines(trajectory_id, since_step, limit):
             yield json.loads(line)
+
+    # ------------------------------------------------------------ predictions
+
+    def save_prediction(self, prediction: dict[str, Any]) -> bool:
+        """Insert or replace a prediction record; False when its trajectory is gone."""
+        def work(db: sqlite3.Connection) -> bool:
+            cur = db.execute(
+                "INSERT OR REPLACE INTO predictions "
+                "(id, trajectory_id, target_step, task, scored, data) "
+                "SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM trajectories WHERE id = ?)",
+                (prediction["id"], prediction["trajectory_id"], int(prediction["target_step"]),
+                 prediction["task"], int(prediction.get("reference") is not None),
+                 json.dumps(prediction, ensure_ascii=False), prediction["trajectory_id"]))
+            return cur.rowcount > 0
+
+        saved: bool = self._transaction(work)
+        return saved
+
+    def predictions(
+        self, trajectory_id: str, since_step: int = 0, target_step: int | None = None,
+        unscored: bool = False,
+    ) -> list[dict[str, Any]]:
+        sql = "SELECT data FROM predictions WHERE trajectory_id = ? AND target_step > ?"
+        params: list[Any] = [trajectory_id, since_step]
+        if target_step is not None:
+            sql += " AND target_step = ?"
+            params.append(target_step)
+        if unscored:
+            sql += " AND scored = 0"
+        rows = self._query(sql + " ORDER BY target_step, rowid", tuple(params))
+        return [json.loads(data) for (data,) in rows]
 
     def close(self) -> None:
         with self._lock:

@@ -8,6 +8,11 @@ from tornado.web import RequestHandler
 from themisto_ext.server.api.base import API_PREFIX, API_VERSION
 from themisto_ext.server.api.events import EventsHandler
 from themisto_ext.server.api.kernels import KernelHandler
+from themisto_ext.server.api.predictions import (
+    PredictionsHandler,
+    PredictorsHandler,
+    TrajectoryPredictionsHandler,
+)
 from themisto_ext.server.api.trajectories import (
     ExportHandler,
     StepsHandler,
@@ -28,6 +33,9 @@ def routes() -> list[tuple[str, type[RequestHandler]]]:
         (path("trajectories"), TrajectoriesHandler),
         (path(f"trajectories/{_ID}"), TrajectoryHandler),
         (path(f"trajectories/{_ID}/steps"), StepsHandler),
+        (path(f"trajectories/{_ID}/predictions"), TrajectoryPredictionsHandler),
+        (path("predictors"), PredictorsHandler),
+        (path("predictions"), PredictionsHandler),
         (path("export"), ExportHandler),
         (path("events"), EventsHandler),
         (path(r"kernels/(?P<kernel_id>[\w\-\.]+)"), KernelHandler),

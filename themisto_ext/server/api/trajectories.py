@@ -57,7 +57,7 @@ class TrajectoriesHandler(ThemistoHandler):
         })
 
 
-def _known(handler: ThemistoHandler, trajectory_id: str) -> Trajectory:
+def known_trajectory(handler: ThemistoHandler, trajectory_id: str) -> Trajectory:
     found = handler.themisto.store.get_trajectory(trajectory_id)
     if found is None:
         raise web.HTTPError(HTTPStatus.NOT_FOUND, f"no trajectory {trajectory_id!r}")
@@ -68,14 +68,14 @@ class TrajectoryHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, trajectory_id: str) -> None:
-        trajectory = _known(self, trajectory_id)
+        trajectory = known_trajectory(self, trajectory_id)
         self.send_json({**trajectory.to_json(),
                         "events": self.themisto.store.events(trajectory_id)})
 
     @web.authenticated
     @authorized
     async def delete(self, trajectory_id: str) -> None:
-        _known(self, trajectory_id)
+        known_trajectory(self, trajectory_id)
         self.themisto.delete_trajectory(trajectory_id)
         self.set_status(HTTPStatus.NO_CONTENT)
         self.finish()
@@ -85,7 +85,7 @@ class StepsHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, trajectory_id: str) -> None:
-        _known(self, trajectory_id)
+        known_trajectory(self, trajectory_id)
         since = self.int_argument("since_step", 0)
         limit = self.int_argument("limit", 100, 1, MAX_PAGE)
         rows = list(self.themisto.store.iter_step_lines(trajectory_id, since, limit))
@@ -109,7 +109,7 @@ class ExportHandler(ThemistoHandler):
             raise bad_request("trajectory", "give trajectory ids, notebook=PATH or all=true")
         if ids:
             for tid in ids:
-                _known(self, tid)
+                known_trajectory(self, tid)
             return ids
         where = TrajectoryFilter(notebook_path=notebook) if notebook else None
         return [t.id for t in store.list_trajectories(where, limit=10**9)]

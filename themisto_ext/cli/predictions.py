@@ -1,0 +1,137 @@
+"""``prompt`` and ``predict``: what a model would receive for one step, and its answer."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from themisto_ext.prompts import CONTEXTS, TASKS
+from themisto_ext.prompts.build import build_prompt
+from themisto_ext.trajectory import Step, TrajectoryFormatError, read_steps
+
+SYSTEM_MARK = "===== SYSTEM ====="
+USER_MARK = "===== USER ====="
+END_MARK = "===== END ====="
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("prompt", help="print the prompt a model would get for one step")
+    p.add_argument("file", type=Path, metavar="TRAJECTORY.jsonl")
+    p.add_argument("--step", type=int, required=True,
+                   help="the target: the step whose output (or code) is to be predicted")
+    p.add_argument("--task", choices=TASKS, required=True)
+    p.add_argument("--context", choices=CONTEXTS, required=True)
+    p.add_argument("--trajectory", help="trajectory id or unique prefix (when the file "
+                   "holds several)")
+    p.add_argument("--budget", type=int, default=24_000,
+                   help="prompt size limit in characters (default 24000)")
+    p.set_defaults(run=prompt)
+
+    p = sub.add_parser("predict", help="predict one step's output or code with a predictor")
+    p.add_argument("file", type=Path, metavar="TRAJECTORY.jsonl")
+    p.add_argument("--step", type=int, required=True,
+                   help="the target: the step whose output (or code) is to be predicted")
+    p.add_argument("--task", choices=TASKS, required=True)
+    p.add_argument("--context", choices=CONTEXTS, required=True)
+    p.add_argument("--predictor", required=True, help="baseline, local, local:PATH.gguf, "
+                   "openai:MODEL or anthropic:MODEL")
+    p.add_argument("--base-url", help="API base URL (default: OPENAI_BASE_URL or "
+                   "ANTHROPIC_BASE_URL, else the vendor's)")
+    p.add_argument("--timeout", type=float, default=120, help="seconds (default 120)")
+    p.add_argument("--trajectory", help="trajectory id or unique prefix")
+    p.add_argument("--budget", type=int, default=24_000,
+                   help="prompt size limit in characters (default 24000)")
+    p.add_argument("--json", action="store_true", help="print the whole prediction record")
+    p.set_defaults(run=predict_command)
+
+
+def _trajectory(path: Path, wanted: str | None) -> list[Step]:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        steps = read_steps(path)
+    except TrajectoryFormatError as exc:
+        raise ValueError(f"{path}: not a valid trajectory file: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    groups: dict[str, list[Step]] = {}
+    for step in steps:
+        groups.setdefault(step["trajectory_id"], []).append(step)
+    if not groups:
+        raise ValueError(f"{path}: no steps")
+    if wanted is None:
+        if len(groups) > 1:
+            raise ValueError(f"{path} holds {len(groups)} trajectories; choose one with "
+                             f"--trajectory ({', '.join(groups)})")
+        return next(iter(groups.values()))
+    matches = [tid for tid in groups if tid.startswith(wanted)]
+    if len(matches) != 1:
+        raise ValueError(f"no trajectory {wanted!r} in {path}" if not matches else
+                         f"{wanted!r} matches {len(matches)} trajectories in {path}; "
+                         "give more of it")
+    return groups[matches[0]]
+
+
+def _target(args: argparse.Namespace) -> tuple[list[Step], int]:
+    if args.budget <= 0:
+        raise ValueError("--budget must be positive")
+    steps = _trajectory(args.file, args.trajectory)
+    index = next((i for i, s in enumerate(steps) if s["step"] == args.step), None)
+    if index is None:
+        raise ValueError(f"no step {args.step} in trajectory {steps[0]['trajectory_id']} "
+                         f"(steps {steps[0]['step']}-{steps[-1]['step']})")
+    return steps, index
+
+
+def predict_command(args: argparse.Namespace) -> int:
+    from themisto_ext.predictions import predict, scored
+    from themisto_ext.predictors import make_predictor
+
+    steps, index = _target(args)
+    target = steps[index]
+
+    async def run() -> dict[str, Any]:
+        predictor = make_predictor(args.predictor, base_url=args.base_url, timeout=args.timeout)
+        try:
+            record = await predict(
+                predictor, steps[:index], args.task, args.context,
+                trajectory_id=target["trajectory_id"], target_step=target["step"],
+                target_code=target["code"] if args.task == "output" else None,
+                budget_chars=args.budget)
+        finally:
+            await predictor.aclose()
+        return scored(record, target)
+
+    record = asyncio.run(run())
+    if record["error"]:
+        raise RuntimeError(f"{args.predictor}: {record['error']['message']}")
+    if args.json:
+        print(json.dumps(record, ensure_ascii=False, indent=2))
+    else:
+        print(record["answer"])
+        scores = record["scores"] or {}
+        print(f"{record['predictor']} ({record['model']}), {record['latency']:.2f} s; against "
+              f"the real {'output' if args.task == 'output' else 'cell'}: "
+              + ", ".join(f"{k} {v:.3f}" for k, v in scores.items()), file=sys.stderr)
+    return 0
+
+
+def prompt(args: argparse.Namespace) -> int:
+    steps, index = _target(args)
+    # Only the steps before the target are context; the next-cell target is what is predicted.
+    target_code = steps[index]["code"] if args.task == "output" else None
+    built = build_prompt(steps[:index], args.task, args.context, target_code=target_code,
+                         budget_chars=args.budget)
+    print(SYSTEM_MARK)
+    print(built.system)
+    print(USER_MARK)
+    print(built.user)
+    print(END_MARK)
+    print(f"{len(built.system) + len(built.user)} characters: system {len(built.system)}, "
+          f"cached prefix {len(built.prefix)}, suffix {len(built.suffix)}; "
+          f"{built.dropped_steps} earlier cells omitted", file=sys.stderr)
+    return 0

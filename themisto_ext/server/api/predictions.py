@@ -1,0 +1,55 @@
+"""Predictions: what is configured, a trajectory's history, and predictions on request."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from themisto_ext.prompts import TASKS
+from themisto_ext.server.api.base import ThemistoHandler, bad_request
+from themisto_ext.server.api.trajectories import known_trajectory
+
+
+class PredictorsHandler(ThemistoHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        live = self.themisto.live
+        self.send_json({"predictors": [p.name for p in live.predictors],
+                        "contexts": live.contexts, "live": self.themisto.live_predictions})
+
+
+class TrajectoryPredictionsHandler(ThemistoHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, trajectory_id: str) -> None:
+        known_trajectory(self, trajectory_id)
+        since = self.int_argument("since_step", 0)
+        self.send_json({"predictions": self.themisto.store.predictions(trajectory_id, since)})
+
+
+class PredictionsHandler(ThemistoHandler):
+    """``POST /predictions {kernel_id, task, code?}``: predict now; results come on the stream."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.json_body()
+        kernel_id, task, code = body.get("kernel_id"), body.get("task"), body.get("code")
+        if not isinstance(kernel_id, str) or not kernel_id:
+            raise bad_request("kernel_id", "must be a kernel id")
+        if task not in TASKS:
+            raise bad_request("task", f"must be one of {', '.join(TASKS)}")
+        if task == "output" and not isinstance(code, str):
+            raise bad_request("code", "the output task needs the cell's code")
+        await self.themisto.ingest_now()
+        trajectory = self.themisto.store.latest_for_kernel(kernel_id)
+        if trajectory is None:
+            raise web.HTTPError(HTTPStatus.NOT_FOUND, f"kernel {kernel_id!r} has recorded nothing")
+        started = self.themisto.live.schedule(trajectory.id, task, trajectory.steps + 1,
+                                              code=code if task == "output" else None)
+        self.send_json({"accepted": started > 0, "trajectory_id": trajectory.id,
+                        "target_step": trajectory.steps + 1, "predictions": started},
+                       status=HTTPStatus.ACCEPTED)
