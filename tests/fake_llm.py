@@ -207,15 +207,16 @@ class FakeLLM:
         system = user_text(body.get("system"))
         content = (body.get("messages") or [{}])[-1].get("content")
         blocks = content if isinstance(content, list) else [{"text": user_text(content)}]
-        # Everything up to the last cache_control breakpoint is cacheable.
+        # As Anthropic does: text up to each cache_control breakpoint is cacheable; the
+        # longest one already cached is read, the rest up to the last breakpoint written.
         marked = [i for i, b in enumerate(blocks) if isinstance(b, dict) and "cache_control" in b]
-        cacheable = system + user_text(blocks[: marked[-1] + 1]) if marked else ""
+        candidates = [system + user_text(blocks[: i + 1]) for i in marked]
         with self._lock:
-            hit = bool(cacheable) and cacheable in self._anthropic_prefixes
-            if cacheable:
-                self._anthropic_prefixes.add(cacheable)
+            read = max((c for c in candidates if c in self._anthropic_prefixes), key=len,
+                       default="")
+            self._anthropic_prefixes.update(candidates)
         total = tokens(system + user_text(blocks))
-        cached = tokens(cacheable)
+        written = tokens(candidates[-1]) - tokens(read) if candidates else 0
         text = self._answer_for(reply, user_text(blocks))
         return {
             "id": f"msg_{len(self.requests)}",
@@ -225,9 +226,9 @@ class FakeLLM:
             "content": [{"type": "text", "text": text}],
             "stop_reason": "end_turn",
             "usage": {
-                "input_tokens": total - cached,
-                "cache_creation_input_tokens": 0 if hit else cached,
-                "cache_read_input_tokens": cached if hit else 0,
+                "input_tokens": total - tokens(read) - written,
+                "cache_creation_input_tokens": written,
+                "cache_read_input_tokens": tokens(read),
                 "output_tokens": tokens(text),
             },
         }

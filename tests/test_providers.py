@@ -166,6 +166,21 @@ async def test_anthropic_success_and_cache_control(llm: FakeLLM) -> None:
     }
 
 
+async def test_anthropic_growing_prefix_reads_the_previous_steps_cache(llm: FakeLLM) -> None:
+    base = "<cell>x = 1</cell>\n" * 400  # long enough for Anthropic to cache
+    step1 = Prompt(task="next-cell", context="none", system=SYSTEM, prefix=base, suffix="?")
+    step2 = Prompt(task="next-cell", context="none", system=SYSTEM,
+                   prefix=base + "<cell>y = 2</cell>\n", suffix="?")
+    async with make("anthropic", llm.url) as provider:
+        first = await provider.complete(step1)
+        second = await provider.complete(step2)
+    assert first.cached_tokens == 0
+    assert second.cached_tokens == tokens(SYSTEM + base)
+    blocks = llm.requests[1].body["messages"][0]["content"]
+    assert [b["text"] for b in blocks] == [base, "<cell>y = 2</cell>\n", "?"]
+    assert ["cache_control" in b for b in blocks] == [True, True, False]
+
+
 async def test_anthropic_empty_prefix_env_defaults(
     llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import deque
 from typing import Any
 
 from themisto_ext.prompts import Prompt
@@ -11,6 +12,9 @@ from themisto_ext.providers.http import HTTPProvider, Parsed, optional_int
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
+REMEMBERED_PREFIXES = 32
+MIN_CACHEABLE_CHARS = 4096
+"""Anthropic caches nothing shorter than ~1,024 tokens; a breakpoint there only costs."""
 
 
 class AnthropicProvider(HTTPProvider):
@@ -45,6 +49,14 @@ class AnthropicProvider(HTTPProvider):
             temperature=temperature,
             retry_backoff=retry_backoff,
         )
+        self._prefixes: deque[str] = deque(maxlen=REMEMBERED_PREFIXES)
+
+    def _cached_part(self, prefix: str) -> str | None:
+        """The longest earlier prefix this one extends: that text is in Anthropic's cache."""
+        best = max((p for p in self._prefixes if prefix.startswith(p)), key=len, default=None)
+        if prefix not in self._prefixes:
+            self._prefixes.append(prefix)
+        return best
 
     @property
     def url(self) -> str:
@@ -59,10 +71,18 @@ class AnthropicProvider(HTTPProvider):
     def body(self, prompt: Prompt) -> dict[str, Any]:
         # The API rejects empty text blocks, so empty parts are left out.
         content: list[dict[str, Any]] = []
+        cache = {"cache_control": {"type": "ephemeral"}}
         if prompt.prefix:
-            # The breakpoint caches system + prefix; the next step of the session reads it.
-            content.append({"type": "text", "text": prompt.prefix,
-                            "cache_control": {"type": "ephemeral"}})
+            # Anthropic finds cached text only at block boundaries. A live session's prefix
+            # grows by a cell per step, so the part an earlier request cached gets a block
+            # (and breakpoint) of its own: it is read from the cache, and the whole prefix
+            # is written for the next step.
+            earlier = self._cached_part(prompt.prefix)
+            if earlier and len(earlier) >= MIN_CACHEABLE_CHARS and earlier != prompt.prefix:
+                content.append({"type": "text", "text": earlier, **cache})
+                content.append({"type": "text", "text": prompt.prefix[len(earlier):], **cache})
+            else:
+                content.append({"type": "text", "text": prompt.prefix, **cache})
         if prompt.suffix or not content:
             content.append({"type": "text", "text": prompt.suffix})
         body: dict[str, Any] = {
