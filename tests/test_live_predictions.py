@@ -1,0 +1,136 @@
+"""Live predictions in a real jupyter_server with real kernels and a real HTTP model server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from fake_llm import FakeLLM, error
+from test_server import kernel_status, start_kernel, wait_for_steps
+
+from themisto_ext.kernel.settings import SETTINGS_ENV
+from themisto_ext.paths import JOURNAL_DIR_ENV
+
+
+@pytest.fixture
+def llm():
+    with FakeLLM(answer="42") as server:
+        yield server
+
+
+@pytest.fixture
+def jp_server_config(tmp_path: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setenv(JOURNAL_DIR_ENV, "")
+    monkeypatch.setenv(SETTINGS_ENV, "")
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-" + "k" * 24)
+    return {
+        "ServerApp": {"jpserver_extensions": {"themisto_ext": True}},
+        "ThemistoExtension": {
+            "store_path": str(tmp_path / "themisto" / "t.sqlite3"), "ingest_interval": 0.05,
+            "predictors": ["baseline", "openai:fake-model"], "contexts": ["none", "full"],
+        },
+    }
+
+
+def store_of(jp_serverapp):
+    return jp_serverapp.web_app.settings["themisto_ext"].store
+
+
+async def wait_for(condition, timeout: float = 15):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def test_each_cell_gets_scored_output_and_next_cell_predictions(jp_fetch, jp_serverapp,
+                                                                       llm):
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    store = store_of(jp_serverapp)
+    try:
+        await client.execute_interactive("answer = 41 + 1", timeout=30)
+        await wait_for_steps(jp_fetch, kernel_id, 1)  # a person pauses between cells
+        await asyncio.sleep(0.2)
+        await client.execute_interactive("answer", timeout=30)
+        status = await wait_for_steps(jp_fetch, kernel_id, 2)
+        tid = status["trajectory_id"]
+
+        def all_scored() -> bool:
+            outputs = store.predictions(tid, target_step=2)
+            return len([p for p in outputs if p["task"] == "output" and p["scores"]]) == 4
+        await wait_for(all_scored)
+        outputs = [p for p in store.predictions(tid, target_step=2) if p["task"] == "output"]
+        by = {(p["predictor"], p["context"]): p for p in outputs}
+        assert set(by) == {("baseline", "none"), ("baseline", "full"),
+                           ("openai:fake-model", "none"), ("openai:fake-model", "full")}
+        for p in outputs:
+            assert p["reference"] == "42" and p["answer"] == "42"
+            assert p["scores"] == {"exact_match": 1.0, "rouge_l": 1.0, "chrf": 1.0}
+            assert p["kernel_id"] == kernel_id and p["error"] is None
+        # the prompt carries runtime state only in the full condition, and never the answer
+        assert "answer" in by[("openai:fake-model", "full")]["prompt"]["user"]
+        assert "int" in by[("openai:fake-model", "full")]["prompt"]["user"]
+        full, none = (by[("openai:fake-model", c)]["prompt"]["user"] for c in ("full", "none"))
+        assert "28 B" in full or "28" in full
+        assert len(full) > len(none)
+        # next-cell predictions follow every step and are scored against the real next cell
+        nxt = [p for p in store.predictions(tid, target_step=2) if p["task"] == "next-cell"]
+        assert nxt and all(p["reference"] == "answer" for p in nxt)
+        api_key = "sk-test-" + "k" * 24
+        sent = [r for r in llm.requests if "chat/completions" in r.path]
+        assert sent and all(r.headers.get("authorization") == f"Bearer {api_key}" for r in sent)
+        r = await jp_fetch("themisto", "api", "trajectories", tid, "predictions")
+        listed = json.loads(r.body)["predictions"]
+        assert len(listed) >= 8 and api_key not in r.body.decode()
+    finally:
+        client.stop_channels()
+
+
+async def test_provider_failures_become_prediction_errors(jp_fetch, jp_serverapp, llm):
+    llm.script(*[error(401, "bad key")] * 10)
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    store = store_of(jp_serverapp)
+    try:
+        await client.execute_interactive("x = 1", timeout=30)
+        status = await wait_for_steps(jp_fetch, kernel_id, 1)
+        tid = status["trajectory_id"]
+
+        def failed() -> list:
+            return [p for p in store.predictions(tid)
+                    if p["predictor"] == "openai:fake-model" and p["error"]]
+        await wait_for(lambda: len(failed()) >= 2)
+        assert failed()[0]["error"]["type"] == "ProviderAuthError"
+        assert "sk-test" not in json.dumps(failed())
+        # baseline predictions are unaffected and the server keeps working
+        assert any(p["predictor"] == "baseline" and not p["error"]
+                   for p in store.predictions(tid))
+        await client.execute_interactive("y = 2", timeout=30)
+        assert (await wait_for_steps(jp_fetch, kernel_id, 2))["steps"] == 2
+    finally:
+        client.stop_channels()
+
+
+async def test_predict_on_request(jp_fetch, jp_serverapp):
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    store = store_of(jp_serverapp)
+    try:
+        await client.execute_interactive("v = [1, 2, 3]", timeout=30)
+        status = await wait_for_steps(jp_fetch, kernel_id, 1)
+        r = await jp_fetch("themisto", "api", "predictions", method="POST",
+                           body=json.dumps({"kernel_id": kernel_id, "task": "output",
+                                            "code": "len(v)"}))
+        assert r.code == 202 and json.loads(r.body)["target_step"] == 2
+        def requested() -> list:
+            return [p for p in store.predictions(status["trajectory_id"], target_step=2)
+                    if p["task"] == "output" and p["predictor"] == "baseline"]
+        await wait_for(lambda: len(requested()) == 2)
+        assert [p["answer"] for p in requested()] == ["3", "3"]
+        r = await jp_fetch("themisto", "api", "predictors")
+        assert json.loads(r.body) == {"predictors": ["baseline", "openai:fake-model"],
+                                      "contexts": ["none", "full"], "live": True}
+        assert (await kernel_status(jp_fetch, kernel_id))["steps"] == 1
+    finally:
+        client.stop_channels()
