@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from themisto_ext.cli import predictions, trajectories
+from themisto_ext.cli import benchmark, predictions, trajectories
 
 
 class CommandError(Exception):
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     trajectories.register(sub)
     predictions.register(sub)
+    benchmark.register(sub)
     return parser
 
 

@@ -164,7 +164,7 @@ class Recorder:
                 "kind": "started", "trajectory_id": self.trajectory_id,
                 "kernel_id": self.kernel_id, "notebook_path": self.notebook_path,
                 "step": self.step + 1, "cell_id": self._cell["cell_id"],
-                "code": self.redactor.mask(self._cell["code"]), "at": self._cell["started_at"],
+                "code": self.redactor.mask_code(self._cell["code"]), "at": self._cell["started_at"],
             })
         except BaseException:  # the user's cell must run regardless
             self._cell = None
@@ -206,7 +206,7 @@ class Recorder:
             "notebook_path": self.notebook_path,
             "started_at": cell["started_at"],
             "ended_at": _now(),
-            "code": self.redactor.mask(cell["code"]),
+            "code": self.redactor.mask_code(cell["code"]),
             "output": "",
             "outputs": [],
             "execution_time": round(t_end - cell["t0"], 6),

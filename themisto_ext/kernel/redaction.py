@@ -9,9 +9,10 @@ the recorded code of that very cell.
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 REDACTED = "<redacted>"
 
@@ -65,6 +66,41 @@ class Redactor:
         self._literal_re = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         return True
 
+    def code_literals(self, code: str) -> Iterator[str]:
+        """String literals the code gives to secret-looking names.
+
+        A cell that is about to run has not bound its variables yet, so the name rule
+        cannot know ``password = "hunter2"`` is secret from the namespace: read it off the
+        code (assignments, keyword arguments, dict keys and subscripts).
+        """
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            return
+        for node in ast.walk(tree):
+            pairs: list[tuple[ast.AST, ast.AST | None]] = []
+            if isinstance(node, ast.Assign):
+                pairs = [(target, node.value) for target in node.targets]
+            elif isinstance(node, ast.AnnAssign | ast.NamedExpr):
+                pairs = [(node.target, node.value)]
+            elif isinstance(node, ast.keyword) and node.arg:
+                pairs = [(ast.Name(node.arg), node.value)]
+            elif isinstance(node, ast.Dict):
+                pairs = [(key, value) for key, value in zip(node.keys, node.values, strict=True)
+                         if key is not None]
+            for target, value in pairs:
+                if self.name_is_secret(_target_name(target)) and isinstance(value, ast.Constant) \
+                        and isinstance(value.value, str):
+                    yield value.value
+
+    def mask_code(self, code: str) -> str:
+        """``mask``, plus literals the code itself assigns to secret-looking names."""
+        extra = sorted((s for s in self.code_literals(code) if len(s) >= MIN_LITERAL_LENGTH),
+                       key=len, reverse=True)
+        for literal in extra:
+            code = code.replace(literal, REDACTED)
+        return self.mask(code)
+
     def mask(self, text: str) -> str:
         if not self.enabled or not text:
             return text
@@ -73,3 +109,15 @@ class Redactor:
         if self._values is not None:
             text = self._values.sub(REDACTED, text)
         return text
+
+
+def _target_name(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return str(node.slice.value)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return ""

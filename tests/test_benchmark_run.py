@@ -1,0 +1,268 @@
+"""``themisto bench`` on real recorded trajectories: fake server, baseline, resume, order."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, shared_notebooks
+from fake_llm import FakeLLM, error, ok
+
+from themisto_ext.benchmark.run import (
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    BenchConfig,
+    load_results,
+    run_bench,
+)
+from themisto_ext.benchmark.sample import read_examples, sample, write_examples
+from themisto_ext.cli.main import main
+from themisto_ext.cli.predictions import END_MARK, SYSTEM_MARK, USER_MARK
+from themisto_ext.metrics import score
+from themisto_ext.prompts.build import build_prompt
+from themisto_ext.replay import record_notebook
+from themisto_ext.store import SQLiteStore
+from themisto_ext.trajectory import write_steps
+
+CONTEXTS = ["none", "full", "curated"]
+
+
+@pytest.fixture(scope="module")
+def benches(tmp_path_factory) -> dict[str, Path]:
+    """Output and next-cell benchmarks of 12 examples from two recorded notebooks."""
+    work = tmp_path_factory.mktemp("bench")
+    store = SQLiteStore(work / "s.sqlite3")
+    trajectories = work / "trajectories.jsonl"
+    with trajectories.open("w", encoding="utf-8") as fh:
+        for name in ("02.02-The-Basics-Of-NumPy-Arrays", "03.01-Introducing-Pandas-Objects"):
+            notebook = next(p for p in shared_notebooks() if p.stem == name)
+            result = record_notebook(notebook, store, work / "journal", timeout=120)
+            write_steps(store.iter_steps(result.trajectory_ids[0]), fh)
+    paths = {}
+    for task in ("output", "next-cell"):
+        paths[task] = work / f"{task}.jsonl"
+        with paths[task].open("w", encoding="utf-8") as fh:
+            write_examples(sample([trajectories], task, n=12, seed=1).examples, fh)
+    return paths
+
+
+def prompt_of(example: dict, context: str) -> tuple[str, str]:
+    code = example["target"]["code"] if example["task"] == "output" else None
+    built = build_prompt(example["history"], example["task"], context, target_code=code)
+    return built.system, built.user
+
+
+def request_prompts(llm: FakeLLM) -> list[tuple[str, str]]:
+    return [(r.body["messages"][0]["content"], r.body["messages"][1]["content"])
+            for r in llm.requests]
+
+
+def bench(*args: str) -> int:
+    return main(["bench", *args])
+
+
+def test_bench_against_the_fake_server(benches, tmp_path, capsys):
+    examples = read_examples(benches["output"])
+    out = tmp_path / "results"
+    with FakeLLM(answer="array([1, 2, 3])") as llm:
+        llm.script(*[ok(delay=0.02) for _ in range(36)])
+        code = bench(str(benches["output"]), "--predictor", "openai:fake", "--base-url",
+                     llm.openai_url, "--out", str(out), "--concurrency", "3")
+        assert code == 0
+        assert len(llm.requests) == 36
+        assert 1 < llm.max_in_flight <= 3
+        sent = Counter(request_prompts(llm))
+    expected = {prompt_of(e, c): (e, c) for e in examples for c in CONTEXTS}
+    assert sent == Counter(expected.keys())  # every prompt once, exactly as build_prompt makes it
+
+    lines = (out / RESULTS_FILE).read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert len(records) == 36
+    by_id = {e["id"]: e for e in examples}
+    for r in records:
+        example = by_id[r["example_id"]]
+        assert r["task"] == "output" and r["predictor"] == "openai:fake" and r["error"] is None
+        assert r["context"] in CONTEXTS
+        assert (r["prompt"]["system"], r["prompt"]["user"]) == prompt_of(example, r["context"])
+        assert r["raw"] == r["answer"] == "array([1, 2, 3])"
+        assert r["reference"] == example["target"]["output"]
+        assert r["scores"] == score(r["answer"], r["reference"])
+        assert r["latency"] >= 0.02 and r["prompt_tokens"] > 0 and r["completion_tokens"] > 0
+    summary = json.loads((out / SUMMARY_FILE).read_text())
+    assert summary["records"] == 36 and summary["errors"] == 0
+    for group in summary["groups"]:
+        mine = [r for r in records if r["context"] == group["context"]]
+        assert group["n"] == 12
+        for metric, mean in group["means"].items():
+            assert mean == pytest.approx(sum(r["scores"][metric] for r in mine) / 12)
+    err = capsys.readouterr().err
+    assert "bench [" in err and "36/36" in err
+
+
+def test_a_failed_call_is_recorded_and_retried_on_the_next_run(benches, tmp_path, capsys):
+    out = tmp_path / "results"
+    args = [str(benches["output"]), "--predictor", "openai:fake", "--context", "none,full",
+            "--out", str(out), "--concurrency", "1"]
+    with FakeLLM(answer="42") as llm:
+        llm.script(ok(), ok(), error(400, "scripted refusal"))
+        assert bench(*args, "--base-url", llm.openai_url) == 1
+        assert "1 calls failed" in capsys.readouterr().err
+        assert len(llm.requests) == 24
+        records = load_results(out / RESULTS_FILE).latest
+        failed = [r for r in records.values() if r["error"]]
+        assert len(failed) == 1 and "scripted refusal" in failed[0]["error"]["message"]
+        assert failed[0]["scores"] is None
+        assert json.loads((out / SUMMARY_FILE).read_text())["errors"] == 1
+
+        assert bench(*args, "--base-url", llm.openai_url) == 0
+        assert len(llm.requests) == 25  # only the failed pair again
+        retried = request_prompts(llm)[-1]
+        assert retried == (failed[0]["prompt"]["system"], failed[0]["prompt"]["user"])
+    latest = load_results(out / RESULTS_FILE)
+    assert latest.lines == 25 and len(latest.latest) == 24
+    assert not any(r["error"] for r in latest.latest.values())
+    assert json.loads((out / SUMMARY_FILE).read_text())["errors"] == 0
+
+
+def test_an_interrupted_run_continues_without_paying_twice(benches, tmp_path, capsys):
+    examples = read_examples(benches["next-cell"])
+    out = tmp_path / "results"
+    with FakeLLM(answer="df.head()") as llm:
+        # The first run gets through a third of the examples (as if stopped there) ...
+        config = BenchConfig(["openai:fake"], CONTEXTS, out, base_url=llm.openai_url)  # type: ignore[arg-type]
+        asyncio.run(run_bench(examples[:4], benches["next-cell"], config,
+                              progress_stream=io.StringIO()))
+        assert len(llm.requests) == 12
+        # ... and was killed while writing a line.
+        with (out / RESULTS_FILE).open("a") as fh:
+            fh.write('{"example_id": "next-cell-')
+        assert bench(str(benches["next-cell"]), "--predictor", "openai:fake", "--base-url",
+                     llm.openai_url, "--out", str(out)) == 0
+        assert len(llm.requests) == 36
+        assert len(set(request_prompts(llm))) == 36  # no call made twice
+    loaded = load_results(out / RESULTS_FILE)
+    assert len(loaded.latest) == 36 and loaded.unreadable == 1
+    assert "12 done before, 24 run now" in capsys.readouterr().out
+
+
+def test_a_killed_process_resumes_where_it_stopped(benches, tmp_path):
+    out = tmp_path / "results"
+    results = out / RESULTS_FILE
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    with FakeLLM(answer="x") as llm:
+        llm.script(*[ok(delay=0.1) for _ in range(36)])
+        cmd = [sys.executable, "-m", "themisto_ext.cli", "bench", str(benches["output"]),
+               "--predictor", "openai:fake", "--base-url", llm.openai_url, "--out", str(out),
+               "--concurrency", "1"]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (
+                not results.exists() or len(results.read_text().splitlines()) < 5):
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        done = len(load_results(results).latest)
+        assert 5 <= done < 36
+        before = request_prompts(llm)
+        llm.script()  # nothing scripted any more: instant answers
+        assert bench(str(benches["output"]), "--predictor", "openai:fake", "--base-url",
+                     llm.openai_url, "--out", str(out)) == 0
+        after = request_prompts(llm)[len(before):]
+    finished = {(r["prompt"]["system"], r["prompt"]["user"])
+                for r in list(load_results(results).latest.values())[:done]}
+    assert not finished & set(after)           # nothing that had finished was asked again
+    assert len(after) == 36 - done
+    assert len(load_results(results).latest) == 36
+
+
+def test_in_order_runs_each_trajectory_in_step_order_with_the_same_results(benches, tmp_path):
+    examples = read_examples(benches["output"])
+    where = {prompt_of(e, c): (e["provenance"]["trajectory_id"], c, e["target"]["step"])
+             for e in examples for c in CONTEXTS}
+    with FakeLLM() as llm:  # echoes the prompt's last line: answers depend on the prompt only
+        llm.script(*[ok(delay=0.01) for _ in range(36)])
+        assert bench(str(benches["output"]), "--predictor", "openai:fake", "--base-url",
+                     llm.openai_url, "--out", str(tmp_path / "ordered"), "--in-order") == 0
+        sequences: dict[tuple[str, str], list[int]] = {}
+        for prompt in request_prompts(llm):
+            trajectory, context, step = where[prompt]
+            sequences.setdefault((trajectory, context), []).append(step)
+        assert len(sequences) == 6
+        for steps in sequences.values():
+            assert steps == sorted(steps)
+        assert bench(str(benches["output"]), "--predictor", "openai:fake", "--base-url",
+                     llm.openai_url, "--out", str(tmp_path / "any")) == 0
+    ordered = load_results(tmp_path / "ordered" / RESULTS_FILE).latest
+    unordered = load_results(tmp_path / "any" / RESULTS_FILE).latest
+    assert ordered.keys() == unordered.keys()
+    for key, record in ordered.items():
+        assert (record["answer"], record["scores"]) == \
+            (unordered[key]["answer"], unordered[key]["scores"])
+
+
+@pytest.mark.parametrize("task", ["output", "next-cell"])
+def test_baseline_predictor_results_do_not_depend_on_order(benches, tmp_path, capsys, task):
+    for flags, name in (([], "a"), (["--in-order", "--concurrency", "1"], "b")):
+        assert bench(str(benches[task]), "--predictor", "baseline", "--context", "none,curated",
+                     "--out", str(tmp_path / name), *flags) == 0
+    a = load_results(tmp_path / "a" / RESULTS_FILE).latest
+    b = load_results(tmp_path / "b" / RESULTS_FILE).latest
+    assert len(a) == 24 and a.keys() == b.keys()
+    for key in a:
+        assert a[key]["error"] is None
+        assert a[key]["scores"] == score(a[key]["answer"], a[key]["reference"])
+        assert (a[key]["answer"], a[key]["scores"]) == (b[key]["answer"], b[key]["scores"])
+    if task == "next-cell":  # it repeats an earlier cell; for outputs it often abstains
+        assert any(r["answer"] for r in a.values())
+    assert main(["report", str(tmp_path / "a"), "--resamples", "100",
+                 "--figure", str(tmp_path / "f.png")]) == 0
+    assert "| baseline | curated - none | 12 |" in capsys.readouterr().out
+    assert (tmp_path / "f.png").stat().st_size > 0
+
+
+def test_dump_prompts_writes_every_prompt_and_calls_nothing(benches, tmp_path, capsys):
+    examples = read_examples(benches["next-cell"])
+    folder = tmp_path / "prompts"
+    assert bench(str(benches["next-cell"]), "--context", "none,full",
+                 "--dump-prompts", str(folder)) == 0
+    files = sorted(folder.rglob("*.txt"))
+    assert len(files) == 24
+    example = examples[3]
+    system, user = prompt_of(example, "full")
+    text = (folder / "full" / f"{example['id']}.txt").read_text()
+    assert text == f"{SYSTEM_MARK}\n{system}\n{USER_MARK}\n{user}\n{END_MARK}\n"
+    assert "wrote 24 prompts" in capsys.readouterr().out
+
+
+def test_results_directory_belongs_to_one_benchmark(benches, tmp_path, capsys):
+    out = str(tmp_path / "results")
+    assert bench(str(benches["output"]), "--predictor", "baseline", "--context", "none",
+                 "--out", out) == 0
+    assert bench(str(benches["next-cell"]), "--predictor", "baseline", "--context", "none",
+                 "--out", out) == 1
+    assert "holds results of another benchmark" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--predictor", "gpt5", "--out", "r"], "unknown predictor 'gpt5'"),
+    (["--predictor", "baseline", "--context", "none,some", "--out", "r"], "unknown context some"),
+    (["--out", "r"], "give at least one --predictor"),
+    (["--predictor", "baseline"], "give the results directory with --out"),
+])
+def test_usage_errors_are_one_line(benches, tmp_path, capsys, args, message):
+    args = [a if a != "r" else str(tmp_path / "r") for a in args]
+    assert bench(str(benches["output"]), *args) == 1
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "r").exists()  # nothing written

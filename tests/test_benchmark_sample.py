@@ -1,0 +1,199 @@
+"""``themisto sample``: the paper's candidate rules, length strata and determinism."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from themisto_ext.benchmark.sample import (
+    SampleInputError,
+    read_examples,
+    sample,
+    split_counts,
+)
+from themisto_ext.cli.main import main
+
+
+def step(tid: str, number: int, code: str = "x = 1", output: str = "1",
+         error: dict | None = None) -> dict:
+    return {
+        "format_version": 1, "trajectory_id": tid, "kernel_id": f"k-{tid}", "step": number,
+        "cell_id": None, "notebook_path": "n.ipynb",
+        "started_at": "2026-01-01T00:00:00+00:00", "ended_at": "2026-01-01T00:00:01+00:00",
+        "code": code, "output": output, "outputs": [], "execution_time": 0.1,
+        "memory_bytes": None, "runtime_variables": {"v": {"type": "int", "size": 28,
+                                                          "repr": str(number)}},
+        "hash_index": f"{number:032x}", "error": error,
+    }
+
+
+def write(path: Path, trajectories: list[list[dict]]) -> Path:
+    with path.open("w", encoding="utf-8") as fh:
+        for steps in trajectories:
+            for s in steps:
+                fh.write(json.dumps(s) + "\n")
+    return path
+
+
+def trajectory(tid: str, targets: list[dict], prior: int = 5) -> list[dict]:
+    """``prior`` filler steps, then the given steps (keyword arguments of ``step``)."""
+    steps = [step(tid, i + 1, code=f"setup_{i}()", output="") for i in range(prior)]
+    return steps + [step(tid, prior + i + 1, **t) for i, t in enumerate(targets)]
+
+
+def lengths_file(tmp_path: Path, lengths: list[int], name: str = "t.jsonl",
+                 per_trajectory: int = 50) -> Path:
+    """Output-task candidates whose outputs have the given lengths."""
+    trajs = []
+    for start in range(0, len(lengths), per_trajectory):
+        chunk = lengths[start:start + per_trajectory]
+        trajs.append(trajectory(f"t{start:05d}", [
+            {"code": f"print({i})", "output": "o" * n} for i, n in enumerate(chunk)]))
+    return write(tmp_path / name, trajs)
+
+
+def test_targets_need_five_prior_steps(tmp_path):
+    path = write(tmp_path / "t.jsonl", [trajectory("a", [{"output": "yes"}], prior=5),
+                                        trajectory("b", [{"output": "no"}], prior=4)])
+    result = sample([path], "output", n=10)
+    assert [e["id"] for e in result.examples] == ["output-a-6"]
+    assert result.dropped["fewer than 5 prior steps"] == 5 + 5
+
+
+def test_empty_and_raising_targets(tmp_path):
+    boom = {"ename": "ValueError", "evalue": "x", "traceback": "ValueError: x"}
+    path = write(tmp_path / "t.jsonl", [trajectory("a", [
+        {"code": "x = 2", "output": ""},              # nothing shown: no output target
+        {"code": "   ", "output": ""},                # empty cell: no target at all
+        {"code": "f()", "output": "ValueError: x", "error": boom},
+        {"code": "x", "output": "2"},
+        # fillers, so that the 0.99 length quantile is not one of the steps above
+        *[{"code": f"print({i:020d})", "output": f"{i:020d}"} for i in range(20)],
+    ])])
+
+    def targets(task, **kwargs):
+        return {e["target"]["step"] for e in sample([path], task, n=100, **kwargs).examples
+                if e["target"]["step"] <= 9}
+
+    assert targets("output") == {9}
+    assert targets("next-cell") == {6, 9}
+    assert targets("output", keep_errors=True) == {8, 9}
+    result = sample([path], "output")
+    assert result.dropped["empty target"] == 2
+    assert result.dropped["raised an exception"] == 1
+
+
+def test_targets_longer_than_the_99th_percentile_are_dropped(tmp_path):
+    targets = [{"code": f"c{i:03d}", "output": f"out{i:03d}"} for i in range(300)]
+    targets[10]["code"] = "y" * 5000                          # a very long cell
+    targets[20]["output"] = "z" * 5000                        # a very long output
+    path = write(tmp_path / "t.jsonl", [trajectory("a", targets)])
+    out = {e["target"]["step"] for e in sample([path], "output", n=300).examples}
+    assert 5 + 11 not in out and 5 + 21 not in out
+    nxt = {e["target"]["step"] for e in sample([path], "next-cell", n=300).examples}
+    assert 5 + 11 not in nxt and 5 + 21 in nxt  # output length only matters for outputs
+
+
+@pytest.mark.parametrize(("n", "expected"), [(200, (10, 180, 10)), (100, (5, 90, 5)),
+                                             (30, (2, 26, 2)), (10, (1, 8, 1)),
+                                             (9, (0, 9, 0)), (1, (0, 1, 0))])
+def test_split_counts(n, expected):
+    assert split_counts(n) == expected
+
+
+def test_strata_follow_the_target_length_quartiles(tmp_path):
+    lengths = list(range(1, 1001))
+    random.Random(0).shuffle(lengths)
+    result = sample([lengths_file(tmp_path, lengths)], "output", n=200, seed=3)
+    low, high = result.bounds
+    counts = Counter(e["stratum"] for e in result.examples)
+    assert counts == {"q1": 10, "q2-q3": 180, "q4": 10}
+    for e in result.examples:
+        size = len(e["target"]["output"])
+        expected = "q1" if size < low else "q4" if size > high else "q2-q3"
+        assert e["stratum"] == expected
+    assert not result.notes
+
+
+def test_a_short_stratum_is_filled_from_its_neighbour_and_reported(tmp_path):
+    # Half the outputs have the minimum length: the first quartile bound equals it and
+    # no candidate is strictly below it.
+    lengths = [3] * 500 + list(range(4, 504))
+    result = sample([lengths_file(tmp_path, lengths)], "output", n=200, seed=0)
+    counts = Counter(e["stratum"] for e in result.examples)
+    assert counts == {"q2-q3": 190, "q4": 10}
+    assert any("stratum q1" in n and "0 candidates for a quota of 10" in n
+               and "took 10 from q2-q3" in n for n in result.notes)
+
+
+def test_too_few_candidates_takes_them_all(tmp_path):
+    result = sample([lengths_file(tmp_path, [5] * 8)], "output", n=20)
+    assert len(result.examples) == 8
+    assert any("only 8 candidates" in n for n in result.notes)
+
+
+def test_deterministic_for_a_seed_and_independent_of_file_order(tmp_path):
+    lengths = [random.Random(1).randint(1, 400) for _ in range(600)]
+    a = lengths_file(tmp_path, lengths[:300], "a.jsonl")
+    b_trajs = [trajectory(f"u{i}", [{"output": "p" * n} for n in lengths[300 + 50 * i:
+                                                                       350 + 50 * i]])
+               for i in range(6)]
+    b = write(tmp_path / "b.jsonl", b_trajs)
+    first = [e["id"] for e in sample([a, b], "output", n=50, seed=4).examples]
+    again = [e["id"] for e in sample([a, b], "output", n=50, seed=4).examples]
+    swapped = [e["id"] for e in sample([b, a], "output", n=50, seed=4).examples]
+    other = [e["id"] for e in sample([a, b], "output", n=50, seed=5).examples]
+    assert first == again == swapped
+    assert first != other
+    assert len(set(first)) == 50
+
+
+def test_examples_are_self_contained(tmp_path):
+    steps = trajectory("abc", [{"code": "x + 1", "output": "2"}, {"code": "x", "output": "1"}])
+    path = write(tmp_path / "t.jsonl", [steps])
+    examples = sample([path], "output", n=5).examples
+    by_step = {e["target"]["step"]: e for e in examples}
+    assert by_step[7]["history"] == steps[:6]
+    assert by_step[7]["target"] == steps[6]
+    assert by_step[7]["task"] == "output"
+    assert by_step[7]["provenance"] == {"trajectory_id": "abc", "step": 7, "file": str(path)}
+
+
+def test_cli_writes_a_benchmark_file(tmp_path, capsys):
+    path = lengths_file(tmp_path, list(range(1, 101)))
+    out = tmp_path / "bench.jsonl"
+    code = main(["sample", str(path), "--task", "output", "--out", str(out), "--n", "20",
+                 "--seed", "9"])
+    assert code == 0
+    examples = read_examples(out)
+    assert len(examples) == 20
+    assert "20 examples" in capsys.readouterr().out
+    # the file is the same as the library's draw
+    assert [e["id"] for e in examples] == \
+        [e["id"] for e in sample([path], "output", n=20, seed=9).examples]
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ('{"trajectory_id": "a", "step": 1}\n', "t.jsonl:1: code: missing"),
+    ('not json\n', "t.jsonl:1: not valid JSON"),
+])
+def test_bad_input_is_a_one_line_error(tmp_path, capsys, content, message):
+    path = tmp_path / "t.jsonl"
+    path.write_text(content)
+    code = main(["sample", str(path), "--task", "output", "--out", str(tmp_path / "b.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 1 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_split_trajectories_are_refused(tmp_path):
+    a = write(tmp_path / "a.jsonl", [trajectory("same", [{"output": "1"}])])
+    b = write(tmp_path / "b.jsonl", [trajectory("same", [{"output": "2"}])])
+    with pytest.raises(SampleInputError,
+                       match=r"b\.jsonl:1: trajectory same appeared in .*a\.jsonl"):
+        sample([a, b], "output")
+    with pytest.raises(SampleInputError, match="given twice"):
+        sample([a, a], "output")

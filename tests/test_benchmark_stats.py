@@ -1,0 +1,135 @@
+"""Bootstrap intervals, paired bootstrap and McNemar's exact test against known values."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from themisto_ext.benchmark.stats import (
+    binomial_two_sided,
+    bootstrap_ci,
+    mcnemar_exact,
+    paired_bootstrap,
+)
+
+
+def exact_two_sided(k: int, n: int) -> float:
+    """The textbook exact binomial test (p = 1/2): the probability of every outcome at most
+    as likely as the observed one (what scipy.stats.binomtest computes)."""
+    pmf = [Fraction(math.comb(n, i), 2**n) for i in range(n + 1)]
+    return float(min(Fraction(1), sum(p for p in pmf if p <= pmf[k])))
+
+
+@pytest.mark.parametrize(("only_control", "only_treatment", "expected"), [
+    (1, 6, 0.125),            # 2 * (1 + 7) / 2**7
+    (0, 10, 2 / 1024),        # 2 * 1 / 2**10
+    (5, 5, 1.0),
+    (0, 0, 1.0),              # no discordant pairs: no evidence either way
+    (2, 12, 2 * (1 + 14 + 91) / 2**14),
+])
+def test_mcnemar_hand_computed(only_control, only_treatment, expected):
+    concordant = 7
+    treatment = [1] * only_treatment + [0] * only_control + [1] * concordant + [0] * 3
+    control = [0] * only_treatment + [1] * only_control + [1] * concordant + [0] * 3
+    result = mcnemar_exact(treatment, control)
+    assert (result.only_control, result.only_treatment) == (only_control, only_treatment)
+    assert result.p_value == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 1), (3, 20), (10, 20), (17, 40), (150, 400),
+                                      (0, 1500)])
+def test_binomial_tail_matches_textbook_definition(k, n):
+    assert binomial_two_sided(k, n) == pytest.approx(exact_two_sided(k, n), rel=1e-12, abs=0)
+    assert binomial_two_sided(k, n) == binomial_two_sided(n - k, n)
+
+
+def test_mcnemar_rejects_non_binary_and_unequal_lengths():
+    with pytest.raises(ValueError, match="binary"):
+        mcnemar_exact([0.5, 1], [1, 0])
+    with pytest.raises(ValueError, match="length"):
+        mcnemar_exact([1, 0, 1], [1, 0])
+
+
+def test_bootstrap_of_a_constant_is_the_constant():
+    ci = bootstrap_ci([0.25] * 40, resamples=500, seed=1)
+    assert (ci.mean, ci.low, ci.high, ci.n) == (0.25, 0.25, 0.25, 40)
+
+
+def test_bootstrap_is_seeded():
+    values = np.random.default_rng(3).random(50)
+    a = bootstrap_ci(values, resamples=2000, seed=7)
+    assert a == bootstrap_ci(values, resamples=2000, seed=7)
+    assert a != bootstrap_ci(values, resamples=2000, seed=8)
+    assert a.low < a.mean < a.high
+
+
+def test_bootstrap_interval_is_close_to_the_normal_one_for_a_large_sample():
+    values = np.random.default_rng(11).normal(3.0, 2.0, size=4000)
+    ci = bootstrap_ci(values, resamples=4000, seed=0)
+    half = 1.959964 * values.std(ddof=1) / math.sqrt(len(values))
+    assert ci.low == pytest.approx(values.mean() - half, abs=half * 0.08)
+    assert ci.high == pytest.approx(values.mean() + half, abs=half * 0.08)
+
+
+def test_bootstrap_interval_covers_the_true_mean_about_95_percent_of_the_time():
+    rng = np.random.default_rng(2024)
+    trials, covered = 400, 0
+    for t in range(trials):
+        sample = (rng.random(80) < 0.3).astype(float)
+        ci = bootstrap_ci(sample, resamples=1000, seed=t)
+        covered += ci.low <= 0.3 <= ci.high
+    # percentile intervals undercover a little at n = 80; 400 trials: sd of the rate ~0.011
+    assert 0.90 <= covered / trials <= 0.985
+
+
+def test_paired_bootstrap_of_identical_conditions():
+    values = np.random.default_rng(5).random(30)
+    d = paired_bootstrap(values, values, resamples=1000, seed=0)
+    assert (d.mean, d.low, d.high, d.p_value) == (0.0, 0.0, 0.0, 1.0)
+
+
+def test_paired_bootstrap_of_a_constant_shift_is_as_significant_as_resampling_can_show():
+    control = np.random.default_rng(6).random(30)
+    d = paired_bootstrap(control + 0.1, control, resamples=999, seed=0)
+    assert d.mean == pytest.approx(0.1)
+    assert d.low == pytest.approx(0.1) and d.high == pytest.approx(0.1)
+    assert d.p_value == pytest.approx(1 / 1000)
+
+
+def test_paired_bootstrap_sign_and_pairing():
+    rng = np.random.default_rng(8)
+    base = rng.random(200)
+    # a large between-example spread with a small, consistent improvement: only a paired
+    # analysis sees it
+    treatment = base * 10 + 0.05 + rng.normal(0, 0.02, 200)
+    control = base * 10
+    d = paired_bootstrap(treatment, control, resamples=2000, seed=1)
+    assert 0.04 < d.low < d.mean < d.high < 0.06
+    assert d.p_value < 0.001
+    reverse = paired_bootstrap(control, treatment, resamples=2000, seed=1)
+    assert reverse.mean == pytest.approx(-d.mean)
+
+
+def test_paired_bootstrap_p_value_rejects_a_true_null_about_5_percent_of_the_time():
+    rng = np.random.default_rng(99)
+    trials, rejected = 300, 0
+    for t in range(trials):
+        a, b = rng.normal(size=60), rng.normal(size=60)
+        rejected += paired_bootstrap(a, b, resamples=500, seed=t).p_value < 0.05
+    assert 0.02 <= rejected / trials <= 0.11
+
+
+@pytest.mark.parametrize("call", [
+    lambda: bootstrap_ci([]),
+    lambda: bootstrap_ci([1.0, float("nan")]),
+    lambda: bootstrap_ci([1.0], resamples=0),
+    lambda: bootstrap_ci([1.0], confidence=1.0),
+    lambda: paired_bootstrap([1.0, 2.0], [1.0]),
+    lambda: paired_bootstrap([], []),
+])
+def test_bad_input_is_refused(call):
+    with pytest.raises(ValueError):
+        call()

@@ -1,0 +1,178 @@
+"""``sample``, ``import-june``, ``bench`` and ``report``: the benchmark from data to numbers."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from themisto_ext.prompts import CONTEXTS, TASKS
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("sample", help="draw benchmark examples from trajectory files")
+    p.add_argument("files", type=Path, nargs="+", metavar="TRAJECTORIES.jsonl")
+    p.add_argument("--task", choices=TASKS, required=True)
+    p.add_argument("--out", type=Path, required=True, metavar="BENCH.jsonl")
+    p.add_argument("--n", type=int, default=200, help="examples to draw (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--keep-errors", action="store_true",
+                   help="keep targets that raised an exception (default: drop them)")
+    p.set_defaults(run=sample_command)
+
+    p = sub.add_parser("import-june", help="convert a JuNE execution log (CSV) to trajectories")
+    p.add_argument("file", type=Path, metavar="DATASET.csv")
+    p.add_argument("--out", type=Path, required=True, metavar="TRAJ.jsonl")
+    p.add_argument("--replay", action="store_true", help="re-execute every trajectory in a "
+                   "fresh recording kernel for real outputs and runtime state")
+    p.add_argument("--timeout", type=float, default=600,
+                   help="seconds per cell when replaying (default 600)")
+    p.set_defaults(run=import_june_command)
+
+    p = sub.add_parser("bench", help="run predictors over benchmark examples (resumable)")
+    p.add_argument("file", type=Path, metavar="BENCH.jsonl")
+    p.add_argument("--predictor", action="append", default=[], metavar="P",
+                   help="baseline, local, local:PATH.gguf, openai:MODEL or anthropic:MODEL; "
+                   "repeat for several")
+    p.add_argument("--context", default=",".join(CONTEXTS),
+                   help=f"comma list of {', '.join(CONTEXTS)} (default: all)")
+    p.add_argument("--out", type=Path, metavar="RESULTS/", help="results directory")
+    p.add_argument("--concurrency", type=int, default=8,
+                   help="calls in flight per predictor (default 8)")
+    p.add_argument("--base-url", help="API base URL for openai:/anthropic: predictors")
+    p.add_argument("--timeout", type=float, default=120, help="seconds per call (default 120)")
+    p.add_argument("--budget", type=int, default=24_000,
+                   help="prompt size limit in characters (default 24000)")
+    p.add_argument("--in-order", action="store_true", help="run each trajectory's examples in "
+                   "step order, so that prefix caches are reused")
+    p.add_argument("--dump-prompts", type=Path, metavar="DIR",
+                   help="only write every prompt to DIR/<context>/<id>.txt; call no model")
+    p.set_defaults(run=bench_command)
+
+    p = sub.add_parser("report", help="tables with bootstrap intervals and paired tests")
+    p.add_argument("results", type=Path, metavar="RESULTS/")
+    p.add_argument("--out", type=Path, metavar="REPORT.md", help="default: standard output")
+    p.add_argument("--figure", type=Path, metavar="FIG.png")
+    p.add_argument("--resamples", type=int, default=10_000,
+                   help="bootstrap resamples (default 10000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.set_defaults(run=report_command)
+
+
+def sample_command(args: argparse.Namespace) -> int:
+    from themisto_ext.benchmark.sample import sample, write_examples
+
+    result = sample(args.files, args.task, n=args.n, seed=args.seed,
+                    keep_errors=args.keep_errors)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", encoding="utf-8") as fh:
+        write_examples(result.examples, fh)
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    dropped = ", ".join(f"{v} {k}" for k, v in result.dropped.items())
+    low, high = result.bounds
+    strata = ", ".join(f"{s.name} {s.taken}/{s.available}" for s in result.strata)
+    print(f"{result.steps} steps: {result.candidates} candidate targets ({dropped}); "
+          f"quartiles of target length {low:g} and {high:g}; drew {strata}; wrote "
+          f"{len(result.examples)} examples to {args.out}")
+    return 0
+
+
+def import_june_command(args: argparse.Namespace) -> int:
+    from themisto_ext.benchmark.june import iter_summary, read_june, replay
+    from themisto_ext.trajectory import write_steps
+
+    if args.timeout <= 0:
+        raise ValueError("--timeout must be positive")
+    result = read_june(args.file)
+    if args.replay:
+        def progress(done: int, total: int) -> None:
+            print(f"replaying: {done}/{total} trajectories", file=sys.stderr, flush=True)
+
+        result = replay(result, timeout=args.timeout, progress=progress)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", encoding="utf-8") as fh:
+        for steps in result.trajectories:
+            write_steps(steps, fh)
+    lines = list(iter_summary(result))
+    for line in lines[:-1]:
+        print(line, file=sys.stderr)
+    print(f"{lines[-1]}; wrote {args.out}")
+    return 0
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    from themisto_ext.benchmark.run import BenchConfig, parse_contexts, run_bench
+    from themisto_ext.benchmark.sample import read_examples
+
+    contexts = parse_contexts(args.context)
+    if args.budget <= 0:
+        raise ValueError("--budget must be positive")
+    examples = read_examples(args.file)
+    if args.dump_prompts:
+        count = dump_prompts(examples, contexts, args.dump_prompts, args.budget)
+        print(f"wrote {count} prompts to {args.dump_prompts}")
+        return 0
+    if not args.predictor:
+        raise ValueError("give at least one --predictor (or --dump-prompts DIR)")
+    if args.out is None:
+        raise ValueError("give the results directory with --out")
+    config = BenchConfig(args.predictor, contexts, args.out, concurrency=args.concurrency,
+                         base_url=args.base_url, in_order=args.in_order,
+                         timeout=args.timeout, budget_chars=args.budget)
+    outcome = asyncio.run(run_bench(examples, args.file, config))
+    if outcome.unreadable:
+        print(f"note: {outcome.unreadable} unreadable lines in the results (an interrupted "
+              "write) were ignored", file=sys.stderr)
+    print(f"{outcome.planned} pairs: {outcome.skipped} done before, {outcome.ran} run now, "
+          f"{outcome.failed} failed; results in {args.out}")
+    if outcome.failed:
+        print(f"{outcome.failed} calls failed (recorded with their error); rerun the same "
+              "command to retry them", file=sys.stderr)
+        return 1
+    return 0
+
+
+def dump_prompts(examples: list[dict[str, Any]], contexts: list[Any], out: Path,
+                 budget_chars: int) -> int:
+    """Write every prompt as ``themisto prompt`` prints it, one file per example and context."""
+    from themisto_ext.cli.predictions import END_MARK, SYSTEM_MARK, USER_MARK
+    from themisto_ext.prompts.build import build_prompt
+
+    count = 0
+    for context in contexts:
+        folder = out / context
+        folder.mkdir(parents=True, exist_ok=True)
+        for example in examples:
+            code = example["target"]["code"] if example["task"] == "output" else None
+            prompt = build_prompt(example["history"], example["task"], context,
+                                  target_code=code, budget_chars=budget_chars)
+            text = f"{SYSTEM_MARK}\n{prompt.system}\n{USER_MARK}\n{prompt.user}\n{END_MARK}\n"
+            (folder / (_UNSAFE.sub("_", example["id"]) + ".txt")).write_text(text, "utf-8")
+            count += 1
+    return count
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from themisto_ext.benchmark.report import build_report, render_figure, render_markdown
+
+    if args.resamples < 1:
+        raise ValueError("--resamples must be at least 1")
+    report = build_report(args.results, resamples=args.resamples, seed=args.seed)
+    text = render_markdown(report)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    if args.figure:
+        args.figure.parent.mkdir(parents=True, exist_ok=True)
+        render_figure(report, args.figure)
+        print(f"wrote {args.figure}", file=sys.stderr)
+    return 0
