@@ -78,7 +78,8 @@ def ingestion(work: Path) -> None:
 
 
 class Server:
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, root: Path | None = None, extra: list[str] | None = None,
+                 ready_timeout: float = 60) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
@@ -90,12 +91,13 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
              f"--port={self.port}", "--ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
-             f"--ServerApp.root_dir={home}", f"--ThemistoExtension.store_path={self.store}",
-             "--ThemistoExtension.ingest_interval=0.05"],
+             f"--ServerApp.root_dir={root or home}",
+             f"--ThemistoExtension.store_path={self.store}",
+             "--ThemistoExtension.ingest_interval=0.05", *(extra or [])],
             env=env, stdout=subprocess.DEVNULL, stderr=self.log_file(home))
         self.url = f"http://127.0.0.1:{self.port}"
         self.headers = {"Authorization": f"token {TOKEN}"}
-        deadline = time.time() + 60
+        deadline = time.time() + ready_timeout
         while time.time() < deadline:
             try:
                 if httpx.get(f"{self.url}/themisto/api", headers=self.headers).status_code == 200:

@@ -52,7 +52,7 @@ def local_model_available() -> bool:
 
 
 def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 60,
-                   max_concurrency: int = 8) -> Predictor:
+                   max_concurrency: int = 8, reuse_prefix: bool = True) -> Predictor:
     kind, _, arg = spec.strip().partition(":")
     if kind == "baseline" and not arg:
         from themisto_ext.predictors.baseline import BaselinePredictor
@@ -61,7 +61,7 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
     if kind == "local":
         from themisto_ext.predictors.local import LocalPredictor
 
-        return LocalPredictor(Path(arg) if arg else None)
+        return LocalPredictor(Path(arg) if arg else None, reuse_prefix=reuse_prefix)
     if kind in ("openai", "anthropic") and arg:
         from themisto_ext.providers import AnthropicProvider, OpenAIProvider
 

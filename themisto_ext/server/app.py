@@ -76,6 +76,10 @@ class ThemistoExtension(ExtensionApp):
         Unicode(), default_value=["full"],
         help="Context conditions of live predictions: none, full, curated.",
     ).tag(config=True)
+    local_reuse_prefix = Bool(True, help="Let the local model reuse the KV cache of the prompt "
+                                         "prefix a session shares with its previous prompt "
+                                         "(off only to measure what reuse buys).").tag(
+        config=True)
     live_predictions = Bool(True, help="Predict every running cell's output and, after each "
                                        "step, the next cell (else only on request).").tag(
         config=True)
@@ -134,7 +138,7 @@ class ThemistoExtension(ExtensionApp):
         made = []
         for spec in self.predictors:
             try:
-                made.append(make_predictor(spec))
+                made.append(make_predictor(spec, reuse_prefix=self.local_reuse_prefix))
             except Exception as exc:  # one misconfigured predictor must not stop the server
                 self.log.error("themisto: predictor %r unavailable: %s", spec, exc)
         names = ", ".join(p.name for p in made) or "none"
