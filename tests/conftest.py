@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,8 @@ from typing import Any
 import pytest
 from jupyter_client.manager import KernelManager
 
-from themisto_ext.kernel.settings import CaptureSettings
+from themisto_ext.kernel.settings import SETTINGS_ENV, CaptureSettings
+from themisto_ext.paths import JOURNAL_DIR_ENV
 from themisto_ext.replay import recording_env
 from themisto_ext.server.provisioner import AUTOLOAD_ARG
 
@@ -75,5 +75,21 @@ def recording_kernel(tmp_path: Path) -> Iterator[RecordingKernel]:
 
 
 @pytest.fixture
-def python() -> str:
-    return sys.executable
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "themisto" / "trajectories.sqlite3"
+
+
+@pytest.fixture
+def themisto_config(store_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Server config with the extension on a temporary store; ``**settings`` add traits."""
+    # The extension exports these to the kernels it launches: undo that after each test.
+    monkeypatch.setenv(JOURNAL_DIR_ENV, "")
+    monkeypatch.setenv(SETTINGS_ENV, "")
+
+    def config(**settings: object) -> dict:
+        # baseline unless a test says otherwise: deterministic, and no model to load
+        return {"ServerApp": {"jpserver_extensions": {"themisto_ext": True}},
+                "ThemistoExtension": {"store_path": str(store_path), "ingest_interval": 0.05,
+                                      "predictors": ["baseline"], **settings}}
+
+    return config

@@ -14,25 +14,12 @@ from test_store import start, step
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from themisto_ext.journal import JournalWriter
-from themisto_ext.kernel.settings import SETTINGS_ENV
-from themisto_ext.paths import JOURNAL_DIR_ENV
 from themisto_ext.server.api import routes
 
 
 @pytest.fixture
-def store_path(tmp_path: Path) -> Path:
-    return tmp_path / "themisto" / "trajectories.sqlite3"
-
-
-@pytest.fixture
-def jp_server_config(store_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
-    monkeypatch.setenv(JOURNAL_DIR_ENV, "")
-    monkeypatch.setenv(SETTINGS_ENV, "")
-    return {
-        "ServerApp": {"jpserver_extensions": {"themisto_ext": True}},
-        "ThemistoExtension": {"store_path": str(store_path), "ingest_interval": 0.05,
-                              "max_body_bytes": 1000},
-    }
+def jp_server_config(themisto_config) -> dict:
+    return themisto_config(max_body_bytes=1000)
 
 
 @pytest.fixture

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 from fake_llm import FakeLLM, error
 from test_server import kernel_status, start_kernel, wait_for_steps
-
-from themisto_ext.kernel.settings import SETTINGS_ENV
-from themisto_ext.paths import JOURNAL_DIR_ENV
 
 
 @pytest.fixture
@@ -21,18 +17,11 @@ def llm():
 
 
 @pytest.fixture
-def jp_server_config(tmp_path: Path, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> dict:
-    monkeypatch.setenv(JOURNAL_DIR_ENV, "")
-    monkeypatch.setenv(SETTINGS_ENV, "")
+def jp_server_config(themisto_config, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-" + "k" * 24)
-    return {
-        "ServerApp": {"jpserver_extensions": {"themisto_ext": True}},
-        "ThemistoExtension": {
-            "store_path": str(tmp_path / "themisto" / "t.sqlite3"), "ingest_interval": 0.05,
-            "predictors": ["baseline", "openai:fake-model"], "contexts": ["none", "full"],
-        },
-    }
+    return themisto_config(predictors=["baseline", "openai:fake-model"],
+                           contexts=["none", "full"])
 
 
 def store_of(jp_serverapp):

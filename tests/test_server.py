@@ -4,31 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 from tornado.httpclient import HTTPClientError
 
 from themisto_ext.ingest import JournalIngestor
-from themisto_ext.kernel.settings import SETTINGS_ENV
-from themisto_ext.paths import JOURNAL_DIR_ENV
 from themisto_ext.store import SQLiteStore
 
 
 @pytest.fixture
-def store_path(tmp_path: Path) -> Path:
-    return tmp_path / "themisto" / "trajectories.sqlite3"
-
-
-@pytest.fixture
-def jp_server_config(store_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
-    # the extension exports these to its kernels; undo that after each test
-    monkeypatch.setenv(JOURNAL_DIR_ENV, "")
-    monkeypatch.setenv(SETTINGS_ENV, "")
-    return {
-        "ServerApp": {"jpserver_extensions": {"themisto_ext": True}},
-        "ThemistoExtension": {"store_path": str(store_path), "ingest_interval": 0.05},
-    }
+def jp_server_config(themisto_config) -> dict:
+    return themisto_config()
 
 
 async def start_kernel(jp_fetch, jp_serverapp):
@@ -171,13 +157,8 @@ async def test_kernel_restart_starts_a_new_trajectory(jp_fetch, jp_serverapp):
 
 class TestRecordingOffByConfig:
     @pytest.fixture
-    def jp_server_config(self, store_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
-        monkeypatch.setenv(JOURNAL_DIR_ENV, "")
-        monkeypatch.setenv(SETTINGS_ENV, "")
-        return {
-            "ServerApp": {"jpserver_extensions": {"themisto_ext": True}},
-            "ThemistoExtension": {"store_path": str(store_path), "recording": False},
-        }
+    def jp_server_config(self, themisto_config) -> dict:
+        return themisto_config(recording=False)
 
     async def test_kernels_start_with_recording_off(self, jp_fetch, jp_serverapp):
         kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
