@@ -1,0 +1,281 @@
+"""The baseline predictor on hand-built steps in the documented trajectory format."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from themisto_ext.predictors.base import PredictionRequest
+from themisto_ext.predictors.baseline import BaselinePredictor
+from themisto_ext.prompts import Prompt, Task
+from themisto_ext.trajectory import validate_step
+
+FRAME_REPR = "        age  income\n0        23   41000\n...\n[100000 rows x 2 columns]"
+VARIABLES: dict[str, dict[str, Any]] = {
+    "df": {"type": "DataFrame", "size": 2400132, "size_exact": True, "shape": [100000, 2],
+           "length": 100000, "repr": FRAME_REPR},
+    "ages": {"type": "Series", "size": 800132, "size_exact": True, "shape": [100000],
+             "length": 100000, "repr": "0        23\n1        57\n..."},
+    "arr": {"type": "ndarray", "size": 96128, "size_exact": True, "shape": [4, 3, 1000],
+            "repr": "array([[[0.1, ...]]])"},
+    "n": {"type": "int", "size": 28, "size_exact": True, "repr": "1000"},
+    "ratio": {"type": "float", "size": 24, "size_exact": True, "repr": "0.25"},
+    "name": {"type": "str", "size": 54, "size_exact": True, "length": 5, "repr": "'alice'"},
+    "long_text": {"type": "str", "size": 5049, "size_exact": True, "length": 5000,
+                  "repr": "'" + "x" * 1000 + "'"},
+    "xs": {"type": "list", "size": 120, "size_exact": True, "length": 3, "repr": "[10, 20, 30]"},
+    "cut": {"type": "list", "size": 8056, "size_exact": False, "length": 1000,
+            "repr": "[0, 1, 2, ...]"},
+    "squares": {"type": "list", "size": 999, "size_exact": True, "length": 30,
+                "repr": repr([i * i for i in range(30)])},
+    "config": {"type": "dict", "size": 232, "size_exact": True, "length": 2,
+               "repr": "{'lr': 0.01, 'layers': [64, 32]}"},
+    "nothing": {"type": "NoneType", "size": 16, "size_exact": True, "repr": "None"},
+    "mean": {"type": "float64", "size": 32, "size_exact": True, "repr": "np.float64(41.5)"},
+    "model": {"type": "Model", "size": 48, "size_exact": False, "repr": "<__main__.Model object>"},
+    "api_key": {"type": "str", "size": 90, "size_exact": True, "length": 40,
+                "repr": "<redacted>"},
+    "later": {"type": "list", "size": None, "size_exact": False, "length": 7,
+              "repr": "<pending: snapshot budget used up; measured at a later cell>"},
+    "helper": {"type": "function", "size": 136, "size_exact": False,
+               "repr": "<function helper at 0x7f3a1c2b3d40>"},
+}
+
+
+def step(number: int, code: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A step as the recorder writes it (checked against the schema)."""
+    record = {
+        "format_version": 1, "trajectory_id": "4c1fe0114e4146d686b5c0d3cb1b1217",
+        "kernel_id": "9b8f2d0e-1c1e-4b7e-a3a4-0f3c2f6d1e55", "step": number,
+        "cell_id": f"cell{number}", "notebook_path": "analysis/ages.ipynb",
+        "started_at": "2026-11-29T09:34:37.112083+00:00",
+        "ended_at": "2026-11-29T09:34:37.139750+00:00",
+        "code": code, "output": "", "outputs": [], "execution_time": 0.027667,
+        "memory_bytes": 98312192, "runtime_variables": variables or {},
+        "hash_index": "5f0d6c1e9a3b47c28d1e0f6a7b2c9d41", "error": None,
+    }  # fmt: skip
+    validate_step(record)
+    return record
+
+
+HISTORY = [
+    step(1, "import pandas as pd\nimport numpy as np"),
+    step(2, "class Model:\n    pass\nmodel = Model()"),
+    step(3, "df = pd.read_csv('ages.csv')", VARIABLES),
+]
+
+
+def request(task: Task, history: list[dict[str, Any]], target: str | None) -> PredictionRequest:
+    prompt = Prompt(task=task, context="full", system="", prefix="", suffix="")
+    return PredictionRequest(task=task, history=history, target_code=target, prompt=prompt)
+
+
+def predict(task: Task, history: list[dict[str, Any]], target: str | None = None) -> str:
+    predictor = BaselinePredictor()
+    completion = asyncio.run(predictor.predict(request(task, history, target)))
+    asyncio.run(predictor.aclose())
+    assert completion.model == "baseline"
+    assert completion.prompt_tokens is None and completion.completion_tokens is None
+    assert 0 <= completion.latency < 1
+    return completion.text
+
+
+def output(code: str, history: list[dict[str, Any]] = HISTORY) -> str:
+    return predict("output", history, code)
+
+
+def test_name_and_protocol():
+    assert BaselinePredictor.name == "baseline"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("df", FRAME_REPR),  # a frame: the snapshot's summary
+        ("n", "1000"),
+        ("name", "'alice'"),
+        ("xs", "[10, 20, 30]"),
+        ("config", "{'lr': 0.01, 'layers': [64, 32]}"),
+        ("mean", "np.float64(41.5)"),
+        ("model", "<__main__.Model object>"),
+        ("nothing", ""),  # IPython shows nothing for None
+        # IPython's pretty printer breaks a long list one item per line.
+        ("squares", "[" + ",\n ".join(str(i * i) for i in range(30)) + "]"),
+    ],
+)
+def test_a_bare_name_shows_its_value(code, expected):
+    assert output(code) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("df.shape", "(100000, 2)"),
+        ("ages.shape", "(100000,)"),
+        ("arr.shape", "(4, 3, 1000)"),
+        ("arr.ndim", "3"),
+        ("arr.size", "12000"),
+        ("df.shape[0]", "100000"),
+        ("len(df)", "100000"),
+        ("len(arr)", "4"),  # no length recorded: the first dimension
+        ("len(xs)", "3"),
+        ("len(later)", "7"),  # the repr is pending, the length is known
+        ("xs[0]", "10"),
+        ("xs[-1]", "30"),
+        ("xs[1:]", "[20, 30]"),
+        ("config['layers']", "[64, 32]"),
+        ("name[0]", "'a'"),
+        ("n, len(xs)", "(1000, 3)"),
+    ],
+)
+def test_sizes_shapes_and_items_come_from_the_snapshot(code, expected):
+    assert output(code) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # IPython displays a type by its qualified name; print shows str(type).
+        ("type(n)", "int"),
+        ("type(nothing)", "NoneType"),
+        ("type(df)", "pandas.DataFrame"),
+        ("type(arr)", "numpy.ndarray"),
+        ("type(model)", "__main__.Model"),
+        ("print(type(n))", "<class 'int'>"),
+        ("print(type(df))", "<class 'pandas.DataFrame'>"),
+        ("type(ages), type(name)", "(pandas.Series, str)"),
+        ("type(3.5)", "float"),
+    ],
+)
+def test_types(code, expected):
+    assert output(code) == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("print('hi')", "hi"),
+        ("print(name)", "alice"),  # a string prints without quotes
+        ("print(xs)", "[10, 20, 30]"),
+        ("print(mean)", "41.5"),
+        ("print(df)", FRAME_REPR),
+        ("print('a', 1, None, sep='-')", "a-1-None"),
+        ("print('no newline', end='')", "no newline"),
+        ("print(f'{len(df)} rows, {df.shape[1]} columns, ratio {ratio:.1%}')",
+         "100000 rows, 2 columns, ratio 25.0%"),
+        ("print(f'{name!r:>9}|')", "  'alice'|"),
+        ("print('start')\nresult = compute(df)\nprint('done')", "start\ndone"),
+        ("print('Shape:', df.shape)\ndf.head()", "Shape: (100000, 2)"),
+        ("total = 3\nprint(total * 2)\nprint(n)", "1000"),  # the product is not evaluated
+        ("msg = f'{n} rows'\nprint(msg)\nmsg", "1000 rows\n'1000 rows'"),
+    ],
+)
+def test_prints(code, expected):
+    assert output(code) == expected
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x = 5",  # the last statement is an assignment
+        "df['age'] = df['age'] + 1",
+        "df.head()",  # depends on data the snapshot does not hold
+        "n;",  # a trailing semicolon hides the result
+        "print(model)",  # its str is unknown
+        "api_key",  # redacted
+        "later",  # not measured yet
+        "long_text",  # cut short by the snapshot
+        "print(cut)",  # ditto, "..." in the repr
+        "helper",  # IPython would show its signature, not this repr
+        "undefined_name",
+        "xs[10]",  # would raise
+        "for i in range(3):\n    print(i)",
+        "def f():\n    return 1",
+        "%timeit df.sum()",  # magics are not Python
+        "!ls",
+        "df.shape +",  # a syntax error
+        "",
+    ],
+)
+def test_nothing_is_predicted_when_nothing_is_determined(code):
+    assert output(code) == ""
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "xs.append(40)\nlen(xs)",  # the call may change xs
+        "n = n + 1\nn",
+        "df = df.dropna()\ndf.shape",
+        "for xs in [[1]]:\n    pass\nxs",
+        "del name\nname",
+    ],
+)
+def test_a_variable_the_cell_touches_is_no_longer_known(code):
+    assert output(code) == ""
+
+
+def test_values_the_cell_assigns_are_known():
+    assert output("y = 5\ny") == "5"
+    assert output("n = 7\nprint(n)\nlen(xs)") == "7\n3"
+    assert output("pair = (n, ratio)\npair[1]") == "0.25"
+
+
+def test_rebound_builtins_are_not_trusted():
+    shadowing = {**VARIABLES, "len": VARIABLES["helper"]}
+    assert output("len(xs)", [step(1, "def len(x):\n    return 0", shadowing)]) == ""
+    assert output("def print(*a):\n    pass\nprint('hi')") == ""
+    assert output("type = str\ntype(n)") == ""
+
+
+def test_without_history_only_literals_are_known():
+    assert output("print('hello', 42)", []) == "hello 42"
+    assert output("x", []) == ""
+    assert output("[1, 2][0]", []) == "1"
+
+
+def test_the_state_is_the_one_after_the_last_step():
+    earlier = step(1, "n = 1", {"n": {**VARIABLES["n"], "repr": "1"}})
+    later = step(2, "n = 2", {"n": {**VARIABLES["n"], "repr": "2"}})
+    assert output("n", [earlier, later]) == "2"
+    assert output("n", [later, earlier]) == "1"
+
+
+NOTEBOOK = [
+    "import pandas as pd",
+    "df = pd.read_csv('train.csv')",
+    "df.head()",
+    "df.describe()",
+    "model = fit(df)",
+    "df = pd.read_csv('test.csv')",
+]
+
+
+def test_next_cell_follows_the_most_similar_earlier_cell():
+    history = [step(i + 1, code) for i, code in enumerate(NOTEBOOK)]
+    # The last cell is most like "df = pd.read_csv('train.csv')", which "df.head()" followed.
+    assert predict("next-cell", history) == "df.head()"
+
+
+def test_next_cell_ties_go_to_the_latest_occurrence():
+    codes = ["x = load()", "plot(x)", "x = load()", "summary(x)", "x = load()"]
+    history = [step(i + 1, code) for i, code in enumerate(codes)]
+    assert predict("next-cell", history) == "summary(x)"
+
+
+def test_next_cell_needs_two_steps():
+    assert predict("next-cell", []) == ""
+    assert predict("next-cell", [step(1, "import numpy as np")]) == ""
+
+
+def test_next_cell_with_two_steps_repeats_the_second():
+    history = [step(1, "a = 1"), step(2, "b = 2")]
+    assert predict("next-cell", history) == "b = 2"
+
+
+def test_predictions_are_deterministic():
+    history = [step(i + 1, code) for i, code in enumerate(NOTEBOOK)]
+    assert {predict("next-cell", history) for _ in range(3)} == {"df.head()"}
+    assert {output("print(f'{len(df)} rows')") for _ in range(3)} == {"100000 rows"}
