@@ -1,17 +1,13 @@
-import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { apiErrorFromResponse, ThemistoApiError } from './errors';
+import { ThemistoApiError } from './errors';
 import { IKernelRecording, IRecordingUpdate, isKernelRecording } from './model';
+import { apiJson, apiUrl } from './request';
 import { IThemistoClient } from './tokens';
 
 export { ThemistoApiError } from './errors';
-
-/**
- * The URL namespace of the Themisto server extension.
- */
-export const API_NAMESPACE = 'themisto/api';
+export { API_NAMESPACE } from './request';
 
 /**
  * Typed client of the Themisto server REST API.
@@ -56,10 +52,7 @@ export class ThemistoClient implements IThemistoClient {
     kernelId: string,
     init: RequestInit
   ): Promise<IKernelRecording> {
-    const data = await this._request(
-      ['kernels', encodeURIComponent(kernelId)],
-      init
-    );
+    const data = await this._request(['kernels', kernelId], init);
     if (!isKernelRecording(data)) {
       throw new ThemistoApiError(
         200,
@@ -76,34 +69,11 @@ export class ThemistoClient implements IThemistoClient {
   /**
    * Send a request to `themisto/api/<path...>` and parse the JSON reply.
    */
-  private async _request(path: string[], init: RequestInit): Promise<unknown> {
-    const url = URLExt.join(
-      this.serverSettings.baseUrl,
-      API_NAMESPACE,
-      ...path
+  private _request(path: string[], init: RequestInit): Promise<unknown> {
+    return apiJson(
+      this.serverSettings,
+      apiUrl(this.serverSettings, path),
+      init
     );
-    let response: Response;
-    try {
-      response = await ServerConnection.makeRequest(
-        url,
-        init,
-        this.serverSettings
-      );
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new ThemistoApiError(0, `Network error: ${reason}`);
-    }
-    const text = await response.text();
-    if (!response.ok) {
-      throw apiErrorFromResponse(response.status, response.statusText, text);
-    }
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      throw new ThemistoApiError(
-        response.status,
-        'Invalid JSON response from the Themisto server'
-      );
-    }
   }
 }

@@ -13,10 +13,17 @@ import { ThemistoClient } from './api';
 import { DEFAULT_REFRESH_DELAY, ThemistoStatusItem } from './statusbar';
 import { IThemistoClient } from './tokens';
 import { applyNotebookRecording } from './notebookswitch';
+import {
+  autoPredictPlugin,
+  commandsPlugin,
+  livePlugin,
+  predictionSettingsPlugin
+} from './liveplugins';
+import { inlinePlugin, markersPlugin, panelPlugin } from './uiplugins';
 
 export { ThemistoApiError, ThemistoClient } from './api';
 export { IKernelRecording } from './model';
-export { IThemistoClient } from './tokens';
+export { IPredictionSettings, IThemistoClient, IThemistoLive } from './tokens';
 
 /**
  * Provides the client of the Themisto server REST API.
@@ -108,7 +115,14 @@ const notebookSwitchPlugin: JupyterFrontEndPlugin<void> = {
 const plugins: JupyterFrontEndPlugin<unknown>[] = [
   clientPlugin,
   statusPlugin,
-  notebookSwitchPlugin
+  notebookSwitchPlugin,
+  predictionSettingsPlugin,
+  livePlugin,
+  autoPredictPlugin,
+  commandsPlugin,
+  panelPlugin,
+  markersPlugin,
+  inlinePlugin
 ];
 
 export default plugins;

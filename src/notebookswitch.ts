@@ -58,3 +58,21 @@ export function applyNotebookRecording(
   panel.sessionContext.kernelChanged.connect(apply);
   void panel.context.ready.then(apply);
 }
+
+/**
+ * Switch recording of a notebook's kernel and remember the choice in the
+ * notebook, as the status bar item does. Returns the new state.
+ */
+export async function toggleNotebookRecording(
+  panel: NotebookPanel,
+  client: IThemistoClient
+): Promise<boolean> {
+  const kernelId = panel.sessionContext.session?.kernel?.id;
+  if (!kernelId) {
+    throw new Error('The notebook has no running kernel.');
+  }
+  const state = await client.getKernel(kernelId);
+  const next = await client.setRecording(kernelId, !state.recording);
+  rememberRecording(panel.context.model, next.recording);
+  return next.recording;
+}

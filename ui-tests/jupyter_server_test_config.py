@@ -31,3 +31,8 @@ c.ThemistoExtension.store_path = os.path.join(THEMISTO_DATA_DIR, "trajectories.s
 
 # Uncomment to set server log level to debug level
 # c.ServerApp.log_level = "DEBUG"
+
+# Live predictions in the UI tests: the deterministic baseline predictor (no
+# model, no network), with two kinds of context so the panel shows two columns.
+c.ThemistoExtension.predictors = ["baseline"]  # noqa: F821
+c.ThemistoExtension.contexts = ["none", "full"]  # noqa: F821

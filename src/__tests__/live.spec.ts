@@ -1,0 +1,237 @@
+import { Signal } from '@lumino/signaling';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+
+import { HISTORY_STEPS, MAX_STREAMS, ThemistoLive } from '../live';
+import { ITrajectoryFilter, LiveApi } from '../liveapi';
+import { IKernelRecording } from '../model';
+import { IThemistoClient } from '../tokens';
+import { prediction, step } from './fixtures';
+
+/**
+ * A response whose body yields `text` once and then stays open.
+ */
+function openStream(text: string, signal: AbortSignal): Response {
+  let sent = false;
+  const reader = {
+    read: () =>
+      sent
+        ? new Promise<never>((_, reject) =>
+            signal.addEventListener('abort', () => reject(new Error('aborted')))
+          )
+        : ((sent = true),
+          Promise.resolve({
+            done: false,
+            value: new TextEncoder().encode(text)
+          }))
+  };
+  return { body: { getReader: () => reader } } as unknown as Response;
+}
+
+class FakeApi {
+  opened: ITrajectoryFilter[] = [];
+  aborted = 0;
+  posts: unknown[] = [];
+  trajectory = { id: 't1', kernel_id: 'k1', steps: 3 };
+  events = '';
+
+  async openEvents(filter: ITrajectoryFilter, signal: AbortSignal) {
+    this.opened.push(filter);
+    signal.addEventListener('abort', () => this.aborted++);
+    return openStream('event: hello\ndata: {}\n\n' + this.events, signal);
+  }
+  async latestTrajectory() {
+    return this.trajectory;
+  }
+  async getSteps(id: string, since: number) {
+    const steps = [];
+    for (let n = since + 1; n <= this.trajectory.steps; n++) {
+      steps.push(step(n));
+    }
+    return { steps, nextSinceStep: null };
+  }
+  async getPredictions() {
+    return [
+      prediction('output', 3, {
+        scores: { exact_match: 1, rouge_l: 1, chrf: 1 }
+      })
+    ];
+  }
+  async getPredictors() {
+    return { predictors: ['baseline'], contexts: ['none'], live: true };
+  }
+  async requestPrediction(body: unknown) {
+    this.posts.push(body);
+    return 4;
+  }
+}
+
+class FakeClient implements IThemistoClient {
+  recordingChanged: Signal<IThemistoClient, IKernelRecording> = new Signal<
+    IThemistoClient,
+    IKernelRecording
+  >(this);
+  async getKernel(kernelId: string): Promise<IKernelRecording> {
+    return {
+      kernel_id: kernelId,
+      recording: true,
+      trajectory_id: 't1',
+      steps: 3
+    };
+  }
+  async setRecording(kernelId: string, recording: boolean) {
+    const model = {
+      kernel_id: kernelId,
+      recording,
+      trajectory_id: 't1',
+      steps: 3
+    };
+    this.recordingChanged.emit(model);
+    return model;
+  }
+}
+
+function panel(path: string, kernelId: string | null) {
+  return {
+    context: { path, pathChanged: new Signal<unknown, string>({}) },
+    sessionContext: {
+      session: kernelId ? { kernel: { id: kernelId } } : null,
+      kernelChanged: new Signal<unknown, unknown>({})
+    }
+  } as unknown as NotebookPanel;
+}
+
+function tracker() {
+  const t = {
+    currentWidget: null as NotebookPanel | null,
+    currentChanged: new Signal<INotebookTracker, NotebookPanel | null>(
+      {} as INotebookTracker
+    )
+  };
+  const show = (p: NotebookPanel | null) => {
+    t.currentWidget = p;
+    t.currentChanged.emit(p);
+  };
+  return { tracker: t as unknown as INotebookTracker, show };
+}
+
+const flush = () => new Promise(resolve => setTimeout(resolve, 20));
+
+describe('ThemistoLive', () => {
+  it('follows the active notebook: stream by kernel, history, recording', async () => {
+    const api = new FakeApi();
+    const client = new FakeClient();
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({
+      api: api as unknown as LiveApi,
+      client,
+      tracker: t
+    });
+    const seen: Array<string | null> = [];
+    live.currentChanged.connect((_, store) => seen.push(store?.path ?? null));
+    show(panel('a.ipynb', 'k1'));
+    await flush();
+    const store = live.current!;
+    expect(seen).toEqual(['a.ipynb']);
+    expect(api.opened).toEqual([{ kernel: 'k1' }]);
+    expect(store.connection).toBe('open');
+    expect(store.trajectoryId).toBe('t1');
+    expect(store.lastStep).toBe(3);
+    expect(store.scoreRows).toHaveLength(1);
+    expect(store.recording).toBe(true);
+    expect(live.predictors?.predictors).toEqual(['baseline']);
+
+    await client.setRecording('k1', false);
+    expect(store.recording).toBe(false);
+
+    await live.requestPrediction('next-cell');
+    expect(api.posts).toEqual([{ kernel_id: 'k1', task: 'next-cell' }]);
+    expect(store.isRequested('next-cell', 4)).toBe(true);
+    live.dispose();
+  });
+
+  it('applies live events and announces them', async () => {
+    const api = new FakeApi();
+    api.trajectory = { id: 't1', kernel_id: 'k1', steps: 0 };
+    api.events =
+      'event: step\ndata: ' +
+      JSON.stringify({
+        type: 'step',
+        trajectory_id: 't1',
+        kernel_id: 'k1',
+        step: step(1)
+      }) +
+      '\n\n';
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({
+      api: api as unknown as LiveApi,
+      client: new FakeClient(),
+      tracker: t
+    });
+    const types: string[] = [];
+    live.eventReceived.connect((_, { event }) => types.push(event.type));
+    show(panel('a.ipynb', 'k1'));
+    await flush();
+    expect(types).toEqual(['hello', 'step']);
+    expect(live.current?.getStep(1)?.code).toBe('x1 = 1');
+    live.dispose();
+  });
+
+  it('keeps at most a few streams open, the most recent ones', async () => {
+    const api = new FakeApi();
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({
+      api: api as unknown as LiveApi,
+      client: new FakeClient(),
+      tracker: t
+    });
+    for (let i = 0; i <= MAX_STREAMS; i++) {
+      show(panel(`n${i}.ipynb`, `k${i}`));
+    }
+    await flush();
+    expect(api.opened).toHaveLength(MAX_STREAMS + 1);
+    expect(api.aborted).toBe(1);
+    expect(live.store('n0.ipynb')?.connection).toBe('closed');
+    // Coming back to a notebook opens its stream again and catches up.
+    show(panel('n0.ipynb', 'k0'));
+    await flush();
+    expect(api.opened).toHaveLength(MAX_STREAMS + 2);
+    expect(live.store('n0.ipynb')?.connection).toBe('open');
+    live.dispose();
+  });
+
+  it('waits for a kernel before streaming, and refuses requests without one', async () => {
+    const api = new FakeApi();
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({
+      api: api as unknown as LiveApi,
+      client: new FakeClient(),
+      tracker: t
+    });
+    show(panel('a.ipynb', null));
+    await flush();
+    expect(api.opened).toHaveLength(0);
+    await expect(live.requestPrediction('next-cell')).rejects.toThrow(
+      'no running kernel'
+    );
+    show(null);
+    expect(live.current).toBeNull();
+    live.dispose();
+  });
+
+  it('reads a bounded window of a long history', async () => {
+    const api = new FakeApi();
+    api.trajectory = { id: 't1', kernel_id: 'k1', steps: 1000 };
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({
+      api: api as unknown as LiveApi,
+      client: new FakeClient(),
+      tracker: t
+    });
+    const getSteps = jest.spyOn(api, 'getSteps');
+    show(panel('a.ipynb', 'k1'));
+    await flush();
+    expect(getSteps).toHaveBeenCalledWith('t1', 1000 - HISTORY_STEPS, 1000);
+    expect(live.current?.lastStep).toBe(1000);
+    live.dispose();
+  });
+});

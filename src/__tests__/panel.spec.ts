@@ -1,0 +1,231 @@
+import { Widget } from '@lumino/widgets';
+
+import { NotebookLive } from '../livestore';
+import { IPanelActions, PredictionPanel } from '../panel';
+import { PredictionSettings } from '../settings';
+import { FakeLive } from './fakelive';
+import {
+  PATH,
+  prediction,
+  predictingEvent,
+  predictionEvent,
+  scores,
+  step,
+  stepEvent
+} from './fixtures';
+
+class Actions implements IPanelActions {
+  inserted: string[] = [];
+  replaced: string[] = [];
+  copied: string[] = [];
+  toggles = 0;
+  insertBelow(text: string): void {
+    this.inserted.push(text);
+  }
+  replaceActive(text: string): void {
+    this.replaced.push(text);
+  }
+  copy(text: string): void {
+    this.copied.push(text);
+  }
+  cellCode(cellId: string): string | null {
+    return `code of ${cellId}`;
+  }
+  async toggleRecording(): Promise<void> {
+    this.toggles++;
+  }
+}
+
+function setup(store: NotebookLive | null = new NotebookLive(PATH)) {
+  const live = new FakeLive(store);
+  const settings = new PredictionSettings();
+  const actions = new Actions();
+  const panel = new PredictionPanel({ live, settings, actions });
+  Widget.attach(panel, document.body);
+  panel.flush();
+  const q = (selector: string) =>
+    panel.node.querySelector<HTMLElement>(selector);
+  const qa = (selector: string) =>
+    Array.from(panel.node.querySelectorAll<HTMLElement>(selector));
+  return { live, settings, actions, panel, store, q, qa };
+}
+
+function click(node: Element | null): void {
+  (node as HTMLElement).click();
+}
+
+describe('PredictionPanel', () => {
+  afterEach(() => {
+    document.body.innerHTML = '';
+  });
+
+  it('asks for a notebook when there is none', () => {
+    const { panel, q } = setup(null);
+    expect(panel.node.dataset.state).toBe('no-notebook');
+    expect(q('.themisto-Empty')?.textContent).toContain('Open a notebook');
+    panel.dispose();
+  });
+
+  it('shows predicting, the prediction, then the real output and scores', () => {
+    const { panel, store, q, qa } = setup();
+    store!.apply(stepEvent(1));
+    store!.apply(predictingEvent('output', 2, 'baseline', 'none'));
+    panel.flush();
+    let cards = qa('.themisto-OutputSection .themisto-Card');
+    expect(cards).toHaveLength(2);
+    expect(cards.map(c => c.dataset.state)).toEqual([
+      'predicting',
+      'predicting'
+    ]);
+    expect(cards[0].textContent).toContain('predicting…');
+
+    store!.apply(predictionEvent(prediction('output', 2, { answer: 'out 3' })));
+    panel.flush();
+    cards = qa('.themisto-OutputSection .themisto-Card');
+    expect(cards[0].dataset.state).toBe('done');
+    expect(cards[0].dataset.landed).toBe('false');
+    expect(cards[0].querySelector('.themisto-Predicted')?.textContent).toBe(
+      'out 3'
+    );
+
+    store!.apply(stepEvent(2));
+    store!.apply(
+      predictionEvent(
+        prediction('output', 2, {
+          answer: 'out 3',
+          reference: 'out 2',
+          scores: scores(0.8)
+        }),
+        'scored'
+      )
+    );
+    panel.flush();
+    const card = qa('.themisto-OutputSection .themisto-Card')[0];
+    expect(card.dataset.landed).toBe('true');
+    expect(card.querySelector('.themisto-Actual')?.textContent).toBe('out 2');
+    expect(card.querySelector('del')?.textContent).toBe('3');
+    expect(card.querySelector('ins')?.textContent).toBe('2');
+    const chips = card.querySelector<HTMLElement>('.themisto-Scores');
+    expect(chips?.dataset.rougeL).toBe('0.8');
+    expect(chips?.textContent).toContain('ROUGE-L 0.80');
+    expect(
+      q('.themisto-Scoreboard tr[data-task="output"]')?.textContent
+    ).toContain('0.80');
+    expect(q('.themisto-Plot')).not.toBeNull();
+    expect(
+      q('.themisto-RuntimeSection tr[data-name="x2"]')?.textContent
+    ).toContain('int');
+    panel.dispose();
+  });
+
+  it('offers the next cell with insert, replace and copy', () => {
+    const { panel, store, actions, qa } = setup();
+    store!.apply(stepEvent(1));
+    store!.apply(
+      predictionEvent(prediction('next-cell', 2, { answer: 'y = 2' }))
+    );
+    panel.flush();
+    const card = qa('.themisto-NextSection .themisto-Card')[0];
+    expect(card.querySelector('.themisto-NextCode')?.textContent).toBe('y = 2');
+    click(card.querySelector('.themisto-Insert'));
+    click(card.querySelector('.themisto-Replace'));
+    click(card.querySelector('.themisto-Copy'));
+    expect(actions.inserted).toEqual(['y = 2']);
+    expect(actions.replaced).toEqual(['y = 2']);
+    expect(actions.copied).toEqual(['y = 2']);
+    panel.dispose();
+  });
+
+  it('shows a provider error with a retry that asks again', () => {
+    const { panel, store, live, qa } = setup();
+    store!.kernelId = 'k1';
+    store!.apply(stepEvent(1));
+    store!.apply(
+      predictionEvent(
+        prediction('output', 2, {
+          error: { type: 'ProviderError', message: 'quota exceeded' }
+        })
+      )
+    );
+    panel.flush();
+    const card = qa('.themisto-OutputSection .themisto-Card')[0];
+    expect(card.dataset.state).toBe('error');
+    expect(card.textContent).toContain('ProviderError: quota exceeded');
+    click(card.querySelector('.themisto-Retry'));
+    expect(live.requests).toEqual([{ task: 'output', code: 'code of c2' }]);
+
+    // Once the cell has run, a retry would predict another step.
+    store!.apply(stepEvent(2));
+    panel.flush();
+    const after = qa('.themisto-OutputSection .themisto-Card')[0];
+    expect(after.querySelector('.themisto-Retry')).toBeNull();
+    panel.dispose();
+  });
+
+  it('says when no predictor is configured or recording is off', () => {
+    const { panel, live, store, actions, q } = setup();
+    live.predictors = { predictors: [], contexts: [], live: true };
+    store!.recording = false;
+    live.predictorsChanged.emit();
+    panel.flush();
+    expect(q('[data-kind="no-predictor"]')).not.toBeNull();
+    expect(q('.themisto-PredictNow')?.hasAttribute('disabled')).toBe(true);
+    expect(q('.themisto-OutputSection')?.textContent).toContain(
+      'no predictor is configured'
+    );
+    const off = q('[data-kind="recording-off"]');
+    expect(off).not.toBeNull();
+    click(off!.querySelector('button'));
+    expect(actions.toggles).toBe(1);
+    panel.dispose();
+  });
+
+  it('asks for the next cell from the header', () => {
+    const { panel, store, live, q } = setup();
+    store!.kernelId = 'k1';
+    panel.flush();
+    click(q('.themisto-PredictNow'));
+    expect(live.requests).toEqual([{ task: 'next-cell' }]);
+    panel.dispose();
+  });
+
+  it('follows the settings: filters, layout and manual mode', () => {
+    const { panel, store, settings, qa } = setup();
+    store!.apply(stepEvent(1));
+    store!.apply(predictingEvent('next-cell', 2));
+    settings.update({ contexts: ['full'], layout: 'stacked' });
+    panel.flush();
+    expect(panel.node.dataset.layout).toBe('stacked');
+    const cards = qa('.themisto-NextSection .themisto-Card');
+    expect(cards.map(c => c.dataset.context)).toEqual(['full']);
+
+    settings.update({ autoPredict: false });
+    panel.flush();
+    expect(qa('.themisto-NextSection .themisto-Card')).toHaveLength(0);
+    store!.markRequested('next-cell');
+    panel.flush();
+    expect(qa('.themisto-NextSection .themisto-Card')).toHaveLength(2);
+    panel.dispose();
+  });
+
+  it('sorts the runtime table', () => {
+    const { panel, store, qa } = setup();
+    store!.addSteps([
+      step(1, {
+        runtime_variables: {
+          b: { type: 'int', size: 10, size_exact: true, repr: '1' },
+          a: { type: 'str', size: 99, size_exact: false, repr: "'x'" }
+        }
+      })
+    ]);
+    panel.flush();
+    const names = () =>
+      qa('.themisto-VariablesTable tbody tr').map(r => r.dataset.name);
+    expect(names()).toEqual(['a', 'b']);
+    click(qa('.themisto-Sort[data-key="size"]')[0]);
+    expect(names()).toEqual(['a', 'b']);
+    click(qa('.themisto-Sort[data-key="size"]')[0]);
+    expect(names()).toEqual(['b', 'a']);
+    panel.dispose();
+  });
+});

@@ -1,0 +1,81 @@
+import {
+  DEFAULT_SETTINGS,
+  PredictionSettings,
+  readSettings,
+  visibleCombos
+} from '../settings';
+
+describe('readSettings', () => {
+  it('gives the defaults for nothing', () => {
+    expect(readSettings(undefined)).toEqual(DEFAULT_SETTINGS);
+    expect(readSettings({})).toEqual(DEFAULT_SETTINGS);
+  });
+
+  it('reads valid values and ignores invalid ones', () => {
+    expect(
+      readSettings({
+        autoPredict: false,
+        predictors: ['baseline', 'baseline', '', 3],
+        contexts: 'full',
+        layout: 'stacked',
+        markerScore: 'chrf',
+        showCellMarkers: 'no',
+        ghostText: false
+      })
+    ).toEqual({
+      autoPredict: false,
+      predictors: ['baseline'],
+      contexts: [],
+      layout: 'stacked',
+      markerScore: 'chrf',
+      showCellMarkers: true,
+      ghostText: false
+    });
+    expect(readSettings({ layout: 'grid', markerScore: 'bleu' })).toMatchObject(
+      { layout: 'side-by-side', markerScore: 'rouge_l' }
+    );
+  });
+
+  it('announces updates', () => {
+    const settings = new PredictionSettings();
+    const seen: boolean[] = [];
+    settings.changed.connect((_, value) => seen.push(value.autoPredict));
+    settings.update({ autoPredict: false });
+    expect(settings.settings.autoPredict).toBe(false);
+    expect(seen).toEqual([false]);
+  });
+});
+
+describe('visibleCombos', () => {
+  const server = {
+    predictors: ['baseline', 'local'],
+    contexts: ['none', 'full']
+  };
+
+  it('crosses the server predictors and contexts, then adds seen ones', () => {
+    const combos = visibleCombos(
+      server,
+      [
+        { predictor: 'old', context: 'none' },
+        { predictor: 'baseline', context: 'none' }
+      ],
+      { predictors: [], contexts: [] }
+    );
+    expect(combos.map(c => `${c.predictor}/${c.context}`)).toEqual([
+      'baseline/none',
+      'baseline/full',
+      'local/none',
+      'local/full',
+      'old/none'
+    ]);
+  });
+
+  it('filters by the settings', () => {
+    expect(
+      visibleCombos(server, [], { predictors: ['local'], contexts: ['full'] })
+    ).toEqual([{ predictor: 'local', context: 'full' }]);
+    expect(visibleCombos(null, [], { predictors: [], contexts: [] })).toEqual(
+      []
+    );
+  });
+});

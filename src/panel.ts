@@ -1,0 +1,418 @@
+import { Notification } from '@jupyterlab/apputils';
+import { Message } from '@lumino/messaging';
+import { Widget } from '@lumino/widgets';
+
+import { h } from './dom';
+import { PredictionTask, ScoreName } from './livemodel';
+import { LiveChange, NotebookLive, shownTarget } from './livestore';
+import { headerKey, headerView, IHeaderState } from './panelheader';
+import {
+  comboLabel,
+  ICardActions,
+  nextCellCard,
+  outputCard,
+  scoreboard
+} from './panelviews';
+import { plotView } from './plotview';
+import { ICombo, PredictionSettings, visibleCombos } from './settings';
+import { IThemistoLive } from './tokens';
+import { VariablesView } from './varstable';
+
+export const PANEL_CLASS = 'themisto-PredictionPanel';
+
+/**
+ * What the panel asks of the notebook it follows.
+ */
+export interface IPanelActions {
+  insertBelow(text: string): void;
+  replaceActive(text: string): void;
+  copy(text: string): void;
+  /**
+   * The current source of a cell of the active notebook.
+   */
+  cellCode(cellId: string): string | null;
+  /**
+   * Switch recording of the active notebook's kernel.
+   */
+  toggleRecording(): Promise<void>;
+}
+
+type Section = 'header' | 'output' | 'next' | 'scores' | 'plot' | 'runtime';
+
+const ALL: readonly Section[] = [
+  'header',
+  'output',
+  'next',
+  'scores',
+  'plot',
+  'runtime'
+];
+
+/**
+ * Sections to redraw after each kind of change.
+ */
+const AFFECTS: Record<LiveChange, readonly Section[]> = {
+  trajectory: ALL,
+  steps: ['header', 'output', 'next', 'runtime'],
+  predictions: ['output', 'next'],
+  scores: ['output', 'next', 'scores', 'plot'],
+  connection: ['header'],
+  recording: ['header']
+};
+
+/**
+ * The prediction panel: follows the active notebook and shows the
+ * predictions of its running cell and next cell, scores and runtime state.
+ */
+export class PredictionPanel extends Widget {
+  constructor(options: PredictionPanel.IOptions) {
+    super();
+    this._live = options.live;
+    this._settings = options.settings;
+    this._actions = options.actions;
+    this.addClass(PANEL_CLASS);
+    this.node.tabIndex = -1;
+    this.node.append(
+      this._header,
+      this._output.node,
+      this._next.node,
+      this._scores.node,
+      this._plot.node,
+      this._runtime.node
+    );
+    this._runtime.body.append(this._variables.node);
+    this._live.currentChanged.connect(this._onCurrentChanged, this);
+    this._live.predictorsChanged.connect(this._onSettings, this);
+    this._settings.changed.connect(this._onSettings, this);
+    this._onCurrentChanged(this._live, this._live.current);
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._store?.changed.disconnect(this._onStoreChanged, this);
+    this._live.currentChanged.disconnect(this._onCurrentChanged, this);
+    this._live.predictorsChanged.disconnect(this._onSettings, this);
+    this._settings.changed.disconnect(this._onSettings, this);
+    if (this._frame !== null) {
+      cancelAnimationFrame(this._frame);
+    }
+    super.dispose();
+  }
+
+  /**
+   * Redraw every dirty section now (tests; the panel redraws by itself).
+   */
+  flush(): void {
+    if (this._frame !== null) {
+      cancelAnimationFrame(this._frame);
+      this._frame = null;
+    }
+    this._render();
+  }
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    this._schedule();
+  }
+
+  private _onCurrentChanged(
+    live: IThemistoLive,
+    store: NotebookLive | null
+  ): void {
+    this._store?.changed.disconnect(this._onStoreChanged, this);
+    this._store = store;
+    store?.changed.connect(this._onStoreChanged, this);
+    this._markDirty(ALL);
+  }
+
+  private _onStoreChanged(store: NotebookLive, change: LiveChange): void {
+    this._markDirty(AFFECTS[change]);
+  }
+
+  private _onSettings(): void {
+    this._markDirty(ALL.filter(s => s !== 'runtime'));
+  }
+
+  private _markDirty(sections: readonly Section[]): void {
+    for (const section of sections) {
+      this._dirty.add(section);
+    }
+    this._schedule();
+  }
+
+  /**
+   * Redraw at most once a frame, and not while hidden: a burst of events
+   * (history of a long trajectory) costs one redraw.
+   */
+  private _schedule(): void {
+    if (this._frame !== null || !this.isVisible) {
+      return;
+    }
+    this._frame = requestAnimationFrame(() => {
+      this._frame = null;
+      this._render();
+    });
+  }
+
+  private _render(): void {
+    const dirty = this._dirty;
+    this._dirty = new Set();
+    const store = this._store;
+    const settings = this._settings.settings;
+    this.node.dataset.layout = settings.layout;
+    this.node.dataset.state = store ? 'notebook' : 'no-notebook';
+    const combos = visibleCombos(
+      this._live.predictors,
+      store ? store.seenCombos : [],
+      settings
+    );
+    const header = this._headerState();
+    if (
+      dirty.has('header') &&
+      this._fresh('header', headerKey(store, header))
+    ) {
+      this._header.replaceChildren(
+        ...headerView(store, header, {
+          predictNow: () => this._request('next-cell'),
+          toggleRecording: () => void this._actions.toggleRecording(),
+          refreshPredictors: () => void this._live.refreshPredictors()
+        })
+      );
+    }
+    for (const section of [
+      this._output,
+      this._next,
+      this._scores,
+      this._plot,
+      this._runtime
+    ]) {
+      section.node.hidden = !store;
+    }
+    if (!store) {
+      return;
+    }
+    if (dirty.has('output')) {
+      this._renderTask('output', store, combos);
+    }
+    if (dirty.has('next')) {
+      this._renderTask('next-cell', store, combos);
+    }
+    const keys = new Set(combos.map(key));
+    const rows = store.scoreRows.filter(row => keys.has(key(row)));
+    const counts = rows.map(r => `${key(r)}:${r.task}:${r.means.count}`);
+    if (dirty.has('scores') && this._fresh('scores', counts.join())) {
+      this._scores.body.replaceChildren(scoreboard(rows));
+    }
+    const plotKey = [this._plotTask, this._plotScore, ...counts].join();
+    if (dirty.has('plot') && this._fresh('plot', plotKey)) {
+      this._renderPlot(store, combos);
+    }
+    const latest = store.latestStep;
+    if (
+      dirty.has('runtime') &&
+      this._fresh('runtime', `${store.trajectoryId}:${latest?.step}`)
+    ) {
+      this._variables.render(store.latestStep);
+      const step = store.latestStep;
+      this._runtime.title.textContent = step
+        ? `Runtime after step ${step.step}`
+        : 'Runtime';
+    }
+  }
+
+  /**
+   * Whether a section's content changed since it was drawn. Redrawing the
+   * same content would replace buttons under the pointer and lose clicks,
+   * and close an open select.
+   */
+  private _fresh(section: Section, signature: string): boolean {
+    if (this._signatures.get(section) === signature) {
+      return false;
+    }
+    this._signatures.set(section, signature);
+    return true;
+  }
+
+  private _headerState(): IHeaderState {
+    return {
+      predictors: this._live.predictors,
+      predictorsError: this._live.predictorsError,
+      autoPredict: this._settings.settings.autoPredict
+    };
+  }
+
+  private _renderTask(
+    task: PredictionTask,
+    store: NotebookLive,
+    combos: ICombo[]
+  ): void {
+    const section = task === 'output' ? this._output : this._next;
+    const target = shownTarget(
+      store,
+      task,
+      !this._settings.settings.autoPredict
+    );
+    section.node.dataset.targetStep = target === null ? '' : String(target);
+    const sectionKey: Section = task === 'output' ? 'output' : 'next';
+    if (target === null || combos.length === 0) {
+      if (
+        !this._fresh(
+          sectionKey,
+          `empty:${this._live.predictors?.predictors.length}`
+        )
+      ) {
+        return;
+      }
+      section.title.textContent =
+        task === 'output' ? 'Predicted output' : 'Predicted next cell';
+      section.body.replaceChildren(
+        h(
+          'p',
+          { class: 'themisto-Muted' },
+          this._live.predictors?.predictors.length === 0
+            ? 'Nothing is predicted: no predictor is configured.'
+            : task === 'output'
+              ? 'Run a cell: its predicted output appears here.'
+              : 'The predicted next cell appears after a cell runs.'
+        )
+      );
+      return;
+    }
+    section.title.textContent =
+      task === 'output'
+        ? `Output of step ${target}`
+        : `Next cell (step ${target})`;
+    // A retry asks for the step after the latest: only a target not yet
+    // run can be predicted again.
+    const retryable = target === store.lastStep + 1;
+    const slots = combos.map(
+      combo =>
+        store
+          .slots(task, target)
+          .find(
+            s => s.predictor === combo.predictor && s.context === combo.context
+          ) ?? null
+    );
+    const landed = task === 'output' ? store.getStep(target) : null;
+    const signature = JSON.stringify([
+      target,
+      retryable,
+      landed?.step,
+      combos.map((combo, i) => {
+        const p = slots[i]?.prediction;
+        return [key(combo), slots[i]?.state, p?.id, p?.answer, p?.scores];
+      })
+    ]);
+    if (!this._fresh(sectionKey, signature)) {
+      return;
+    }
+    const grid = h('div', { class: 'themisto-Cards' });
+    combos.forEach((combo, i) => {
+      const slot = slots[i];
+      if (task === 'output') {
+        grid.append(
+          outputCard(combo, target, slot, landed, {
+            retry: retryable
+              ? s => {
+                  const code = s?.cellId
+                    ? this._actions.cellCode(s.cellId)
+                    : null;
+                  this._request('output', code ?? undefined);
+                }
+              : null
+          })
+        );
+      } else {
+        const actions: ICardActions = {
+          insertBelow: text => this._actions.insertBelow(text),
+          replaceActive: text => this._actions.replaceActive(text),
+          copy: text => this._actions.copy(text),
+          retry: retryable ? () => this._request('next-cell') : null
+        };
+        grid.append(nextCellCard(combo, target, slot, actions));
+      }
+    });
+    section.body.replaceChildren(grid);
+  }
+
+  private _renderPlot(store: NotebookLive, combos: ICombo[]): void {
+    const series = combos.map(combo => ({
+      label: comboLabel(combo),
+      points: store.series(this._plotTask, combo)
+    }));
+    this._plot.body.replaceChildren(
+      ...plotView(series, {
+        task: this._plotTask,
+        score: this._plotScore,
+        onTask: task => {
+          this._plotTask = task;
+          this._markDirty(['plot']);
+        },
+        onScore: score => {
+          this._plotScore = score;
+          this._markDirty(['plot']);
+        }
+      })
+    );
+  }
+
+  private _request(task: PredictionTask, code?: string): void {
+    this._live
+      .requestPrediction(task, code !== undefined ? { code } : {})
+      .catch((error: unknown) => {
+        Notification.error(
+          `Themisto could not ask for a prediction: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+          { autoClose: 5000 }
+        );
+      });
+  }
+
+  private _live: IThemistoLive;
+  private _settings: PredictionSettings;
+  private _actions: IPanelActions;
+  private _store: NotebookLive | null = null;
+  private _dirty = new Set<Section>(ALL);
+  private _signatures = new Map<Section, string>();
+  private _frame: number | null = null;
+  private _plotTask: PredictionTask = 'output';
+  private _plotScore: ScoreName = 'rouge_l';
+  private _header = h('div', { class: 'themisto-Header' });
+  private _output = section('Predicted output', 'themisto-OutputSection');
+  private _next = section('Predicted next cell', 'themisto-NextSection');
+  private _scores = section('Scoreboard', 'themisto-ScoreSection');
+  private _plot = section('Scores over steps', 'themisto-PlotSection');
+  private _runtime = section('Runtime', 'themisto-RuntimeSection');
+  private _variables = new VariablesView();
+}
+
+export namespace PredictionPanel {
+  export interface IOptions {
+    live: IThemistoLive;
+    settings: PredictionSettings;
+    actions: IPanelActions;
+  }
+}
+
+function key(combo: ICombo): string {
+  return `${combo.predictor}\u0000${combo.context}`;
+}
+
+interface ISection {
+  node: HTMLElement;
+  title: HTMLElement;
+  body: HTMLElement;
+}
+
+function section(title: string, cls: string): ISection {
+  const heading = h('h3', { class: 'themisto-Section-title' }, title);
+  const body = h('div', { class: 'themisto-Section-body' });
+  return {
+    node: h('section', { class: `themisto-Section ${cls}` }, heading, body),
+    title: heading,
+    body
+  };
+}

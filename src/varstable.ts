@@ -1,0 +1,182 @@
+/**
+ * The runtime snapshot of the last step as a sortable table.
+ */
+import { h } from './dom';
+import { IRuntimeVariable, IStep } from './livemodel';
+import { formatBytes, formatSeconds } from './scores';
+
+/**
+ * Rows drawn at most: a namespace of thousands of names stays quick, the
+ * rest is counted.
+ */
+export const MAX_ROWS = 200;
+
+/**
+ * Characters of a repr shown in its cell (the full repr is its tooltip).
+ */
+const REPR_CHARS = 160;
+
+export type SortKey = 'name' | 'type' | 'size' | 'repr';
+
+export interface ISort {
+  key: SortKey;
+  ascending: boolean;
+}
+
+type Row = [string, IRuntimeVariable];
+
+/**
+ * Sort snapshot rows; unknown sizes sort last either way.
+ */
+export function sortVariables(
+  variables: Record<string, IRuntimeVariable>,
+  sort: ISort
+): Row[] {
+  const rows = Object.entries(variables);
+  const sign = sort.ascending ? 1 : -1;
+  const text = (row: Row): string =>
+    sort.key === 'name'
+      ? row[0]
+      : sort.key === 'type'
+        ? row[1].type
+        : row[1].repr;
+  rows.sort((a, b) => {
+    if (sort.key === 'size') {
+      const sa = a[1].size;
+      const sb = b[1].size;
+      if (sa === null || sb === null) {
+        return sa === sb ? 0 : sa === null ? 1 : -1;
+      }
+      return sign * (sa - sb) || a[0].localeCompare(b[0]);
+    }
+    return sign * text(a).localeCompare(text(b)) || a[0].localeCompare(b[0]);
+  });
+  return rows;
+}
+
+const COLUMNS: ReadonlyArray<{ key: SortKey; label: string }> = [
+  { key: 'name', label: 'Name' },
+  { key: 'type', label: 'Type' },
+  { key: 'size', label: 'Size' },
+  { key: 'repr', label: 'Value' }
+];
+
+/**
+ * The snapshot view; keeps its sort order across steps.
+ */
+export class VariablesView {
+  readonly node = h('div', { class: 'themisto-Variables' });
+
+  get sort(): ISort {
+    return this._sort;
+  }
+
+  /**
+   * Draw the snapshot of a step (or the empty state).
+   */
+  render(step: IStep | null): void {
+    this._step = step;
+    this.node.replaceChildren();
+    if (!step) {
+      this.node.append(
+        h('p', { class: 'themisto-Muted' }, 'No cell recorded yet.')
+      );
+      return;
+    }
+    this.node.append(
+      h(
+        'div',
+        { class: 'themisto-Runtime-summary' },
+        `Step ${step.step} · ran ${formatSeconds(step.execution_time)} · ` +
+          `kernel memory ${formatBytes(step.memory_bytes)}`
+      )
+    );
+    const rows = sortVariables(step.runtime_variables, this._sort);
+    if (rows.length === 0) {
+      this.node.append(h('p', { class: 'themisto-Muted' }, 'No variables.'));
+      return;
+    }
+    const head = h(
+      'tr',
+      {},
+      ...COLUMNS.map(({ key, label }) => {
+        const active = this._sort.key === key;
+        const th = h(
+          'th',
+          {
+            scope: 'col',
+            'aria-sort': active
+              ? this._sort.ascending
+                ? 'ascending'
+                : 'descending'
+              : 'none',
+            class: `themisto-Col-${key}${key === 'size' ? ' themisto-Num' : ''}`
+          },
+          h(
+            'button',
+            { type: 'button', class: 'themisto-Sort', 'data-key': key },
+            label,
+            active ? (this._sort.ascending ? ' ▲' : ' ▼') : ''
+          )
+        );
+        th.firstElementChild?.addEventListener('click', () =>
+          this._sortBy(key)
+        );
+        return th;
+      })
+    );
+    const body = h('tbody');
+    for (const [name, variable] of rows.slice(0, MAX_ROWS)) {
+      const shape = variable.shape ? ` ${variable.shape.join('×')}` : '';
+      const size =
+        variable.size === null
+          ? '—'
+          : `${variable.size_exact ? '' : '≈'}${formatBytes(variable.size)}`;
+      const type = variable.type + shape;
+      body.append(
+        h(
+          'tr',
+          { 'data-name': name },
+          h('td', { class: 'themisto-Mono', title: name }, name),
+          h('td', { title: type }, type),
+          h('td', { class: 'themisto-Num', title: size }, size),
+          h(
+            'td',
+            { class: 'themisto-Mono themisto-Repr', title: variable.repr },
+            variable.repr.length > REPR_CHARS
+              ? variable.repr.slice(0, REPR_CHARS) + '…'
+              : variable.repr
+          )
+        )
+      );
+    }
+    this.node.append(
+      h(
+        'table',
+        { class: 'themisto-Table themisto-VariablesTable' },
+        h('thead', {}, head),
+        body
+      )
+    );
+    if (rows.length > MAX_ROWS) {
+      this.node.append(
+        h(
+          'p',
+          { class: 'themisto-Muted' },
+          `and ${rows.length - MAX_ROWS} more variables`
+        )
+      );
+    }
+  }
+
+  private _sortBy(key: SortKey): void {
+    this._sort =
+      this._sort.key === key
+        ? { key, ascending: !this._sort.ascending }
+        : { key, ascending: key !== 'size' };
+    this.render(this._step);
+  }
+
+  private _sort: ISort = { key: 'name', ascending: true };
+  private _step: IStep | null = null;
+}

@@ -1,0 +1,75 @@
+import { IJupyterLabPageFixture } from '@jupyterlab/galata';
+import { Locator, TestInfo } from '@playwright/test';
+
+export const PANEL = '#themisto-prediction-panel';
+
+/**
+ * Open the prediction panel from the Themisto main menu.
+ */
+export async function openPanel(page: IJupyterLabPageFixture): Promise<Locator> {
+  await page.menu.clickMenuItem('Themisto>Open Prediction Panel');
+  const panel = page.locator(PANEL);
+  await panel.waitFor({ state: 'visible' });
+  return panel;
+}
+
+/**
+ * The source of a cell of the active notebook, read from its model.
+ */
+export function cellSource(
+  page: IJupyterLabPageFixture,
+  index: number
+): Promise<string> {
+  return page.evaluate(i => {
+    const widget = window.jupyterapp.shell.currentWidget as unknown as {
+      content: {
+        widgets: Array<{
+          model: { sharedModel: { getSource(): string } };
+        }>;
+      };
+    };
+    return widget.content.widgets[i].model.sharedModel.getSource();
+  }, index);
+}
+
+/**
+ * The model id of a cell of the active notebook (the steps' `cell_id`).
+ */
+export function cellId(
+  page: IJupyterLabPageFixture,
+  index: number
+): Promise<string> {
+  return page.evaluate(i => {
+    const widget = window.jupyterapp.shell.currentWidget as unknown as {
+      content: { widgets: Array<{ model: { id: string } }> };
+    };
+    return widget.content.widgets[i].model.id;
+  }, index);
+}
+
+/**
+ * Screenshots of the panel in the light and dark themes, kept as test
+ * artefacts (attached to the report and written to the test's output
+ * folder under ui-tests/test-results).
+ */
+export async function screenshotThemes(
+  page: IJupyterLabPageFixture,
+  panel: Locator,
+  testInfo: TestInfo,
+  name: string
+): Promise<void> {
+  for (const theme of ['light', 'dark'] as const) {
+    if (theme === 'dark') {
+      await page.theme.setDarkTheme();
+    } else {
+      await page.theme.setLightTheme();
+    }
+    const path = testInfo.outputPath(`${name}-${theme}.png`);
+    await panel.screenshot({ path, animations: 'disabled' });
+    await testInfo.attach(`${name}-${theme}`, {
+      path,
+      contentType: 'image/png'
+    });
+  }
+  await page.theme.setLightTheme();
+}

@@ -1,0 +1,285 @@
+import { expect, test } from '@jupyterlab/galata';
+import { Page, Request } from '@playwright/test';
+
+import { cellId, cellSource, openPanel, screenshotThemes } from './helpers';
+
+/*
+ * The panel's states against a scripted server: the prediction routes and
+ * the event stream are answered by the test (the rest of the server is
+ * real), so states that the fast baseline predictor hides (predicting…,
+ * provider errors, Retry) are reached at will.
+ */
+
+const TRAJECTORY = 'scripted-trajectory';
+
+interface IScript {
+  predictors: string[];
+  /** Events served on each (re)connection: the state to be in. */
+  events: Array<Record<string, unknown>>;
+  steps: Array<Record<string, unknown>>;
+  requests: unknown[];
+}
+
+function sse(events: Array<Record<string, unknown>>): string {
+  // A short retry: the stream ends after each answer and the client comes
+  // back at once, reading the next scripted state.
+  let text = 'retry: 250\nevent: hello\ndata: {"type":"hello"}\n\n';
+  for (const event of events) {
+    text += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+  }
+  return text;
+}
+
+async function script(page: Page, state: IScript): Promise<void> {
+  const json = (body: unknown, status = 200) => ({
+    status,
+    contentType: 'application/json',
+    body: JSON.stringify(body)
+  });
+  await page.route(/\/themisto\/api\/predictors/, route =>
+    route.fulfill(
+      json({ predictors: state.predictors, contexts: ['none', 'full'], live: true })
+    )
+  );
+  await page.route(/\/themisto\/api\/trajectories\?/, route =>
+    route.fulfill(
+      json({
+        trajectories: [
+          { id: TRAJECTORY, kernel_id: 'k', steps: state.steps.length }
+        ],
+        total: 1
+      })
+    )
+  );
+  await page.route(/\/themisto\/api\/trajectories\/[^/]+\/steps/, route =>
+    route.fulfill(
+      json({ trajectory_id: TRAJECTORY, steps: state.steps, next_since_step: null })
+    )
+  );
+  await page.route(/\/themisto\/api\/trajectories\/[^/]+\/predictions/, route =>
+    route.fulfill(json({ predictions: [] }))
+  );
+  await page.route(/\/themisto\/api\/events/, route =>
+    route.fulfill({
+      status: 200,
+      contentType: 'text/event-stream',
+      body: sse(state.events)
+    })
+  );
+  await page.route(/\/themisto\/api\/predictions(\?|$)/, (route, request: Request) => {
+    state.requests.push(request.postDataJSON());
+    return route.fulfill(json({ accepted: true }, 202));
+  });
+}
+
+const envelope = {
+  trajectory_id: TRAJECTORY,
+  kernel_id: 'k',
+  notebook_path: null
+};
+
+function step(n: number, cell: string, code: string, output: string) {
+  return {
+    trajectory_id: TRAJECTORY,
+    kernel_id: 'k',
+    step: n,
+    cell_id: cell,
+    code,
+    output,
+    execution_time: 0.0123,
+    memory_bytes: 98312192,
+    runtime_variables: {
+      greeting: {
+        type: 'str',
+        size: 62,
+        size_exact: true,
+        repr: "'hello there'",
+        length: 11
+      },
+      df: {
+        type: 'DataFrame',
+        size: 2400132,
+        size_exact: false,
+        shape: [100000, 3],
+        repr: '        age  ...\n[100000 rows x 3 columns]'
+      }
+    },
+    error: null
+  };
+}
+
+function prediction(
+  task: string,
+  target: number,
+  context: string,
+  extra: Record<string, unknown> = {}
+) {
+  return {
+    id: `${task}-${target}-${context}`,
+    ...envelope,
+    task,
+    context,
+    predictor: 'baseline',
+    model: 'baseline',
+    target_step: target,
+    cell_id: null,
+    created_at: '2026-11-29T10:00:00Z',
+    latency: 0.004,
+    prompt_tokens: 120,
+    completion_tokens: 6,
+    cached_tokens: null,
+    prefix_reused: null,
+    prompt: { system: 'system', user: 'user' },
+    raw: '',
+    answer: '',
+    error: null,
+    reference: null,
+    scores: null,
+    ...extra
+  };
+}
+
+// Tall enough for the whole panel in the screenshots.
+test.use({ autoGoto: false, viewport: { width: 1280, height: 1800 } });
+
+test.describe('Themisto prediction panel states', () => {
+  test('predicting, a provider error with Retry, then real output, diff, scores and next cell', async ({
+    page
+  }, testInfo) => {
+    const state: IScript = { predictors: ['baseline'], events: [], steps: [], requests: [] };
+    await script(page, state);
+    await page.goto();
+    await page.notebook.createNew();
+    await page.notebook.setCell(0, 'code', 'greeting = "hello there"');
+    await page.notebook.addCell('code', 'print(greeting)');
+    const [cell0, cell1] = [await cellId(page, 0), await cellId(page, 1)];
+    const panel = await openPanel(page);
+
+    // Step 1 recorded; the output of cell 2 is being predicted.
+    state.steps = [step(1, cell0, 'greeting = "hello there"', '')];
+    state.events = [
+      { ...envelope, type: 'step', step: state.steps[0] },
+      ...['none', 'full'].map(context => ({
+        ...envelope,
+        type: 'predicting',
+        task: 'output',
+        context,
+        predictor: 'baseline',
+        target_step: 2,
+        cell_id: cell1
+      }))
+    ];
+    const outputs = panel.locator('.themisto-OutputSection .themisto-Card');
+    await expect(outputs).toHaveCount(2);
+    await expect(outputs.first()).toHaveAttribute('data-state', 'predicting');
+    await expect(outputs.first()).toContainText('predicting…');
+
+    // One context answers, the other fails at the provider.
+    const answered = prediction('output', 2, 'none', {
+      cell_id: cell1,
+      answer: 'hello world\n'
+    });
+    const failed = prediction('output', 2, 'full', {
+      cell_id: cell1,
+      error: { type: 'ProviderError', message: 'rate limit exceeded (429)' }
+    });
+    state.events = [
+      { ...envelope, type: 'prediction', prediction: answered },
+      { ...envelope, type: 'prediction', prediction: failed }
+    ];
+    const none = panel.locator('.themisto-OutputSection [data-context="none"]');
+    const full = panel.locator('.themisto-OutputSection [data-context="full"]');
+    await expect(none).toHaveAttribute('data-state', 'done');
+    await expect(none.locator('.themisto-Predicted')).toHaveText('hello world\n');
+    await expect(none).toHaveAttribute('data-landed', 'false');
+    await expect(full).toHaveAttribute('data-state', 'error');
+    await expect(full).toContainText('ProviderError: rate limit exceeded (429)');
+    await full.locator('.themisto-Retry').click();
+    await expect.poll(() => state.requests.length).toBe(1);
+    const kernelId = await page.evaluate(() => {
+      const widget = window.jupyterapp.shell.currentWidget as unknown as {
+        sessionContext: { session: { kernel: { id: string } } };
+      };
+      return widget.sessionContext.session.kernel.id;
+    });
+    expect(state.requests[0]).toEqual({
+      kernel_id: kernelId,
+      task: 'output',
+      code: 'print(greeting)'
+    });
+
+    // The cell ran: real output, diff, scores; the next cell is predicted.
+    state.steps = [...state.steps, step(2, cell1, 'print(greeting)', 'hello there\n')];
+    const scores = { exact_match: 0, rouge_l: 0.5, chrf: 0.62 };
+    state.events = [
+      { ...envelope, type: 'step', step: state.steps[1] },
+      {
+        ...envelope,
+        type: 'scored',
+        prediction: { ...answered, reference: 'hello there\n', scores }
+      },
+      {
+        ...envelope,
+        type: 'scored',
+        prediction: {
+          ...failed,
+          error: null,
+          answer: 'hello there\n',
+          reference: 'hello there\n',
+          scores: { exact_match: 1, rouge_l: 1, chrf: 1 }
+        }
+      },
+      ...['none', 'full'].map(context => ({
+        ...envelope,
+        type: 'prediction',
+        prediction: prediction('next-cell', 3, context, {
+          answer: 'print(greeting.upper())'
+        })
+      }))
+    ];
+    await expect(none).toHaveAttribute('data-landed', 'true');
+    await expect(none.locator('.themisto-Actual')).toHaveText('hello there\n');
+    await expect(none.locator('.themisto-Predicted del').first()).toHaveText('wo');
+    await expect(none.locator('.themisto-Actual ins').first()).toHaveText('the');
+    await expect(none.locator('.themisto-Scores')).toContainText('ROUGE-L 0.50');
+    await expect(full.locator('.themisto-Scores')).toContainText('EM 1.00');
+    await expect(panel.locator('.themisto-Scoreboard tr[data-task="output"]')).toHaveCount(2);
+    await expect(panel.locator('.themisto-Plot polyline, .themisto-Plot circle')).toHaveCount(2);
+    await expect(
+      panel.locator('.themisto-VariablesTable tr[data-name="df"]')
+    ).toContainText('DataFrame 100000×3');
+    await expect(panel.locator('.themisto-Runtime-summary')).toContainText('93.8 MiB');
+
+    // Cell 2 carries a badge with its output score.
+    const marker = page.locator('.jp-Cell .themisto-CellMarker');
+    await expect(marker).toHaveCount(1);
+    await expect(marker).toHaveText('RL 0.50');
+    await expect(marker).toHaveAttribute('title', /baseline · full \(step 2\): EM 1\.00/);
+
+    await screenshotThemes(page, panel, testInfo, 'panel-states');
+
+    // Insert the predicted next cell below the active cell.
+    await page.notebook.selectCells(1);
+    const next = panel.locator('.themisto-NextSection [data-context="none"]');
+    await next.locator('.themisto-Insert').click();
+    await expect.poll(() => cellSource(page, 2)).toBe('print(greeting.upper())');
+    await next.locator('.themisto-Replace').click();
+    await expect.poll(() => cellSource(page, 2)).toBe('print(greeting.upper())');
+
+    // Predict next cell now: the header button posts a request.
+    await panel.locator('.themisto-PredictNow').click();
+    await expect.poll(() => state.requests.length).toBe(2);
+    expect(state.requests[1]).toEqual({ kernel_id: kernelId, task: 'next-cell' });
+  });
+
+  test('says when no predictor is configured', async ({ page }, testInfo) => {
+    const state: IScript = { predictors: [], events: [], steps: [], requests: [] };
+    await script(page, state);
+    await page.goto();
+    await page.notebook.createNew();
+    const panel = await openPanel(page);
+    const banner = panel.locator('.themisto-Banner[data-kind="no-predictor"]');
+    await expect(banner).toContainText('No predictor is configured');
+    await screenshotThemes(page, panel, testInfo, 'panel-no-predictor');
+  });
+});

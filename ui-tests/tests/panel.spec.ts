@@ -1,0 +1,103 @@
+import { expect, test } from '@jupyterlab/galata';
+
+import { cellSource, openPanel, screenshotThemes } from './helpers';
+
+/*
+ * Against the real server, which runs the deterministic `baseline`
+ * predictor with the `none` and `full` contexts
+ * (jupyter_server_test_config.py).
+ */
+
+const STATUS_ITEM = '.themisto-StatusItem';
+// The server predicts and scores asynchronously.
+const LIVE = { timeout: 30000 };
+
+// Tall enough for the whole panel in the screenshots.
+test.use({ viewport: { width: 1280, height: 1800 } });
+
+test.describe('Themisto prediction panel', () => {
+  test('shows the predicted output, then the real one with scores, and inserts the next cell', async ({
+    page
+  }, testInfo) => {
+    await page.notebook.createNew();
+    const panel = await openPanel(page);
+
+    // The baseline predicts outputs from the runtime snapshot of the step
+    // before, and the next cell from the cells run so far.
+    await page.notebook.setCell(0, 'code', 'x = 21');
+    await page.notebook.addCell('code', 'print(x)');
+    await page.notebook.runCell(0, { inplace: true });
+    await page.notebook.runCell(1, { inplace: true });
+
+    // The output prediction of step 2, one card per context.
+    const outputs = panel.locator('.themisto-OutputSection .themisto-Card');
+    await expect(outputs).toHaveCount(2, LIVE);
+    const output = outputs.first();
+    await expect(output).toHaveAttribute('data-target-step', '2', LIVE);
+    await expect(output).toHaveAttribute('data-state', 'done', LIVE);
+    await expect(output.locator('.themisto-Predicted')).toContainText('21');
+
+    // Once the cell ran: the real output beside it, and the scores.
+    await expect(output).toHaveAttribute('data-landed', 'true', LIVE);
+    await expect(output.locator('.themisto-Actual')).toHaveText(/^21\n?$/);
+    const scores = output.locator('.themisto-Scores');
+    await expect(scores).toHaveAttribute('data-rouge-l', /^[01](\.\d+)?$/, LIVE);
+    await expect(scores).toContainText('ROUGE-L');
+    await expect(
+      panel.locator('.themisto-Scoreboard tr[data-task="output"]')
+    ).toHaveCount(2);
+
+    // The cell carries its score badge.
+    const marker = page.locator('.jp-Cell .themisto-CellMarker').last();
+    await expect(marker).toHaveText(/^RL \d\.\d\d$/, LIVE);
+    await expect(marker).toHaveAttribute('title', /ROUGE-L/);
+
+    // The next-cell prediction, inserted below: the new cell is the prediction.
+    const next = panel.locator(
+      '.themisto-NextSection .themisto-Card[data-context="none"]'
+    );
+    await expect(next).toHaveAttribute('data-target-step', '3', LIVE);
+    await expect(next).toHaveAttribute('data-state', 'done', LIVE);
+    const predicted =
+      (await next.locator('.themisto-NextCode').textContent()) ?? '';
+    expect(predicted).toBe('print(x)');
+    await next.locator('.themisto-Insert').click();
+    await expect.poll(() => cellSource(page, 2)).toBe(predicted);
+
+    await screenshotThemes(page, panel, testInfo, 'panel');
+
+    // Run it: the status bar and the panel count three steps.
+    await page.notebook.runCell(2, { inplace: true });
+    await expect(page.locator(STATUS_ITEM)).toHaveAttribute(
+      'data-steps',
+      '3',
+      LIVE
+    );
+    await expect(panel.locator('.themisto-Header-steps')).toHaveAttribute(
+      'data-steps',
+      '3',
+      LIVE
+    );
+    // The next-cell prediction of step 3 was scored: the scoreboard has it.
+    await expect(
+      panel.locator('.themisto-Scoreboard tr[data-task="next-cell"]')
+    ).toHaveCount(2, LIVE);
+    // The runtime table shows the variables after the last cell.
+    await expect(
+      panel.locator('.themisto-VariablesTable tr[data-name="x"]')
+    ).toContainText('int');
+
+    // An empty cell offers the latest next-cell prediction as ghost text;
+    // Tab takes it.
+    await expect(next).toHaveAttribute('data-target-step', '4', LIVE);
+    await expect(next).toHaveAttribute('data-state', 'done', LIVE);
+    const latest =
+      (await next.locator('.themisto-NextCode').textContent()) ?? '';
+    expect(latest).not.toBe('');
+    await page.notebook.addCell('code', '');
+    await page.notebook.enterCellEditingMode(3);
+    await expect(page.locator('.jp-GhostText')).toHaveText(latest, LIVE);
+    await page.keyboard.press('Tab');
+    await expect.poll(() => cellSource(page, 3)).toBe(latest);
+  });
+});
