@@ -174,3 +174,27 @@ class TestRecordingOffByConfig:
             assert status["steps"] == 1
         finally:
             client.stop_channels()
+
+
+async def test_notebook_path_is_relative_to_the_server_root(jp_fetch, jp_serverapp, jp_root_dir):
+    if jp_serverapp.web_app.settings["themisto_ext"]._ingest_task is None:
+        await jp_serverapp.extension_manager.start_all_extensions()
+    (jp_root_dir / "work").mkdir()
+    r = await jp_fetch("api", "sessions", method="POST", body=json.dumps(
+        {"path": "work/analysis.ipynb", "type": "notebook", "name": "analysis.ipynb",
+         "kernel": {"name": "python3"}}))
+    kernel_id = json.loads(r.body)["kernel"]["id"]
+    client = jp_serverapp.kernel_manager.get_kernel(kernel_id).client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=60)
+        await client.execute_interactive("z = 1", timeout=30)
+        status = await wait_for_steps(jp_fetch, kernel_id, 1)
+        store = jp_serverapp.web_app.settings["themisto_ext"].store
+        assert store.get_trajectory(status["trajectory_id"]).notebook_path == \
+            "work/analysis.ipynb"
+        r = await jp_fetch("themisto", "api", "trajectories",
+                           params={"notebook": "work/analysis.ipynb"})
+        assert [t["id"] for t in json.loads(r.body)["trajectories"]] == [status["trajectory_id"]]
+    finally:
+        client.stop_channels()

@@ -13,7 +13,7 @@ from typing import Any
 
 from jupyter_client.provisioning import LocalProvisioner
 
-from themisto_ext.kernel.recorder import KERNEL_ID_ENV
+from themisto_ext.kernel.recorder import KERNEL_ID_ENV, NOTEBOOK_ENV
 from themisto_ext.paths import JOURNAL_DIR_ENV
 
 AUTOLOAD_ARG = "--IPKernelApp.extra_extensions=themisto_ext"
@@ -34,5 +34,20 @@ class ThemistoProvisioner(LocalProvisioner):  # type: ignore[misc]
             kwargs["cmd"] = [*cmd, AUTOLOAD_ARG]
             env = dict(kwargs.get("env") or os.environ)
             env[KERNEL_ID_ENV] = str(self.kernel_id)
+            notebook = self._notebook_path(env.get("JPY_SESSION_NAME"))
+            if notebook:
+                env[NOTEBOOK_ENV] = notebook
             kwargs["env"] = env
         return kwargs
+
+    def _notebook_path(self, session_name: str | None) -> str | None:
+        """The notebook relative to the server root, as the front end and API name it
+        (jupyter_server hands kernels an absolute path)."""
+        if not session_name:
+            return None
+        root = getattr(getattr(self.parent, "parent", None), "root_dir", None)
+        if root and os.path.isabs(session_name):
+            relative = os.path.relpath(session_name, root)
+            if not relative.startswith(".."):
+                return relative.replace(os.sep, "/")
+        return session_name
