@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from collections import deque
+from functools import cached_property
 from typing import Any
 
 from themisto_ext.prompts import Prompt
@@ -21,35 +21,18 @@ class AnthropicProvider(HTTPProvider):
     """``POST {base_url}/v1/messages`` with ``x-api-key`` and ``anthropic-version``."""
 
     kind = "anthropic"
+    default_base_url = DEFAULT_BASE_URL
+    base_url_env = "ANTHROPIC_BASE_URL"
+    api_key_env = "ANTHROPIC_API_KEY"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 60,
-        max_retries: int = 3,
-        max_concurrency: int = 8,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        retry_backoff: float = 0.5,
-    ) -> None:
-        base = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    @cached_property
+    def _prefixes(self) -> deque[str]:
+        """Prefixes sent recently: what Anthropic may hold in its cache for us."""
+        return deque(maxlen=REMEMBERED_PREFIXES)
+
+    def normalise_base_url(self, url: str) -> str:
         # the SDK's base URL has no /v1; accept one given by habit from OpenAI-style configs
-        base = base.removesuffix("/v1")
-        super().__init__(
-            model,
-            base_url=base,
-            api_key=api_key or os.environ.get("ANTHROPIC_API_KEY"),
-            timeout=timeout,
-            max_retries=max_retries,
-            max_concurrency=max_concurrency,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            retry_backoff=retry_backoff,
-        )
-        self._prefixes: deque[str] = deque(maxlen=REMEMBERED_PREFIXES)
+        return url.rstrip("/").removesuffix("/v1")
 
     def _cached_part(self, prefix: str) -> str | None:
         """The longest earlier prefix this one extends: that text is in Anthropic's cache."""

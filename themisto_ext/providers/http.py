@@ -13,6 +13,7 @@ import asyncio
 import email.utils
 import json
 import logging
+import os
 import random
 import time
 from dataclasses import dataclass
@@ -115,13 +116,17 @@ class HTTPProvider(abc.ABC):
 
     kind: str = ""
     """Prefix of ``name``: ``openai`` or ``anthropic``."""
+    default_base_url: str = ""
+    base_url_env: str = ""
+    api_key_env: str = ""
+    """Where the base URL and key come from when not given: the vendors' usual variables."""
 
     def __init__(
         self,
         model: str,
         *,
-        base_url: str,
-        api_key: str | None,
+        base_url: str | None = None,
+        api_key: str | None = None,
         timeout: float = 60,
         max_retries: int = 3,
         max_concurrency: int = 8,
@@ -129,6 +134,9 @@ class HTTPProvider(abc.ABC):
         temperature: float = 0.0,
         retry_backoff: float = 0.5,
     ) -> None:
+        base_url = self.normalise_base_url(
+            base_url or os.environ.get(self.base_url_env) or self.default_base_url)
+        api_key = api_key or os.environ.get(self.api_key_env)
         if timeout <= 0 or max_retries < 0 or max_concurrency < 1 or retry_backoff < 0:
             raise ValueError("timeout > 0, max_retries >= 0, max_concurrency >= 1 required")
         if httpx.URL(base_url).scheme not in ("http", "https"):
@@ -150,6 +158,9 @@ class HTTPProvider(abc.ABC):
         )
 
     # -- what a wire format defines ------------------------------------------------------
+
+    def normalise_base_url(self, url: str) -> str:
+        return url.rstrip("/")
 
     @property
     @abc.abstractmethod

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from themisto_ext.prompts import Prompt
@@ -16,31 +15,9 @@ class OpenAIProvider(HTTPProvider):
     """``POST {base_url}/chat/completions``; the key is optional, local servers need none."""
 
     kind = "openai"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 60,
-        max_retries: int = 3,
-        max_concurrency: int = 8,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        retry_backoff: float = 0.5,
-    ) -> None:
-        super().__init__(
-            model,
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY"),
-            timeout=timeout,
-            max_retries=max_retries,
-            max_concurrency=max_concurrency,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            retry_backoff=retry_backoff,
-        )
+    default_base_url = DEFAULT_BASE_URL
+    base_url_env = "OPENAI_BASE_URL"
+    api_key_env = "OPENAI_API_KEY"
 
     @property
     def url(self) -> str:
