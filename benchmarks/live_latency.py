@@ -12,7 +12,6 @@ cell's start and to its real result. Run twice, with prefix reuse on and off.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 import httpx
 import nbformat
 from jupyter_client import BlockingKernelClient
-from server_api import Server
+from server_api import Server, stream_events
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "notebooks"
 SLOW_EVERY = 20
@@ -44,22 +43,13 @@ def notebook_cells(limit: int) -> list[str]:
 
 def listen(server: Server, out: dict[str, dict[int, float]], records: dict[int, dict],
            stop: threading.Event) -> None:
-    with httpx.stream("GET", f"{server.url}/themisto/api/events", headers=server.headers,
-                      timeout=None) as response:
-        event = None
-        for line in response.iter_lines():
-            if stop.is_set():
-                return
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: ") and event in ("prediction", "step"):
-                data = json.loads(line[6:])
-                if event == "step":
-                    out["step"][data["step"]["step"]] = time.time()
-                elif data["prediction"]["task"] == "output":
-                    target = data["prediction"]["target_step"]
-                    out["prediction"].setdefault(target, time.time())
-                    records.setdefault(target, data["prediction"])
+    for event, data in stream_events(server, stop):
+        if event == "step":
+            out["step"][data["step"]["step"]] = time.time()
+        elif event == "prediction" and data["prediction"]["task"] == "output":
+            target = data["prediction"]["target_step"]
+            out["prediction"].setdefault(target, time.time())
+            records.setdefault(target, data["prediction"])
 
 
 def replay(cells: list[str], think: float, reuse: bool) -> dict[str, object]:

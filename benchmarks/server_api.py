@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -120,8 +121,8 @@ class Server:
             self.proc.kill()
 
 
-def follow_stream(server: Server, arrivals: dict[tuple[str, int], float], stop: threading.Event,
-                  steps: dict[tuple[str, int], dict]) -> None:
+def stream_events(server: Server, stop: threading.Event) -> Iterator[tuple[str, dict]]:
+    """``(event name, data)`` from the server's live stream until ``stop`` is set."""
     with httpx.stream("GET", f"{server.url}/themisto/api/events", headers=server.headers,
                       timeout=None) as response:
         event = None
@@ -130,11 +131,17 @@ def follow_stream(server: Server, arrivals: dict[tuple[str, int], float], stop: 
                 return
             if line.startswith("event: "):
                 event = line[7:]
-            elif line.startswith("data: ") and event == "step":
-                data = json.loads(line[6:])
-                key = (data["kernel_id"], data["step"]["step"])
-                arrivals[key] = time.time()
-                steps[key] = data["step"]
+            elif line.startswith("data: ") and event:
+                yield event, json.loads(line[6:])
+
+
+def follow_stream(server: Server, arrivals: dict[tuple[str, int], float], stop: threading.Event,
+                  steps: dict[tuple[str, int], dict]) -> None:
+    for event, data in stream_events(server, stop):
+        if event == "step":
+            key = (data["kernel_id"], data["step"]["step"])
+            arrivals[key] = time.time()
+            steps[key] = data["step"]
 
 
 def live(work: Path, kernels: int, cells: int) -> None:

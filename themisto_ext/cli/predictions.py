@@ -18,8 +18,9 @@ USER_MARK = "===== USER ====="
 END_MARK = "===== END ====="
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser("prompt", help="print the prompt a model would get for one step")
+def _target_parser(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
+    """The arguments naming one target step of a trajectory file, shared by both commands."""
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help)
     p.add_argument("file", type=Path, metavar="TRAJECTORY.jsonl")
     p.add_argument("--step", type=int, required=True,
                    help="the target: the step whose output (or code) is to be predicted")
@@ -29,22 +30,19 @@ def register(sub: Any) -> None:
                    "holds several)")
     p.add_argument("--budget", type=int, default=24_000,
                    help="prompt size limit in characters (default 24000)")
+    return p
+
+
+def register(sub: Any) -> None:
+    p = _target_parser(sub, "prompt", "print the prompt a model would get for one step")
     p.set_defaults(run=prompt)
 
-    p = sub.add_parser("predict", help="predict one step's output or code with a predictor")
-    p.add_argument("file", type=Path, metavar="TRAJECTORY.jsonl")
-    p.add_argument("--step", type=int, required=True,
-                   help="the target: the step whose output (or code) is to be predicted")
-    p.add_argument("--task", choices=TASKS, required=True)
-    p.add_argument("--context", choices=CONTEXTS, required=True)
+    p = _target_parser(sub, "predict", "predict one step's output or code with a predictor")
     p.add_argument("--predictor", required=True, help="baseline, local, local:PATH.gguf, "
                    "openai:MODEL or anthropic:MODEL")
     p.add_argument("--base-url", help="API base URL (default: OPENAI_BASE_URL or "
                    "ANTHROPIC_BASE_URL, else the vendor's)")
     p.add_argument("--timeout", type=float, default=120, help="seconds (default 120)")
-    p.add_argument("--trajectory", help="trajectory id or unique prefix")
-    p.add_argument("--budget", type=int, default=24_000,
-                   help="prompt size limit in characters (default 24000)")
     p.add_argument("--json", action="store_true", help="print the whole prediction record")
     p.set_defaults(run=predict_command)
 

