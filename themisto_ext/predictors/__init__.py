@@ -52,7 +52,8 @@ def local_model_available() -> bool:
 
 
 def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 60,
-                   max_concurrency: int = 8, reuse_prefix: bool = True) -> Predictor:
+                   max_concurrency: int = 8, reuse_prefix: bool = True,
+                   max_tokens: int | None = None) -> Predictor:
     kind, _, arg = spec.strip().partition(":")
     if kind == "baseline" and not arg:
         from themisto_ext.predictors.baseline import BaselinePredictor
@@ -61,7 +62,8 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
     if kind == "local":
         from themisto_ext.predictors.local import LocalPredictor
 
-        return LocalPredictor(Path(arg) if arg else None, reuse_prefix=reuse_prefix)
+        return LocalPredictor(Path(arg) if arg else None, reuse_prefix=reuse_prefix,
+                              **({"max_tokens": max_tokens} if max_tokens else {}))
     if kind in ("openai", "anthropic") and arg:
         from themisto_ext.providers import AnthropicProvider, OpenAIProvider
 

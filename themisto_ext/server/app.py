@@ -80,6 +80,9 @@ class ThemistoExtension(ExtensionApp):
                                          "prefix a session shares with its previous prompt "
                                          "(off only to measure what reuse buys).").tag(
         config=True)
+    local_max_tokens = Int(96, help="Longest answer the local model writes for a live "
+                                    "prediction (tokens); generation dominates its latency.").tag(
+        config=True)
     live_predictions = Bool(True, help="Predict every running cell's output and, after each "
                                        "step, the next cell (else only on request).").tag(
         config=True)
@@ -138,7 +141,8 @@ class ThemistoExtension(ExtensionApp):
         made = []
         for spec in self.predictors:
             try:
-                made.append(make_predictor(spec, reuse_prefix=self.local_reuse_prefix))
+                made.append(make_predictor(spec, reuse_prefix=self.local_reuse_prefix,
+                                           max_tokens=self.local_max_tokens))
             except Exception as exc:  # one misconfigured predictor must not stop the server
                 self.log.error("themisto: predictor %r unavailable: %s", spec, exc)
         names = ", ".join(p.name for p in made) or "none"

@@ -46,6 +46,8 @@ class LivePredictions:
         self.budget_chars = budget_chars
         self._histories: OrderedDict[str, list[Step]] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._next_cell: dict[str, set[asyncio.Task[None]]] = {}
+        """Next-cell predictions still under way, by trajectory."""
 
     # ------------------------------------------------------------ inputs
 
@@ -72,6 +74,11 @@ class LivePredictions:
     def schedule(self, trajectory_id: str, task: Task, target_step: int, *,
                  code: str | None = None, cell_id: str | None = None) -> int:
         """Start one prediction per predictor and context; returns how many."""
+        if task == "output":
+            # The person has moved on: the next cell is running, so next-cell predictions
+            # still waiting for a model would only delay this cell's output prediction.
+            for job in self._next_cell.pop(trajectory_id, set()):
+                job.cancel()
         count = 0
         for predictor in self.predictors:
             for context in self.contexts:
@@ -79,6 +86,10 @@ class LivePredictions:
                                                     target_step, code, cell_id))
                 self._tasks.add(job)
                 job.add_done_callback(self._tasks.discard)
+                if task == "next-cell":
+                    waiting = self._next_cell.setdefault(trajectory_id, set())
+                    waiting.add(job)
+                    job.add_done_callback(waiting.discard)
                 count += 1
         return count
 
