@@ -145,7 +145,9 @@ def follow_stream(server: Server, arrivals: dict[tuple[str, int], float], stop: 
 
 
 def live(work: Path, kernels: int, cells: int) -> None:
-    server = Server(work / "live")
+    # baseline predictions run too (as in a default install they would), but no model
+    # competes with the kernels for the two cores: this measures the data path
+    server = Server(work / "live", extra=["--ThemistoExtension.predictors=baseline"])
     arrivals: dict[tuple[str, int], float] = {}
     steps: dict[tuple[str, int], dict] = {}
     stop = threading.Event()
@@ -206,7 +208,7 @@ def export(work: Path, total: int) -> None:
     journal = store_path.parent / "journal"
     write_journals(journal, 10, total // 10)
     JournalIngestor(journal, SQLiteStore(store_path)).poll()  # what a server finds at start
-    server = Server(home)
+    server = Server(home, extra=["--ThemistoExtension.predictors=baseline"])
     proc = psutil.Process(server.proc.pid)
     peak = proc.memory_info().rss
     baseline = peak
