@@ -316,3 +316,32 @@ def test_llama_cpp_server_answers_openai_chat_completions(llama_server, predicto
     local_answer = asyncio.run(predictor.predict(req))
     assert usage["prompt_tokens"] == local_answer.prompt_tokens
     assert choice["message"]["content"] == local_answer.text
+
+
+async def test_a_caller_that_gives_up_frees_the_model_at_once():
+    long_answer = LocalPredictor(max_tokens=400)
+    try:
+        await long_answer.load()
+
+        def story(topic: str) -> PredictionRequest:
+            return request("", f"Write a very long story about {topic}, at least 300 words.",
+                           f"story-{topic}")
+
+        started = time.perf_counter()
+        full = await long_answer.predict(story("a notebook"))
+        full_time = time.perf_counter() - started
+        assert full.completion_tokens > 100, full.completion_tokens
+
+        job = asyncio.create_task(long_answer.predict(story("a kernel")))
+        await asyncio.sleep(0.3)
+        job.cancel()
+        started = time.perf_counter()
+        with pytest.raises(asyncio.CancelledError):
+            await job
+        # the next request runs as soon as the abandoned generation stopped, not after it
+        # wrote its 400 tokens
+        await long_answer.predict(request("", "Reply with one word: ok", "after"))
+        waited = time.perf_counter() - started
+        assert waited < full_time / 2, (waited, full_time)
+    finally:
+        await long_answer.aclose()

@@ -66,6 +66,10 @@ class _Run:
     switch_seconds: float
 
 
+class _Abandoned(Exception):
+    """Raised inside generation when the caller gave up on the answer."""
+
+
 class _EvalMeter:
     """Sits in front of ``Llama.eval`` to see what llama.cpp really evaluates per request.
 
@@ -79,12 +83,17 @@ class _EvalMeter:
         self._eval = llm.eval
         self.start()
 
-    def start(self) -> None:
+    def start(self, abort: threading.Event | None = None) -> None:
         self.n_past: int | None = None
         self.prompt_seconds = 0.0
+        self.abort = abort
 
     def __call__(self, tokens: Sequence[int]) -> None:
         if self.n_past is not None:
+            # Each generated token passes here before it is evaluated: stopping now leaves
+            # the KV cache consistent with input_ids, so the session stays warm.
+            if self.abort is not None and self.abort.is_set():
+                raise _Abandoned
             self._eval(tokens)
             return
         self.n_past = self._llm.n_tokens
@@ -205,7 +214,8 @@ class _Engine:
             live = [] if self._live is None else [self._live]
             return live + self._saved.sessions()
 
-    def complete(self, system: str, user: str, session: str | None, queued_at: float) -> _Run:
+    def complete(self, system: str, user: str, session: str | None, queued_at: float,
+                 abort: threading.Event | None = None) -> _Run:
         began = time.perf_counter()
         llm = self.load()
         assert self._meter is not None
@@ -215,7 +225,7 @@ class _Engine:
             else:
                 llm.reset()
         switched = time.perf_counter()
-        self._meter.start()
+        self._meter.start(abort)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         try:
             response = llm.create_chat_completion(
@@ -225,6 +235,8 @@ class _Engine:
                 repeat_penalty=1.0,
                 max_tokens=self._max_tokens,
             )
+        except _Abandoned:
+            raise PredictionSuperseded("abandoned by its caller while generating") from None
         except ValueError as exc:  # the prompt does not fit the context window
             raise ProviderRequestError(f"local model: {exc}") from None
         except Exception as exc:
@@ -432,12 +444,18 @@ class LocalPredictor:
     async def predict(self, request: PredictionRequest) -> Completion:
         called = time.perf_counter()
         prompt = request.prompt
+        abort = threading.Event()
         job = _Job(
             request.session,
-            lambda: self._engine.complete(prompt.system, prompt.user, request.session, called),
+            lambda: self._engine.complete(prompt.system, prompt.user, request.session, called,
+                                          abort),
         )
         self._worker.submit(job)
-        run = await asyncio.wrap_future(job.future)
+        try:
+            run = await asyncio.wrap_future(job.future)
+        except asyncio.CancelledError:
+            abort.set()  # e.g. a live next-cell prediction the person has overtaken
+            raise
         response = run.response
         usage = response["usage"]
         return Completion(
