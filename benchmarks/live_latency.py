@@ -48,6 +48,9 @@ def listen(server: Server, out: dict[str, dict[int, float]], records: dict[int, 
             out["step"][data["step"]["step"]] = time.time()
         elif event == "prediction" and data["prediction"]["task"] == "output":
             target = data["prediction"]["target_step"]
+            if data["prediction"]["error"]:
+                out["failed"][target] = time.time()
+                continue
             out["prediction"].setdefault(target, time.time())
             records.setdefault(target, data["prediction"])
 
@@ -57,7 +60,7 @@ def replay(cells: list[str], think: float, reuse: bool) -> dict[str, object]:
         server = Server(Path(tmp), root=NOTEBOOKS, ready_timeout=120, extra=[
             "--ThemistoExtension.predictors=local", "--ThemistoExtension.contexts=full",
             f"--ThemistoExtension.local_reuse_prefix={reuse}"])
-        arrivals: dict[str, dict[int, float]] = {"prediction": {}, "step": {}}
+        arrivals: dict[str, dict[int, float]] = {"prediction": {}, "step": {}, "failed": {}}
         records: dict[int, dict] = {}
         stop = threading.Event()
         threading.Thread(target=listen, args=(server, arrivals, records, stop),
@@ -92,7 +95,7 @@ def replay(cells: list[str], think: float, reuse: bool) -> dict[str, object]:
     reused = [r for n, r in records.items() if n > 1 and r.get("prefix_reused")]
     first = records.get(1, {})
     return {
-        "cells": len(cells), "predicted": len(latency),
+        "cells": len(cells), "predicted": len(latency), "failed": len(arrivals["failed"]),
         "p50": statistics.median(later) if later else float("nan"),
         "p95": later[int(0.95 * (len(later) - 1))] if later else float("nan"),
         "cold": latency.get(1, float("nan")), "cold_tokens": first.get("prompt_tokens"),
@@ -104,7 +107,9 @@ def replay(cells: list[str], think: float, reuse: bool) -> dict[str, object]:
 
 
 def show(label: str, r: dict[str, object]) -> None:
-    print(f"{label}: {r['predicted']}/{r['cells']} cells predicted; cell start -> output "
+    print(f"{label}: {r['predicted']}/{r['cells']} cells predicted ({r['failed']} failed; "
+          "the rest superseded by the next cell before the model got to them); "
+          "cell start -> output "
           f"prediction, cells after the first five: p50 {r['p50']:.2f} s, p95 {r['p95']:.2f} s "
           f"(targets 0.5 s / 1.5 s); cold start {r['cold']:.2f} s for a "
           f"{r['cold_tokens']}-token prompt; ready before the real result for "

@@ -139,6 +139,8 @@ class LivePredictions:
                 session=f"{trajectory_id}:{task}:{context}", budget_chars=self.budget_chars,
                 meta={"kernel_id": envelope["kernel_id"],
                       "notebook_path": envelope["notebook_path"], "cell_id": cell_id})
+            if (record.get("error") or {}).get("type") == "PredictionSuperseded":
+                return  # a newer request of the session replaced it: nothing to show
             landed = self._landed(trajectory_id, target_step)
             if landed is not None:  # the cell finished while the model was thinking
                 record = scored(record, landed)
