@@ -159,12 +159,15 @@ class Recorder:
                 "t0": time.perf_counter(),
             }
             self.collector.start()
+            # Masked once here, with the literals the code itself gives to secret names;
+            # the step re-masks this text with whatever secrets the cell then bound.
+            self._cell["masked"] = self.redactor.mask_code(self._cell["code"])
             # Lets the server predict this cell's output while it runs.
             self.journal.append({
                 "kind": "started", "trajectory_id": self.trajectory_id,
                 "kernel_id": self.kernel_id, "notebook_path": self.notebook_path,
                 "step": self.step + 1, "cell_id": self._cell["cell_id"],
-                "code": self.redactor.mask_code(self._cell["code"]), "at": self._cell["started_at"],
+                "code": self._cell["masked"], "at": self._cell["started_at"],
             })
         except BaseException:  # the user's cell must run regardless
             self._cell = None
@@ -206,7 +209,7 @@ class Recorder:
             "notebook_path": self.notebook_path,
             "started_at": cell["started_at"],
             "ended_at": _now(),
-            "code": self.redactor.mask_code(cell["code"]),
+            "code": self.redactor.mask(cell["masked"]),
             "output": "",
             "outputs": [],
             "execution_time": round(t_end - cell["t0"], 6),
