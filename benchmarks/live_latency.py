@@ -4,14 +4,18 @@ A real `jupyter server` with `predictors = ["local"]`, `contexts = ["full"]` rec
 kernel that runs the shared notebooks' code cells one after another (with a few cells
 that sleep, so some run >= 1 s) and a pause between cells, as a person would. For every
 cell it measures when the output prediction arrived on the live stream, relative to the
-cell's start and to its real result. Run twice, with prefix reuse on and off.
+cell's start and to its real result; a cell that never got one counts as never ready.
+Then the cold start: the first prediction of a new session whose prompt has ~2,000
+tokens (the model loaded, nothing cached). Run twice, with prefix reuse on and off.
 
-    python benchmarks/live_latency.py [--cells 200] [--think 1.0] [--no-compare]
+    python benchmarks/live_latency.py [--cells 200] [--think 3] [--budget 4000]
+                                      [--no-compare] [--verbose]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import tempfile
@@ -23,6 +27,12 @@ import httpx
 import nbformat
 from jupyter_client import BlockingKernelClient
 from server_api import Server, stream_events
+
+from themisto_ext.predictors.base import PredictionRequest
+from themisto_ext.predictors.local import LocalPredictor
+from themisto_ext.prompts.build import build_prompt
+from themisto_ext.server.app import ThemistoExtension
+from themisto_ext.store import SQLiteStore
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "notebooks"
 SLOW_EVERY = 20
@@ -46,21 +56,72 @@ def listen(server: Server, out: dict[str, dict[int, float]], records: dict[int, 
     for event, data in stream_events(server, stop):
         if event == "step":
             out["step"][data["step"]["step"]] = time.time()
-        elif event == "prediction" and data["prediction"]["task"] == "output":
-            target = data["prediction"]["target_step"]
-            if data["prediction"]["error"]:
+        elif event == "prediction":
+            prediction = data["prediction"]
+            target = prediction["target_step"]
+            if prediction["task"] == "next-cell":
+                out["next-cell"].setdefault(target, time.time())
+                records.setdefault(-target, prediction)
+            elif prediction["error"]:
                 out["failed"][target] = time.time()
-                continue
-            out["prediction"].setdefault(target, time.time())
-            records.setdefault(target, data["prediction"])
+            else:
+                out["prediction"].setdefault(target, time.time())
+                records.setdefault(target, prediction)
 
 
-def replay(cells: list[str], think: float, reuse: bool) -> dict[str, object]:
+def trace(starts: dict[int, float], ends: dict[int, float], arrivals: dict[str, dict[int, float]],
+          records: dict[int, dict]) -> None:
+    """One line per cell: when its output prediction and the next-cell one arrived."""
+    for n in starts:
+        out, nxt = records.get(n, {}), records.get(-(n + 1), {})
+        got = arrivals["prediction"].get(n)
+        nc = arrivals["next-cell"].get(n + 1)
+        print(f"cell {n:3d} ran {ends[n] - starts[n]:6.3f} s | output "
+              + (f"{got - starts[n]:6.2f} s after start, prompt {out.get('prompt_tokens')} "
+                 f"cached {out.get('cached_tokens')} answer {out.get('completion_tokens')} "
+                 f"model {out.get('latency')} s" if got else "none")
+              + " | next cell "
+              + (f"{nc - ends[n]:6.2f} s after result, prompt {nxt.get('prompt_tokens')} "
+                 f"cached {nxt.get('cached_tokens')} model {nxt.get('latency')} s"
+                 + (f" {nxt['error']['type']}" if nxt.get("error") else "")
+                 if nc else "none"))
+
+
+COLD_TOKENS = 2000
+
+
+async def cold_start(store_path: Path, budget: int) -> tuple[int, float]:
+    """The first output prediction of a new session whose prompt has ~2,000 tokens: the
+    recorded trajectory's first step with such a prompt, on a loaded model with no cache."""
+    store = SQLiteStore(store_path)
+    (trajectory,) = store.list_trajectories(limit=1)
+    steps = list(store.iter_steps(trajectory.id))
+    predictor = LocalPredictor(max_tokens=64)
+    try:
+        await predictor.load()
+        for n in range(1, len(steps)):
+            prompt = build_prompt(steps[:n], "output", "full", target_code=steps[n]["code"],
+                                  budget_chars=budget)
+            if predictor.count_tokens(prompt.system + prompt.user) >= COLD_TOKENS:
+                break
+        began = time.perf_counter()
+        completion = await predictor.predict(PredictionRequest(
+            task="output", history=steps[:n], target_code=steps[n]["code"], prompt=prompt,
+            session="cold"))
+        return completion.prompt_tokens, time.perf_counter() - began
+    finally:
+        await predictor.aclose()
+
+
+def replay(cells: list[str], think: float, reuse: bool, budget: int,
+           verbose: bool) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="themisto-live-") as tmp:
         server = Server(Path(tmp), root=NOTEBOOKS, ready_timeout=120, extra=[
             "--ThemistoExtension.predictors=local", "--ThemistoExtension.contexts=full",
-            f"--ThemistoExtension.local_reuse_prefix={reuse}"])
-        arrivals: dict[str, dict[int, float]] = {"prediction": {}, "step": {}, "failed": {}}
+            f"--ThemistoExtension.local_reuse_prefix={reuse}",
+            f"--ThemistoExtension.local_prediction_budget={budget}"])
+        arrivals: dict[str, dict[int, float]] = {"prediction": {}, "step": {}, "failed": {},
+                                                 "next-cell": {}}
         records: dict[int, dict] = {}
         stop = threading.Event()
         threading.Thread(target=listen, args=(server, arrivals, records, stop),
@@ -80,39 +141,50 @@ def replay(cells: list[str], think: float, reuse: bool) -> dict[str, object]:
                                            output_hook=lambda msg: None)
                 ends[n] = time.time()
                 time.sleep(think)
-            deadline = time.time() + 120
-            while len(arrivals["prediction"]) < len(cells) and time.time() < deadline:
+            # Wait for the last predictions, until none has come for a while.
+            seen, quiet_since = -1, time.time()
+            while len(arrivals["prediction"]) < len(cells) and time.time() - quiet_since < 20:
+                if len(arrivals["prediction"]) != seen:
+                    seen, quiet_since = len(arrivals["prediction"]), time.time()
                 time.sleep(0.2)
             client.stop_channels()
         finally:
             stop.set()
             server.stop()
+        cold_tokens, cold_seconds = asyncio.run(cold_start(server.store, budget))
+    if verbose:
+        trace(starts, ends, arrivals, records)
     latency = {n: arrivals["prediction"][n] - starts[n] for n in starts
                if n in arrivals["prediction"]}
-    later = sorted(v for n, v in latency.items() if n > 5)
+    # A cell without an output prediction counts as never predicted, not as left out.
+    later = sorted(latency.get(n, float("inf")) for n in starts if n > 5)
     slow = [n for n in starts if ends[n] - starts[n] >= 1.0]
     before = [n for n in slow if arrivals["prediction"].get(n, float("inf")) < ends[n]]
-    reused = [r for n, r in records.items() if n > 1 and r.get("prefix_reused")]
-    first = records.get(1, {})
+    outputs = {n: r for n, r in records.items() if n > 0}
+    reused = [r for n, r in outputs.items() if n > 1 and r.get("prefix_reused")]
+    first = outputs.get(1, {})
     return {
         "cells": len(cells), "predicted": len(latency), "failed": len(arrivals["failed"]),
         "p50": statistics.median(later) if later else float("nan"),
         "p95": later[int(0.95 * (len(later) - 1))] if later else float("nan"),
-        "cold": latency.get(1, float("nan")), "cold_tokens": first.get("prompt_tokens"),
+        "first": latency.get(1, float("nan")), "first_tokens": first.get("prompt_tokens"),
+        "cold": cold_seconds, "cold_tokens": cold_tokens,
         "slow": len(slow), "before": len(before),
-        "reuse_rate": len(reused) / max(1, len(records) - 1),
-        "max_prompt_tokens": max((r.get("prompt_tokens") or 0 for r in records.values()),
+        "reuse_rate": len(reused) / max(1, len(outputs) - 1),
+        "max_prompt_tokens": max((r.get("prompt_tokens") or 0 for r in outputs.values()),
                                  default=0),
     }
 
 
 def show(label: str, r: dict[str, object]) -> None:
-    print(f"{label}: {r['predicted']}/{r['cells']} cells predicted ({r['failed']} failed; "
-          "the rest superseded by the next cell before the model got to them); "
+    print(f"{label}: {r['predicted']}/{r['cells']} cells got an output prediction "
+          f"({r['failed']} failed, the rest superseded before the model got to them, counted "
+          "as never ready); "
           "cell start -> output "
           f"prediction, cells after the first five: p50 {r['p50']:.2f} s, p95 {r['p95']:.2f} s "
-          f"(targets 0.5 s / 1.5 s); cold start {r['cold']:.2f} s for a "
-          f"{r['cold_tokens']}-token prompt; ready before the real result for "
+          f"(targets 0.5 s / 1.5 s); first cell {r['first']:.2f} s ({r['first_tokens']}-token "
+          f"prompt); cold start of a session with a {r['cold_tokens']}-token prompt "
+          f"{r['cold']:.2f} s; ready before the real result for "
           f"{r['before']}/{r['slow']} cells running >= 1 s; prefix reused in "
           f"{r['reuse_rate']:.0%} of predictions; largest prompt {r['max_prompt_tokens']} tokens")
 
@@ -120,15 +192,20 @@ def show(label: str, r: dict[str, object]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cells", type=int, default=200)
-    parser.add_argument("--think", type=float, default=1.0,
-                        help="seconds between a cell's result and the next cell (default 1)")
+    parser.add_argument("--think", type=float, default=3.0,
+                        help="seconds between a cell's result and the next cell (default 3)")
+    parser.add_argument("--budget", type=int,
+                        default=ThemistoExtension.local_prediction_budget.default_value,
+                        help="ThemistoExtension.local_prediction_budget (characters; default "
+                             "%(default)s, the server's)")
+    parser.add_argument("--verbose", action="store_true", help="print a line per cell")
     parser.add_argument("--no-compare", action="store_true",
                         help="skip the run with prefix reuse disabled")
     args = parser.parse_args()
     cells = notebook_cells(args.cells)
-    show("reuse on ", replay(cells, args.think, reuse=True))
+    show("reuse on ", replay(cells, args.think, True, args.budget, args.verbose))
     if not args.no_compare:
-        show("reuse off", replay(cells, args.think, reuse=False))
+        show("reuse off", replay(cells, args.think, False, args.budget, args.verbose))
     return 0
 
 

@@ -94,7 +94,7 @@ class Server:
              f"--port={self.port}", "--ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
              f"--ServerApp.root_dir={root or home}",
              f"--ThemistoExtension.store_path={self.store}",
-             "--ThemistoExtension.ingest_interval=0.05", *(extra or [])],
+             *(extra or [])],
             env=env, stdout=subprocess.DEVNULL, stderr=self.log_file(home))
         self.url = f"http://127.0.0.1:{self.port}"
         self.headers = {"Authorization": f"token {TOKEN}"}

@@ -123,3 +123,25 @@ async def test_predict_on_request(jp_fetch, jp_serverapp):
         assert (await kernel_status(jp_fetch, kernel_id))["steps"] == 1
     finally:
         client.stop_channels()
+
+
+async def test_each_predictor_gets_its_own_prompt_budget(jp_fetch, jp_serverapp):
+    live = jp_serverapp.web_app.settings["themisto_ext"].live
+    live.budgets = {"baseline": 1_500}  # as the server sets it for the local model
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    store = store_of(jp_serverapp)
+    try:
+        for i in range(4):
+            await client.execute_interactive(f"v{i} = 'x' * 600\nprint(v{i})", timeout=30)
+            await wait_for_steps(jp_fetch, kernel_id, i + 1)
+        status = await wait_for_steps(jp_fetch, kernel_id, 4)
+
+        def full_prompts() -> dict[str, int]:
+            return {p["predictor"]: len(p["prompt"]["system"] + p["prompt"]["user"])
+                    for p in store.predictions(status["trajectory_id"], target_step=4)
+                    if p["task"] == "output" and p["context"] == "full"}
+        await wait_for(lambda: len(full_prompts()) == 2)
+        sizes = full_prompts()
+        assert sizes["baseline"] <= 1_500 < sizes["openai:fake-model"]
+    finally:
+        client.stop_channels()

@@ -13,7 +13,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from llama_cpp import LlamaState
+from llama_cpp import Llama, LlamaState
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from themisto_ext.predictors import local
 from themisto_ext.predictors.base import PredictionRequest
@@ -23,7 +24,8 @@ from themisto_ext.predictors.local import (
     PredictionSuperseded,
     default_model_path,
 )
-from themisto_ext.prompts import Prompt
+from themisto_ext.prompts import Prompt, Task
+from themisto_ext.prompts.build import build_prompt
 from themisto_ext.providers.base import Completion, ProviderError
 
 SYSTEM = "You predict what a Jupyter notebook cell prints. Answer with the output only."
@@ -44,10 +46,11 @@ def cells(topic: str, first: int, count: int) -> str:
     return "".join(out)
 
 
-def request(prefix: str, suffix: str, session: str | None) -> PredictionRequest:
-    prompt = Prompt(task="output", context="full", system=SYSTEM, prefix=prefix, suffix=suffix)
+def request(prefix: str, suffix: str, session: str | None,
+            task: Task = "output") -> PredictionRequest:
+    prompt = Prompt(task=task, context="full", system=SYSTEM, prefix=prefix, suffix=suffix)
     return PredictionRequest(
-        task="output", history=[], target_code=suffix, prompt=prompt, session=session
+        task=task, history=[], target_code=suffix, prompt=prompt, session=session
     )
 
 
@@ -187,6 +190,24 @@ async def test_queued_requests_of_a_session_are_superseded(predictor):
     assert finished == ["r0", "t1", "r3"]
 
 
+async def test_an_output_prediction_is_not_superseded_by_a_next_cell_one(predictor):
+    topic = cells("tasks", 1, 8)
+    running = asyncio.create_task(predictor.predict(request(topic, target(9), "mix")))
+    await asyncio.sleep(0)
+    await wait_until(lambda: predictor.queued == 0)
+
+    def queue(suffix: str, task: Task) -> asyncio.Task[Completion]:
+        return asyncio.create_task(predictor.predict(request(topic, suffix, "mix", task)))
+
+    output = queue(target(10), "output")
+    nxt = [queue("# What runs next?\n", "next-cell"), queue("# And then?\n", "next-cell")]
+    results = await asyncio.gather(output, *nxt, return_exceptions=True)
+    await running
+    assert isinstance(results[0], Completion)  # the cell's own output prediction stays
+    assert isinstance(results[1], PredictionSuperseded) and "next-cell" in str(results[1])
+    assert isinstance(results[2], Completion)
+
+
 async def test_event_loop_keeps_running_during_generation(predictor):
     gaps: list[float] = []
     done = asyncio.Event()
@@ -316,6 +337,37 @@ def test_llama_cpp_server_answers_openai_chat_completions(llama_server, predicto
     local_answer = asyncio.run(predictor.predict(req))
     assert usage["prompt_tokens"] == local_answer.prompt_tokens
     assert choice["message"]["content"] == local_answer.text
+
+
+def test_a_begun_answer_equals_the_servers_completion_of_the_same_text(llama_server):
+    """A real prompt's answer, begun with ``<output>``: the server completes the same text."""
+    steps = [{"step": n, "code": f"x{n} = {n} * 3\nx{n}", "output": str(n * 3),
+              "execution_time": 0.001, "memory_bytes": None, "error": None,
+              "runtime_variables": {f"x{n}": {"type": "int", "size": 28, "repr": str(n * 3)}}}
+             for n in range(1, 9)]
+    prompt = build_prompt(steps, "output", "full", target_code="x9 = 9 * 3\nx9")  # type: ignore[arg-type]
+    p = LocalPredictor(max_tokens=24)
+    try:
+        mine = asyncio.run(p.predict(PredictionRequest(
+            task="output", history=[], target_code="x9", prompt=prompt, session=None)))
+    finally:
+        asyncio.run(p.aclose())
+    assert mine.raw["response"]["choices"][0]["finish_reason"] == "stop"  # at </output>
+    assert mine.completion_tokens < 24
+    assert "<output>" not in mine.text and "</output>" not in mine.text
+
+    messages = [{"role": "system", "content": prompt.system},
+                {"role": "user", "content": prompt.user}]
+    vocab = Llama(model_path=str(default_model_path()), vocab_only=True, verbose=False)
+    # The GGUF's own chat template, as llama_cpp.server applies it to chat requests.
+    chat = Jinja2ChatFormatter(vocab.metadata["tokenizer.chat_template"], "<|im_end|>",
+                               "<|im_start|>")(messages=messages)  # type: ignore[arg-type]
+    body = {"prompt": chat.prompt + prompt.answer_open, "temperature": 0,
+            "repeat_penalty": 1.0, "max_tokens": 24, "stop": [prompt.answer_close, "<|im_end|>"]}
+    r = httpx.post(f"{llama_server}/v1/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["text"] == mine.text
+    assert r.json()["usage"]["prompt_tokens"] == mine.prompt_tokens
 
 
 async def test_a_caller_that_gives_up_frees_the_model_at_once():

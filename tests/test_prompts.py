@@ -89,17 +89,49 @@ def test_runtime_contexts_contain_the_state_and_none_does_not(task):
     none, full, curated = (prompt_for(steps, 8, task, c) for c in CONTEXTS)
     for text in REPRS:
         assert text not in none.system + none.user
-        assert text in full.suffix  # the state before the target, in the suffix
-    for name, entry in steps[7]["runtime_variables"].items():
-        assert f"{name}: {entry['type']}," in full.suffix
-    assert "2.3 MiB" in full.suffix and "shape (100, 3)" in full.suffix
-    assert "REPR_COUNTER_0" not in full.suffix  # the state *before the target*, not older
-    assert "<runtime_state" not in none.user
+        assert text in full.prefix  # each in the block of the cell that made it
+    assert "<runtime_state" not in none.user and "<state_changes>" not in none.user
     assert "REPR_TOTAL_1234.5" in curated.suffix
     assert state_json(curated.suffix)["total"]["repr"] == "REPR_TOTAL_1234.5"
     # Per-step time and memory: in each step's block in full only.
     assert full.prefix.count('time="12.3 ms" memory="117.7 MiB"') == 8
     assert 'time="' not in none.prefix + curated.prefix
+
+
+def cell_block(prompt_text: str, step: int) -> str:
+    match = re.search(rf'<cell step="{step}"[^>]*>\n(.*?)</cell>', prompt_text, re.DOTALL)
+    assert match, step
+    return match.group(1)
+
+
+def test_full_shows_each_cells_state_changes_so_the_latest_ones_make_the_state():
+    steps = session()
+    steps.insert(8, make_step(9, "del unused", "", {k: v for k, v in
+                                                    steps[7]["runtime_variables"].items()
+                                                    if k != "unused"}))
+    full = build_prompt(steps[:9], "next-cell", "full")
+    assert "<state_changes>" not in cell_block(full.prefix, 1)  # an import: no variable
+    assert "created df: DataFrame, 2.3 MiB, shape (100, 3), length 100\n  REPR_DF" in \
+        cell_block(full.prefix, 2)
+    third = cell_block(full.prefix, 3)
+    assert "created threshold: int, 28 B\n  REPR_THRESHOLD_42" in third
+    assert "created counter: int, 28 B\n  REPR_COUNTER_0" in third and "df" not in third
+    assert "<state_changes>" not in cell_block(full.prefix, 5)  # df.shape changes nothing
+    assert "changed counter: int, 28 B\n  REPR_COUNTER_1" in cell_block(full.prefix, 8)
+    assert "deleted unused\n</state_changes>" in cell_block(full.prefix, 9)
+    assert "latest value of each variable" in full.system
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_both_tasks_share_the_system_text_and_the_prefix(context):
+    steps = session()
+    for i in range(len(steps)):
+        output, nxt = prompt_for(steps, i, "output", context), prompt_for(steps, i, "next-cell",
+                                                                          context)
+        assert output.system == nxt.system == system_text(context)
+        assert output.prefix == nxt.prefix
+    assert (output.answer_open, output.answer_close) == ("<output>\n", "</output>")
+    assert (nxt.answer_open, nxt.answer_close) == ("<code>\n", "</code>")
 
 
 def test_curated_picks_read_and_recently_changed_variables_only():
@@ -144,7 +176,7 @@ def test_prefix_only_grows_and_system_is_fixed(task, context):
         assert before.dropped_steps == after.dropped_steps == 0
         assert after.prefix.startswith(before.prefix)
         assert len(after.prefix) > len(before.prefix)
-        assert after.system == before.system == system_text(task, context)
+        assert after.system == before.system == system_text(context)
     assert "no code fences" in prompts[0].system
     assert prompts[-1].suffix.endswith("Answer with its output only." if task == "output"
                                        else "Answer with the code only.")
@@ -159,20 +191,18 @@ def long_session(count: int, output_chars: int = 300) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("context", CONTEXTS)
-def test_oldest_cells_are_dropped_in_chunks_and_said_so(task, context):
+def test_oldest_cells_are_dropped_a_page_at_a_time_and_said_so(task, context):
     steps = long_session(300)
-    changes, dropped_seen = 0, []
-    previous = None
+    changes, previous, last_change = 0, None, 0
     for i in range(1, len(steps)):
         p = prompt_for(steps, i, task, context)
         assert len(p.system) + len(p.user) <= 24_000
         d = p.dropped_steps
-        assert d % 8 == 0, d
         if d:
             assert p.prefix.startswith(f"({d} earlier cells omitted to fit the context budget.)")
-            assert f'<cell step="{d}">' not in p.prefix and f'<cell step="{d + 1}"' in p.prefix
+            assert f'<cell step="{d}"' not in p.prefix and f'<cell step="{d + 1}"' in p.prefix
         else:
-            assert "omitted" not in p.prefix
+            assert "to fit the context budget" not in p.prefix
         assert f'<cell step="{i}"' in p.prefix  # the newest cell is always kept
         if previous is not None:
             assert d >= previous.dropped_steps
@@ -180,10 +210,30 @@ def test_oldest_cells_are_dropped_in_chunks_and_said_so(task, context):
                 assert p.prefix.startswith(previous.prefix)
             else:
                 changes += 1
-        dropped_seen.append(d)
+                # A cut keeps few cells: what must be read anew is a small part of the room.
+                assert len(p.prefix) < len(previous.prefix) / 2
+                # ... and the next cut waits until the room has filled up again.
+                shown = i - 1 - previous.dropped_steps
+                assert last_change == 0 or i - last_change >= shown // 2, (i, last_change)
+                last_change = i
         previous = p
-    assert dropped_seen[-1] > 200
-    assert changes == len(set(dropped_seen)) - 1 <= len(steps) // 8
+    assert previous.dropped_steps > 200
+    assert changes <= len(steps) // (4 if context == "full" else 8)
+
+
+def test_after_a_cut_full_opens_with_the_state_after_the_dropped_cells():
+    steps = long_session(60)
+    steps[0]["runtime_variables"]["made_once"] = var("REPR_MADE_BY_CELL_1")
+    for step in steps[1:]:
+        step["runtime_variables"]["made_once"] = steps[0]["runtime_variables"]["made_once"]
+    p = prompt_for(steps, 59, "output", "full")
+    d = p.dropped_steps
+    assert d > 1
+    opening = p.prefix[:p.prefix.index("Cells run so far")]
+    assert f"Runtime state after cell {d}: 31 variables" in opening
+    assert "made_once: int" in opening  # made by a dropped cell, never changed since
+    assert "REPR_MADE_BY_CELL_1" in opening
+    assert "REPR_MADE_BY_CELL_1" not in p.prefix[len(opening):]
 
 
 @pytest.mark.parametrize("budget", [3_000, 8_000, 24_000])
@@ -197,7 +247,8 @@ def test_never_over_budget_and_long_texts_are_cut_with_a_marker(budget, context)
         assert len(p.system) + len(p.user) <= budget
         assert "characters omitted ...]" in p.prefix  # the long code and output of cell 2
         if context == "full":
-            assert re.search(r"\(\d+ more variables not shown: no room\.\)", p.suffix)
+            assert re.search(r"\(\d+ more changed variables not shown: no room\.\)",
+                             p.prefix)
 
 
 @pytest.mark.parametrize("context", CONTEXTS)
@@ -206,7 +257,7 @@ def test_a_target_larger_than_the_budget_is_cut_and_the_instructions_kept(contex
     target = "\n".join(f"line_{i} = df.amount * {i}" for i in range(4_000))
     p = build_prompt(steps[:8], "output", context, target_code=target, budget_chars=6_000)
     assert len(p.system) + len(p.user) <= 6_000
-    assert p.system == system_text("output", context)
+    assert p.system == system_text(context)
     assert "line_0 = " in p.suffix and "line_3999 = " in p.suffix and "omitted ...]" in p.suffix
     assert p.suffix.endswith("Answer with its output only.")
 
@@ -341,7 +392,10 @@ def test_real_trajectory_prompts(recorded):
                     assert p.prefix.startswith(previous.prefix)
                 if context != "none" and i:
                     names = steps[i - 1]["runtime_variables"]
-                    assert all(f"{n}: " in p.suffix for n in names) if context == "full" \
+                    # full: every variable at its latest change, or in the state after
+                    # the dropped cells
+                    assert all(re.search(rf"(created |changed |\n){re.escape(n)}: ", p.prefix)
+                               for n in names) if context == "full" \
                         else set(state_json(p.suffix)) <= set(names)
                 previous = p
     target = next(s for s in steps if s["code"].startswith("states['area']"))

@@ -131,5 +131,6 @@ def prompt(args: argparse.Namespace) -> int:
     print(END_MARK)
     print(f"{len(built.system) + len(built.user)} characters: system {len(built.system)}, "
           f"cached prefix {len(built.prefix)}, suffix {len(built.suffix)}; "
-          f"{built.dropped_steps} earlier cells omitted", file=sys.stderr)
+          f"{built.dropped_steps} earlier cells omitted; the local model's reply is begun "
+          f"with {built.answer_open!r} and ends at {built.answer_close!r}", file=sys.stderr)
     return 0

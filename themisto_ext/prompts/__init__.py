@@ -29,6 +29,12 @@ class Prompt:
     suffix: str
     dropped_steps: int = 0
     """Oldest steps left out to fit the context budget (the prompt says so too)."""
+    answer_open: str = ""
+    answer_close: str = ""
+    """How the answer is delimited in the prompt's own format (``<output>`` ... ``</output>``).
+    A predictor that can begin the model's reply itself (llama.cpp) opens it with
+    ``answer_open`` and stops at ``answer_close``: a small model then answers in the format
+    of the many examples above instead of with prose."""
 
     @property
     def user(self) -> str:

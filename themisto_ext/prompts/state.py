@@ -139,15 +139,11 @@ def recent_changes(history: Sequence[Step], last: int = RECENT_STEPS) -> dict[st
     current = history[-1]["runtime_variables"]
     changes: dict[str, str] = {}
     for i in range(len(history) - 1, max(-1, len(history) - 1 - last), -1):
-        after = history[i]["runtime_variables"]
         before = history[i - 1]["runtime_variables"] if i > 0 else {}
-        for name, entry in after.items():
-            if name in changes or name not in current:
-                continue
-            if name not in before:
-                changes[name] = f"created by cell {history[i]['step']}"
-            elif _fingerprint(before[name]) != _fingerprint(entry):
-                changes[name] = f"changed by cell {history[i]['step']}"
+        changed, _ = state_changes(before, history[i]["runtime_variables"])
+        for kind, name in changed:
+            if name not in changes and name in current:
+                changes[name] = f"{kind} by cell {history[i]['step']}"
     return changes
 
 
@@ -276,3 +272,45 @@ def render_curated_state(history: Sequence[Step], target_code: str | None, budge
         return "\n".join([*lines, "</runtime_state>", "", ""])
 
     return _fit(render, len(names), max(map(len, reprs), default=0), budget)
+
+
+def state_changes(before: Mapping[str, Variable],
+                  after: Mapping[str, Variable]) -> tuple[list[tuple[str, str]], list[str]]:
+    """What one cell did to the state: ``(kind, name)`` for each variable it created or
+    changed, in the order of ``after``, and the names it deleted."""
+    changed = [("created" if name not in before else "changed", name)
+               for name, entry in after.items()
+               if name not in before or _fingerprint(before[name]) != _fingerprint(entry)]
+    return changed, [name for name in before if name not in after]
+
+
+def render_state_changes(before: Mapping[str, Variable], after: Mapping[str, Variable],
+                         budget: int) -> str:
+    """A cell's state changes: what it created or changed (type, size, repr) and deleted.
+
+    Shown inside each history cell, the changes of all cells add up to the state before
+    the target (each variable at its latest change), while every cell's text depends only
+    on that cell and the one before it: the prompt of the next step extends this one.
+    """
+    changed, deleted = state_changes(before, after)
+    if not changed and not deleted:
+        return ""
+    heads = [f"\n{kind} {name}: {_details(after[name])}" for kind, name in changed]
+    reprs = [str(after[name].get("repr", "")) for _, name in changed]
+    whole = [_indent(text) for text in reprs]
+    gone = "".join(f"\ndeleted {name}" for name in deleted)
+
+    def render(limit: int, shown: int) -> str:
+        parts = ["<state_changes>"]
+        for i in range(shown):
+            parts.append(heads[i])
+            if len(reprs[i]) <= limit:
+                parts.append(whole[i])
+            elif limit >= _MIN_REPR:
+                parts.append(_indent(clip(reprs[i], limit)))
+        if shown < len(changed):
+            parts.append(f"\n({len(changed) - shown} more changed variables not shown: "
+                         "no room.)")
+        return "".join([*parts, gone, "\n</state_changes>\n"])
+
+    return _fit(render, len(changed), max(map(len, reprs), default=0), budget)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -38,12 +38,15 @@ def _age(timestamp: str | None) -> float:
 
 class LivePredictions:
     def __init__(self, store: TrajectoryStore, events: EventBus, predictors: list[Predictor],
-                 contexts: Iterable[Context], budget_chars: int) -> None:
+                 contexts: Iterable[Context], budget_chars: int,
+                 budgets: Mapping[str, int] | None = None) -> None:
         self.store = store
         self.events = events
         self.predictors = predictors
         self.contexts: list[Context] = list(contexts)
         self.budget_chars = budget_chars
+        self.budgets = dict(budgets or {})
+        """Prompt budgets of particular predictors, by name (others get ``budget_chars``)."""
         self._histories: OrderedDict[str, list[Step]] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
         self._next_cell: dict[str, set[asyncio.Task[None]]] = {}
@@ -136,7 +139,8 @@ class LivePredictions:
             record = await predict(
                 predictor, history, task, context, trajectory_id=trajectory_id,
                 target_step=target_step, target_code=code,
-                session=f"{trajectory_id}:{task}:{context}", budget_chars=self.budget_chars,
+                session=f"{trajectory_id}:{context}",
+                budget_chars=self.budgets.get(predictor.name, self.budget_chars),
                 meta={"kernel_id": envelope["kernel_id"],
                       "notebook_path": envelope["notebook_path"], "cell_id": cell_id})
             if (record.get("error") or {}).get("type") == "PredictionSuperseded":
