@@ -88,9 +88,11 @@ def trace(starts: dict[int, float], ends: dict[int, float], arrivals: dict[str, 
 
 
 COLD_TOKENS = 2000
+COLD_BUDGET = 12_000
+"""Room for a 2,000-token prompt: the local model's live budget holds about 1,500 tokens."""
 
 
-async def cold_start(store_path: Path, budget: int) -> tuple[int, float]:
+async def cold_start(store_path: Path, budget: int = COLD_BUDGET) -> tuple[int, float]:
     """The first output prediction of a new session whose prompt has ~2,000 tokens: the
     recorded trajectory's first step with such a prompt, on a loaded model with no cache."""
     store = SQLiteStore(store_path)
@@ -151,7 +153,7 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int,
         finally:
             stop.set()
             server.stop()
-        cold_tokens, cold_seconds = asyncio.run(cold_start(server.store, budget))
+        cold_tokens, cold_seconds = asyncio.run(cold_start(server.store))
     if verbose:
         trace(starts, ends, arrivals, records)
     latency = {n: arrivals["prediction"][n] - starts[n] for n in starts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import sys
@@ -397,3 +398,23 @@ async def test_a_caller_that_gives_up_frees_the_model_at_once():
         assert waited < full_time / 2, (waited, full_time)
     finally:
         await long_answer.aclose()
+
+
+def test_prompts_are_evaluated_on_the_cores_other_processes_leave_free(monkeypatch):
+    cores = len(os.sched_getaffinity(0))
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+               for _ in range(cores - 1)]
+    try:
+        time.sleep(0.5)
+        busy = local.free_cores(cores)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    assert busy == 1  # every other core is taken: one thread, no waiting on barriers
+    assert 1 <= local.free_cores(cores) <= cores
+
+    def no_affinity(pid: int) -> set[int]:
+        raise AttributeError("not on this platform")
+    monkeypatch.setattr(local.os, "sched_getaffinity", no_affinity)
+    assert local.free_cores(2) == 2  # cannot tell: as configured
