@@ -183,7 +183,7 @@ def show(label: str, r: dict[str, object]) -> None:
           f"({r['failed']} failed, the rest superseded before the model got to them, counted "
           "as never ready); "
           "cell start -> output "
-          f"prediction, cells after the first five: p50 {r['p50']:.2f} s, p95 {r['p95']:.2f} s "
+          f"prediction, cells after the first five: p50 {r['p50']:.3f} s, p95 {r['p95']:.3f} s "
           f"(targets 0.5 s / 1.5 s); first cell {r['first']:.2f} s ({r['first_tokens']}-token "
           f"prompt); cold start of a session with a {r['cold_tokens']}-token prompt "
           f"{r['cold']:.2f} s; ready before the real result for "

@@ -178,8 +178,8 @@ def test_prefix_only_grows_and_system_is_fixed(task, context):
         assert len(after.prefix) > len(before.prefix)
         assert after.system == before.system == system_text(context)
     assert "no code fences" in prompts[0].system
-    assert prompts[-1].suffix.endswith("Answer with its output only." if task == "output"
-                                       else "Answer with the code only.")
+    assert prompts[-1].suffix.endswith("What will this cell display?" if task == "output"
+                                       else "What is the code of the next cell?")
 
 
 def long_session(count: int, output_chars: int = 300) -> list[dict[str, Any]]:
@@ -259,7 +259,7 @@ def test_a_target_larger_than_the_budget_is_cut_and_the_instructions_kept(contex
     assert len(p.system) + len(p.user) <= 6_000
     assert p.system == system_text(context)
     assert "line_0 = " in p.suffix and "line_3999 = " in p.suffix and "omitted ...]" in p.suffix
-    assert p.suffix.endswith("Answer with its output only.")
+    assert p.suffix.endswith("What will this cell display?")
 
 
 def test_prompts_never_see_the_target():

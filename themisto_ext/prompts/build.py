@@ -70,9 +70,9 @@ _ANSWERS = (
     "Reply with the answer only: no code fences, no explanations, no prose."
 )
 _QUESTION: dict[Task, str] = {
-    "output": "What will this cell display? Answer with its output only.",
-    "next-cell": "What is the code of the next cell the person will run? "
-                 "Answer with the code only.",
+    # Short: it is read anew for every prediction; how to answer is in the system text.
+    "output": "What will this cell display?",
+    "next-cell": "What is the code of the next cell?",
 }
 _ANSWER_TAGS: dict[Task, tuple[str, str]] = {
     "output": ("<output>\n", "</output>"),
