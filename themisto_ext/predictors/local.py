@@ -303,8 +303,7 @@ class _Engine:
         choice = completion["choices"][0]
         return {**completion, "object": "chat.completion", "choices": [{
             "index": 0, "message": {"role": "assistant", "content": choice["text"]},
-            "finish_reason": choice["finish_reason"]}],
-            "answer_open": prompt.answer_open}
+            "finish_reason": choice["finish_reason"]}]}
 
     def _switch_to(self, llm: Llama, session: str | None) -> None:
         """Park the live session's KV state and bring back the requested session's, if kept.
@@ -485,7 +484,8 @@ class _Worker:
 class LocalPredictor:
     """A Predictor backed by llama.cpp in this process; see the module docstring.
 
-    ``n_threads`` evaluate the prompt, the bulk of the work. Generation, one token at a time,
+    Up to ``n_threads`` evaluate the prompt, the bulk of the work: as many as other processes
+    leave cores free (see ``free_cores``). Generation, one token at a time,
     uses ``n_threads_decode``: for the 135M model one thread decodes as fast as two on an
     idle machine, and two collapse (~100 -> ~1 token/s, measured) as soon as another process,
     such as the kernel running the cell, keeps the cores busy.

@@ -202,31 +202,40 @@ def _indent(text: str) -> str:
     return "".join("\n  " + line for line in text.splitlines())
 
 
-def render_full_state(history: Sequence[Step], budget: int) -> str:
-    """Every variable of the state before the target: name, type, size, shape, repr."""
-    variables: Mapping[str, Variable] = history[-1]["runtime_variables"] if history else {}
-    names = list(variables)
-    where = _where(history)
+def _fit_listing(heads: Sequence[str], reprs: Sequence[str], budget: int,
+                 frame: Callable[[str, int], str]) -> str:
+    """Variables one per line with their repr indented below, fitted to ``budget``:
+    ``frame(listing, left_out)`` wraps the listing and says how many were left out."""
     # Rendered once: the fitting search re-renders only the reprs it cuts.
-    heads = [f"\n{name}: {_details(variables[name])}" for name in names]
-    reprs = [str(variables[name].get("repr", "")) for name in names]
     whole = [_indent(text) for text in reprs]
 
     def render(limit: int, shown: int) -> str:
-        parts = ["<runtime_state>\n"
-                 f"Runtime state {where}: {len(names)} variables "
-                 "(name: type, size, shape, length; repr indented below)."]
+        parts = []
         for i in range(shown):
             parts.append(heads[i])
             if len(reprs[i]) <= limit:
                 parts.append(whole[i])
             elif limit >= _MIN_REPR:
                 parts.append(_indent(clip(reprs[i], limit)))
-        if shown < len(names):
-            parts.append(f"\n({len(names) - shown} more variables not shown: no room.)")
-        return "".join([*parts, "\n</runtime_state>\n\n"])
+        return frame("".join(parts), len(heads) - shown)
 
-    return _fit(render, len(names), max(map(len, reprs), default=0), budget)
+    return _fit(render, len(heads), max(map(len, reprs), default=0), budget)
+
+
+def render_full_state(history: Sequence[Step], budget: int) -> str:
+    """Every variable of the state before the target: name, type, size, shape, repr."""
+    variables: Mapping[str, Variable] = history[-1]["runtime_variables"] if history else {}
+    names = list(variables)
+    opening = (f"<runtime_state>\nRuntime state {_where(history)}: {len(names)} variables "
+               "(name: type, size, shape, length; repr indented below).")
+
+    def frame(listing: str, left_out: int) -> str:
+        missing = f"\n({left_out} more variables not shown: no room.)" if left_out else ""
+        return f"{opening}{listing}{missing}\n</runtime_state>\n\n"
+
+    return _fit_listing([f"\n{name}: {_details(variables[name])}" for name in names],
+                        [str(variables[name].get("repr", "")) for name in names], budget,
+                        frame)
 
 
 def render_curated_state(history: Sequence[Step], target_code: str | None, budget: int) -> str:
@@ -295,22 +304,13 @@ def render_state_changes(before: Mapping[str, Variable], after: Mapping[str, Var
     changed, deleted = state_changes(before, after)
     if not changed and not deleted:
         return ""
-    heads = [f"\n{kind} {name}: {_details(after[name])}" for kind, name in changed]
-    reprs = [str(after[name].get("repr", "")) for _, name in changed]
-    whole = [_indent(text) for text in reprs]
     gone = "".join(f"\ndeleted {name}" for name in deleted)
 
-    def render(limit: int, shown: int) -> str:
-        parts = ["<state_changes>"]
-        for i in range(shown):
-            parts.append(heads[i])
-            if len(reprs[i]) <= limit:
-                parts.append(whole[i])
-            elif limit >= _MIN_REPR:
-                parts.append(_indent(clip(reprs[i], limit)))
-        if shown < len(changed):
-            parts.append(f"\n({len(changed) - shown} more changed variables not shown: "
-                         "no room.)")
-        return "".join([*parts, gone, "\n</state_changes>\n"])
+    def frame(listing: str, left_out: int) -> str:
+        missing = f"\n({left_out} more changed variables not shown: no room.)" \
+            if left_out else ""
+        return f"<state_changes>{listing}{missing}{gone}\n</state_changes>\n"
 
-    return _fit(render, len(changed), max(map(len, reprs), default=0), budget)
+    return _fit_listing([f"\n{kind} {name}: {_details(after[name])}" for kind, name in changed],
+                        [str(after[name].get("repr", "")) for _, name in changed], budget,
+                        frame)
