@@ -49,13 +49,21 @@ def is_numpy_array(obj: Any) -> bool:
     return type(obj) is ndarray_type()
 
 
+_pandas_classes: tuple[Any, dict[int, str]] = (None, {})
+
+
 def pandas_kind(obj: Any) -> str | None:
     """``DataFrame``, ``Series`` or an index kind for pandas' own classes (not subclasses)."""
-    tp = type(obj)
-    for name in _PANDAS:
-        if module_attribute("pandas", name) is tp:
-            return name
-    return None
+    global _pandas_classes
+    module = sys.modules.get("pandas")
+    if module is None:
+        return None
+    if _pandas_classes[0] is not module or len(_pandas_classes[1]) < len(_PANDAS):
+        # (looked up again while pandas is still being imported)
+        found = {name: module_attribute("pandas", name) for name in _PANDAS}
+        _pandas_classes = (module, {id(cls): name for name, cls in found.items()
+                                    if isinstance(cls, type)})
+    return _pandas_classes[1].get(id(type(obj)))
 
 
 def is_pandas(obj: Any) -> bool:

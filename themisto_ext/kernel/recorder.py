@@ -256,10 +256,12 @@ class Recorder:
     def _measure_step(self, cell: dict[str, Any], result: Any, t_end: float) -> dict[str, Any]:
         """Everything about the step except its outputs, which are still being flushed."""
         code = cell["code"]
-        try:
-            python = self.shell.transform_cell(code)
-        except Exception:
-            python = None
+        python: str | None = code  # IPython only rewrites magics, shell escapes and help
+        if any(mark in code for mark in "%!?"):
+            try:
+                python = self.shell.transform_cell(code)
+            except Exception:
+                python = None
         if self.settings.redact and "env" in code:  # os.environ, %env, load_dotenv...
             self.redactor.learn(environment_secrets(self.redactor.name_is_secret))
         variables, hash_index = self.snapshotter.take(

@@ -39,11 +39,24 @@ PENDING = "<pending: snapshot budget used up; measured at a later cell>"
 _FORK_ALLOWANCE = 0.05  # seconds a child gets beyond one value's budget to start up
 
 
+_bookkeeping: dict[str, bool] = {}  # name -> IPython's own (_i12, _12...), remembered
+
+
+def _ipython_name(name: str) -> bool:
+    found = _bookkeeping.get(name)
+    if found is None:
+        found = name in _IPYTHON_NAMES or bool(_IPYTHON_PATTERN.match(name))
+        if len(_bookkeeping) > 100_000:
+            _bookkeeping.clear()
+        _bookkeeping[name] = found
+    return found
+
+
 def user_variables(user_ns: dict[str, Any], hidden: dict[str, Any]) -> list[tuple[str, Any]]:
     """The user's own variables: not IPython's bookkeeping, not modules."""
     found = []
     for name, value in list(dict.items(user_ns)):
-        if type(name) is not str or name in _IPYTHON_NAMES or _IPYTHON_PATTERN.match(name):
+        if type(name) is not str or _ipython_name(name):
             continue
         if name in hidden and hidden[name] is value:
             continue
