@@ -11,6 +11,7 @@ from tempfile import mkdtemp
 from jupyterlab.galata import configure_jupyter_server
 
 configure_jupyter_server(c)  # noqa: F821
+c.ServerApp.port = int(os.environ.get("THEMISTO_UI_PORT", "8888"))  # noqa: F821
 
 # configure_jupyter_server sets c.ServerApp.root_dir to a new temporary folder
 # (or to $JUPYTERLAB_GALATA_ROOT_DIR when set): notebooks created by the tests go there.

@@ -6,6 +6,11 @@
  */
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 
+// The server's port: THEMISTO_UI_PORT (default 8888), so two work trees can
+// run the UI tests at once. jupyter_server_test_config.py reads the same.
+const port = process.env.THEMISTO_UI_PORT || '8888';
+const baseURL = `http://localhost:${port}`;
+
 module.exports = {
   ...baseConfig,
   // Never open/serve the HTML report: it would block a non-interactive run.
@@ -22,6 +27,7 @@ module.exports = {
   ],
   use: {
     ...baseConfig.use,
+    baseURL,
     headless: true,
     launchOptions: {
       executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
@@ -38,7 +44,7 @@ module.exports = {
   },
   webServer: {
     command: 'jlpm start',
-    url: 'http://localhost:8888/lab',
+    url: `${baseURL}/lab`,
     timeout: 120 * 1000,
     reuseExistingServer: !process.env.CI
   }
