@@ -227,6 +227,24 @@ describe('ThemistoLive', () => {
     live.dispose();
   });
 
+  it('keeps a switch heard of while the kernel state was being read', async () => {
+    const api = new FakeClient();
+    let answer: (model: IKernelRecording) => void = () => undefined;
+    jest
+      .spyOn(api, 'getKernel')
+      .mockImplementationOnce(() => new Promise(resolve => (answer = resolve)));
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({ client: api, tracker: t });
+    show(panel('a.ipynb', 'k1'));
+    await api.setRecording('k1', false);
+    // The read was sent before the switch, and answers after it.
+    answer({ kernel_id: 'k1', recording: true, trajectory_id: 't1', steps: 7 });
+    await flush();
+    expect(live.current?.recording).toBe(false);
+    expect(live.current?.stepCount).toBe(7);
+    live.dispose();
+  });
+
   it('keeps the reason a kernel state could not be read, and reads it again on demand', async () => {
     const api = new FakeClient();
     const failing = jest

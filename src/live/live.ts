@@ -247,6 +247,9 @@ export class ThemistoLive implements IThemistoLive {
       // Connected (again): catch up on what happened while not listening.
       void this._sync(store, kernelId);
     } else {
+      if (event.type === 'recording') {
+        this._recordingNews(event.kernel_id);
+      }
       store.apply(event);
     }
     this._eventReceived.emit({ store, event });
@@ -298,10 +301,18 @@ export class ThemistoLive implements IThemistoLive {
     if (!kernelId) {
       return;
     }
+    const news = this._recordingNews(kernelId, 0);
     try {
       const model = await this._client.getKernel(kernelId);
-      if (store.kernelId === kernelId) {
+      if (store.kernelId !== kernelId) {
+        return;
+      }
+      if (this._recordingNews(kernelId, 0) === news) {
         store.applyKernel(model);
+      } else if (model.trajectory_id !== null) {
+        // A switch landed while the request was out: its state is newer
+        // than this reply's; only the step count is still news.
+        store.noteStepCount(model.trajectory_id, model.steps);
       }
     } catch (error) {
       if (store.kernelId === kernelId) {
@@ -317,6 +328,7 @@ export class ThemistoLive implements IThemistoLive {
     client: IThemistoClient,
     model: IKernelRecording
   ): void {
+    this._recordingNews(model.kernel_id);
     for (const store of this._stores.values()) {
       if (store.kernelId === model.kernel_id) {
         store.applyKernel(model);
@@ -324,7 +336,19 @@ export class ThemistoLive implements IThemistoLive {
     }
   }
 
+  /**
+   * Count (by `step`, default 1) the recording switches heard of for a
+   * kernel, from the stream or from this page; returns the count. A kernel
+   * state read while the count moved is older than what was heard.
+   */
+  private _recordingNews(kernelId: string, step = 1): number {
+    const count = (this._news.get(kernelId) ?? 0) + step;
+    this._news.set(kernelId, count);
+    return count;
+  }
+
   private _client: IThemistoClient;
+  private _news = new Map<string, number>();
   private _tracker: INotebookTracker;
   private _panel: NotebookPanel | null = null;
   private _current: NotebookLive | null = null;
