@@ -4,7 +4,7 @@
  *
  * This module has no JupyterLab dependency so it can be unit tested.
  */
-import { ISignal, Signal } from '@lumino/signaling';
+import { type ISignal, Signal } from '@lumino/signaling';
 
 import type { ICombo } from './live/types';
 import type { IPredictionOptions, IPredictionSettings } from './tokens';

@@ -3,7 +3,7 @@
  * predictors, trajectories, steps, predictions, export and the event stream.
  */
 import { ServerConnection } from '@jupyterlab/services';
-import { ISignal, Signal } from '@lumino/signaling';
+import { type ISignal, Signal } from '@lumino/signaling';
 
 import type { IThemistoClient } from '../tokens';
 import { ThemistoApiError } from './errors';
@@ -26,7 +26,7 @@ import {
   toTrajectorySummaries
 } from './parse';
 import type { LivePrediction, LiveStep, Prediction } from './records';
-import { apiJson, apiRequest, apiUrl, Query } from './request';
+import { apiJson, apiRequest, apiUrl, type Query } from './request';
 
 export { ThemistoApiError } from './errors';
 export { API_NAMESPACE } from './request';

@@ -3,7 +3,7 @@
  * stream, reads the history it missed, and keeps one store per notebook.
  */
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { ISignal, Signal } from '@lumino/signaling';
+import { type ISignal, Signal } from '@lumino/signaling';
 
 import { ThemistoApiError } from '../api/errors';
 import type { IKernelRecording, IPredictorsInfo } from '../api/model';

@@ -7,7 +7,7 @@
  * latest steps and prediction targets are kept whole, scores are folded into
  * running means, and score series are capped.
  */
-import { ISignal, Signal } from '@lumino/signaling';
+import { type ISignal, Signal } from '@lumino/signaling';
 
 import type { IKernelRecording } from '../api/model';
 import type {

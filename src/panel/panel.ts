@@ -21,13 +21,13 @@ import type {
   IThemistoLive
 } from '../tokens';
 import { h } from './dom';
-import { headerKey, headerView, IHeaderState } from './header';
+import { headerKey, headerView, type IHeaderState } from './header';
 import { plotView } from './plotview';
 import { VariablesView } from './variables';
 import {
   comboLabel,
-  ICardActions,
-  IPromptActions,
+  type ICardActions,
+  type IPromptActions,
   nextCellCard,
   outputCard,
   scoreboard

@@ -8,7 +8,7 @@ import type { ScoreName } from '../api/model';
 import type { PredictionTask } from '../api/records';
 import { SCORE_LABELS } from '../live/scores';
 import { h } from './dom';
-import { IPlotSeries, scorePlot } from './plot';
+import { type IPlotSeries, scorePlot } from './plot';
 
 /**
  * What the plot shows and how to change it.

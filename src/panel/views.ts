@@ -12,7 +12,7 @@ import {
   SHORT_SCORE
 } from '../live/scores';
 import type { ICombo, IPredictionSlot, IScoreRow } from '../live/types';
-import { diffText, IDiffResult, IDiffSegment } from './diff';
+import { diffText, type IDiffResult, type IDiffSegment } from './diff';
 import { button, h } from './dom';
 
 export { comboLabel, SHORT_SCORE } from '../live/scores';

@@ -16,7 +16,7 @@ import {
   formatStatusLabel,
   formatStatusTitle,
   statusDataset,
-  StatusView
+  type StatusView
 } from './format';
 
 /**
