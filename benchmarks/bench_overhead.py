@@ -30,13 +30,13 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
 from fake_llm import FakeLLM  # noqa: E402
 from sample_speed import write_trajectories  # noqa: E402
 
-from themisto_ext.benchmark.run import (  # noqa: E402
+from themisto_ext.evaluation.run import (  # noqa: E402
     RESULTS_FILE,
     BenchConfig,
     load_results,
     run_bench,
 )
-from themisto_ext.benchmark.sample import sample, write_examples  # noqa: E402
+from themisto_ext.evaluation.sample import sample, write_examples  # noqa: E402
 
 TARGET_MS = 5.0
 CONTEXTS = ["none", "full", "curated"]

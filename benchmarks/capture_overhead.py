@@ -21,8 +21,8 @@ import nbformat
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
+from themisto_ext.contract import AUTOLOAD_ARG
 from themisto_ext.replay import recording_env
-from themisto_ext.server.provisioner import AUTOLOAD_ARG
 
 SETUP = """
 import numpy as np, pandas as pd

@@ -28,9 +28,9 @@ import nbformat
 from jupyter_client import BlockingKernelClient
 from server_api import Server, stream_events
 
-from themisto_ext.predictors.base import PredictionRequest
-from themisto_ext.predictors.local import LocalPredictor
-from themisto_ext.prompts.build import build_prompt
+from themisto_ext.prediction.clients.base import PredictionRequest
+from themisto_ext.prediction.clients.local import LocalPredictor
+from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.server.app import ThemistoExtension
 from themisto_ext.store import SQLiteStore
 

@@ -24,9 +24,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from themisto_ext.predictors.base import PredictionRequest
-from themisto_ext.predictors.local import LocalPredictor
-from themisto_ext.prompts import Prompt
+from themisto_ext.prediction.clients.base import PredictionRequest
+from themisto_ext.prediction.clients.local import LocalPredictor
+from themisto_ext.prediction.prompts import Prompt
 
 SYSTEM = (
     "You simulate a Jupyter kernel. Below are the cells this notebook executed, in order, "

@@ -1,4 +1,4 @@
-"""Speed of themisto_ext.metrics against the packages it reimplements.
+"""Speed of themisto_ext.prediction.metrics against the packages it reimplements.
 
 Scores seeded prediction/reference pairs of code and cell-output text (each text 1-5 kB)
 with ``score_many`` and with sacrebleu's ``CHRF`` plus rouge-score's ``rougeL`` (and a
@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from themisto_ext.metrics import score, score_many
+from themisto_ext.prediction.metrics import score, score_many
 
 NAMES = ["df", "data", "model", "X_train", "y_test", "scores", "result", "ages", "counts", "arr"]
 CALLS = ["fit", "predict", "groupby", "mean", "describe", "head", "merge", "apply", "plot"]
@@ -136,7 +136,8 @@ def main() -> None:
     wall, cpu = time.perf_counter(), time.process_time()
     ours = score_many(predictions, references)
     ours_wall, ours_cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(f"themisto_ext.metrics.score_many: {ours_wall:8.2f} s wall {ours_cpu:8.2f} s CPU")
+    print(f"themisto_ext.prediction.metrics.score_many: {ours_wall:8.2f} s wall "
+          f"{ours_cpu:8.2f} s CPU")
 
     sample = pairs[: args.reference_pairs] if args.reference_pairs else pairs
     wall, cpu = time.perf_counter(), time.process_time()

@@ -19,8 +19,8 @@ import sys
 import time
 from typing import Any
 
-from themisto_ext.prompts import CONTEXTS, TASKS
-from themisto_ext.prompts.build import build_prompt
+from themisto_ext.prediction.prompts import CONTEXTS, TASKS
+from themisto_ext.prediction.prompts.build import build_prompt
 
 TARGET_MS = 20.0
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from themisto_ext.benchmark.sample import MIN_PRIOR, sample, write_examples
+from themisto_ext.evaluation.sample import MIN_PRIOR, sample, write_examples
 
 TARGET_S = 5.0
 WORDS = ["df", "x", "np.mean", "print", "plt.plot", "model.fit", "data", "groupby", "sum",

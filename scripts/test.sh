@@ -19,6 +19,7 @@ suite() {
 }
 
 suite "ruff" ruff check themisto_ext tests benchmarks ui-tests/jupyter_server_test_config.py
+suite "mypy" mypy
 suite "front-end lint" jlpm lint:check
 suite "records types" jlpm gen:records --check
 suite "jest" jlpm jest --ci --json --outputFile="$REPORTS/jest.json"

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from contract import ApiContract, check_response
 from jupyter_client.manager import KernelManager
+from tornado.httpclient import HTTPClientError
 
-from themisto_ext.kernel.settings import SETTINGS_ENV, CaptureSettings
-from themisto_ext.paths import JOURNAL_DIR_ENV
+from themisto_ext.contract import AUTOLOAD_ARG, CAPTURE_ENV, JOURNAL_DIR_ENV, CaptureSettings
 from themisto_ext.replay import recording_env
-from themisto_ext.server.provisioner import AUTOLOAD_ARG
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = (ROOT.parent / "shared" / "data" / "notebooks").resolve()
@@ -84,7 +84,7 @@ def themisto_config(store_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Server config with the extension on a temporary store; ``**settings`` add traits."""
     # The extension exports these to the kernels it launches: undo that after each test.
     monkeypatch.setenv(JOURNAL_DIR_ENV, "")
-    monkeypatch.setenv(SETTINGS_ENV, "")
+    monkeypatch.setenv(CAPTURE_ENV, "")
 
     def config(**settings: object) -> dict:
         # baseline unless a test says otherwise: deterministic, and no model to load
@@ -93,3 +93,26 @@ def themisto_config(store_path: Path, monkeypatch: pytest.MonkeyPatch):
                                       "predictors": ["baseline"], **settings}}
 
     return config
+
+
+@pytest.fixture
+def api_contract() -> ApiContract:
+    return ApiContract()
+
+
+@pytest.fixture
+def jp_fetch(jp_fetch, api_contract: ApiContract):
+    """pytest-jupyter's ``jp_fetch``, with every themisto response checked against
+    docs/openapi.yaml and the record schemas."""
+
+    async def fetch(*parts: str, **kwargs: Any) -> Any:
+        try:
+            response = await jp_fetch(*parts, **kwargs)
+        except HTTPClientError as exc:
+            if exc.response is not None:
+                check_response(api_contract, exc.response)
+            raise
+        check_response(api_contract, response)
+        return response
+
+    return fetch

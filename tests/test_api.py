@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 import yaml
 from conftest import ROOT
+from contract import check_response, parse_sse
 from test_store import start, step
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
@@ -23,8 +25,9 @@ def jp_server_config(themisto_config) -> dict:
 
 
 @pytest.fixture
-def api(jp_serverapp, http_server_client, jp_base_url, jp_auth_header):
-    """Plain HTTP against the running server, with the test token."""
+def api(jp_serverapp, http_server_client, jp_base_url, jp_auth_header, api_contract):
+    """Plain HTTP against the running server, with the test token; every answer is checked
+    against docs/openapi.yaml."""
     base = http_server_client.get_url(f"{jp_base_url}themisto/api")
 
     async def call(path: str = "", method: str = "GET", query: list | None = None,
@@ -33,14 +36,17 @@ def api(jp_serverapp, http_server_client, jp_base_url, jp_auth_header):
         headers = dict(jp_auth_header) if auth else {}
         request = HTTPRequest(url, method=method, body=body, headers=headers,
                               allow_nonstandard_methods=True, **kwargs)
-        return await AsyncHTTPClient().fetch(request, raise_error=False)
+        response = await AsyncHTTPClient().fetch(request, raise_error=False)
+        if response.code != 599:  # 599: the test itself cancelled a stream
+            check_response(api_contract, response)
+        return response
 
     return call
 
 
 async def seed(jp_serverapp, trajectories: dict[str, int], notebook: str = "nb.ipynb") -> None:
     """Trajectories written through kernel journals, then ingested as the server does."""
-    app = jp_serverapp.web_app.settings["themisto_ext"]
+    app = jp_serverapp.web_app.settings["themisto"]
     for n, (tid, count) in enumerate(trajectories.items()):
         writer = JournalWriter(Path(app.journal_dir), f"k{n}", tid)
         record = start(tid, f"k{n}", f"2026-01-0{n + 1}T00:00:00+00:00")
@@ -49,6 +55,18 @@ async def seed(jp_serverapp, trajectories: dict[str, int], notebook: str = "nb.i
             writer.append(step(tid, i))
         writer.close()
     await app.ingest_now()
+
+
+def predicted(trajectory_id: str, target_step: int) -> dict:
+    """A stored prediction record, as live predictions save them."""
+    return {"id": f"p-{trajectory_id}-{target_step}", "trajectory_id": trajectory_id,
+            "kernel_id": "k0", "notebook_path": "nb.ipynb", "cell_id": None,
+            "task": "output", "context": "full", "predictor": "baseline", "model": "baseline",
+            "target_step": target_step, "created_at": "2026-01-01T00:00:00.000+00:00",
+            "latency": 0.01, "prompt_tokens": None, "completion_tokens": None,
+            "cached_tokens": None, "prefix_reused": None,
+            "prompt": {"system": "s", "user": "u"}, "dropped_steps": 0, "raw": "1",
+            "answer": "1", "error": None, "reference": None, "scores": None}
 
 
 def body(response) -> dict:
@@ -151,7 +169,8 @@ async def test_nothing_is_served_without_authentication(api, jp_serverapp):
     assert (await api("trajectories/t1")).code == 200  # nothing was deleted
 
 
-async def test_live_stream_pushes_steps_from_a_real_kernel(api, jp_fetch, jp_serverapp):
+async def test_live_stream_pushes_steps_from_a_real_kernel(api, jp_fetch, jp_serverapp,
+                                                           api_contract):
     from test_server import start_kernel
 
     kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
@@ -160,13 +179,7 @@ async def test_live_stream_pushes_steps_from_a_real_kernel(api, jp_fetch, jp_ser
 
     def on_chunk(chunk: bytes) -> None:
         buffer.extend(chunk)
-        while b"\n\n" in buffer:
-            block, _, rest = bytes(buffer).partition(b"\n\n")
-            buffer[:] = rest
-            fields = dict(line.split(": ", 1) for line in block.decode().splitlines()
-                          if ": " in line and not line.startswith(":"))
-            if "event" in fields:
-                events.append((fields["event"], json.loads(fields["data"])))
+        events.extend(parse_sse(buffer, api_contract))
 
     stream = asyncio.ensure_future(api("events", query=[("kernel", kernel_id)],
                                        streaming_callback=on_chunk, request_timeout=60))
@@ -197,8 +210,7 @@ def documented_routes() -> set[tuple[str, str]]:
 def test_openapi_documents_every_route_and_only_those():
     served = set()
     for pattern, handler in routes():
-        path = pattern.replace("(?P<trajectory_id>[0-9A-Za-z_\\-]+)", "{trajectory_id}")
-        path = path.replace("(?P<kernel_id>[\\w\\-\\.]+)", "{kernel_id}").rstrip("/")
+        path = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern).rstrip("/")
         for method in ("GET", "PUT", "POST", "DELETE", "PATCH"):
             if method.lower() in vars(handler):
                 served.add((path, method))
@@ -206,7 +218,9 @@ def test_openapi_documents_every_route_and_only_those():
 
 
 async def test_every_documented_route_answers_as_documented(api, jp_serverapp):
-    await seed(jp_serverapp, {"d1": 2})
+    await seed(jp_serverapp, {"d1": 2, "p1": 1})
+    prediction = predicted("p1", 2)  # of a trajectory the DELETE below leaves alone
+    jp_serverapp.web_app.settings["themisto"].store.save_prediction(prediction)
     spec = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
     exercised = set()
     for path, item in spec["paths"].items():
@@ -214,6 +228,8 @@ async def test_every_documented_route_answers_as_documented(api, jp_serverapp):
             if method == "parameters":
                 continue
             concrete = path.replace("{trajectory_id}", "d1").replace("{kernel_id}", "k0")
+            concrete = concrete.replace("{prediction_id}", prediction["id"])
+            expected = {"/themisto/api/predictions/{prediction_id}": 200}.get(path)
             concrete = concrete.removeprefix("/themisto/api").lstrip("/")
             query = [("all", "true")] if concrete == "export" else None
             payload = {"put": json.dumps({"recording": True}),
@@ -231,6 +247,7 @@ async def test_every_documented_route_answers_as_documented(api, jp_serverapp):
                 status = (await api(concrete, method=method.upper(), query=query,
                                     body=payload)).code
             assert str(status) in operation["responses"], (path, method, status)
+            assert expected in (None, status), (path, method, status)
             exercised.add((path, method.upper()))
             if method == "delete":
                 await seed(jp_serverapp, {"d1": 2})

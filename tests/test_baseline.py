@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from themisto_ext.predictors.base import PredictionRequest
-from themisto_ext.predictors.baseline import BaselinePredictor
-from themisto_ext.prompts import Prompt, Task
+from themisto_ext.prediction.clients.base import PredictionRequest
+from themisto_ext.prediction.clients.baseline import BaselinePredictor
+from themisto_ext.prediction.prompts import Prompt, Task
 from themisto_ext.trajectory import validate_step
 
 FRAME_REPR = "        age  income\n0        23   41000\n...\n[100000 rows x 2 columns]"

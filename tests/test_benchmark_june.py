@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from themisto_ext.benchmark.june import COLUMNS, EMPTY_STATE_HASH, read_june, trajectory_id
 from themisto_ext.cli.main import main
+from themisto_ext.evaluation.june import COLUMNS, EMPTY_STATE_HASH, read_june, trajectory_id
 from themisto_ext.trajectory import file_problems, read_steps
 
 T0 = "2024-03-01 10:00:"

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from themisto_ext.benchmark.report import derived_seed
-from themisto_ext.benchmark.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap
 from themisto_ext.cli.main import main
+from themisto_ext.evaluation.report import derived_seed
+from themisto_ext.evaluation.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap
 
 METRICS = ("exact_match", "rouge_l", "chrf")
 IDS = [f"e{i:02d}" for i in range(40)]

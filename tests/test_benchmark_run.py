@@ -17,18 +17,18 @@ import pytest
 from conftest import ROOT, shared_notebooks
 from fake_llm import FakeLLM, error, ok
 
-from themisto_ext.benchmark.run import (
+from themisto_ext.cli.main import main
+from themisto_ext.cli.predictions import END_MARK, SYSTEM_MARK, USER_MARK
+from themisto_ext.evaluation.run import (
     RESULTS_FILE,
     SUMMARY_FILE,
     BenchConfig,
     load_results,
     run_bench,
 )
-from themisto_ext.benchmark.sample import read_examples, sample, write_examples
-from themisto_ext.cli.main import main
-from themisto_ext.cli.predictions import END_MARK, SYSTEM_MARK, USER_MARK
-from themisto_ext.metrics import score
-from themisto_ext.prompts.build import build_prompt
+from themisto_ext.evaluation.sample import read_examples, sample, write_examples
+from themisto_ext.prediction.metrics import score
+from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.replay import record_notebook
 from themisto_ext.store import SQLiteStore
 from themisto_ext.trajectory import write_steps

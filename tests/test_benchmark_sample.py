@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from themisto_ext.benchmark.sample import (
+from themisto_ext.cli.main import main
+from themisto_ext.evaluation.sample import (
     SampleInputError,
     read_examples,
     sample,
     split_counts,
 )
-from themisto_ext.cli.main import main
 
 
 def step(tid: str, number: int, code: str = "x = 1", output: str = "1",

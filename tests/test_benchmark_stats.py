@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from themisto_ext.benchmark.stats import (
+from themisto_ext.evaluation.stats import (
     binomial_two_sided,
     bootstrap_ci,
     mcnemar_exact,

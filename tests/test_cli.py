@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, shared_notebooks
 
-from themisto_ext.kernel.outputs import flatten, plain_text, strip_ansi
 from themisto_ext.replay import record_notebook
 from themisto_ext.store import SQLiteStore
+from themisto_ext.trajectory.text import flatten, plain_text, strip_ansi
 
 
 def themisto(*args: str, store: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from conftest import RecordingKernel, read_journal
 
-from themisto_ext.kernel.settings import CaptureSettings
-from themisto_ext.paths import control_path
+from themisto_ext.contract import CaptureSettings, switch_path
 from themisto_ext.trajectory import step_problems
 
 
@@ -134,7 +133,7 @@ def test_secrets_never_reach_the_journal(tmp_path: Path):
 def test_recording_switch_and_restart_start_a_new_trajectory(recording_kernel: RecordingKernel):
     k = recording_kernel
     k.run("a = 1")
-    switch = control_path(k.journal_dir, k.kernel_id)
+    switch = switch_path(k.journal_dir, k.kernel_id)
     switch.parent.mkdir(parents=True, exist_ok=True)
     switch.write_text(json.dumps({"recording": False}))
     k.run("b = 2")

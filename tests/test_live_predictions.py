@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import pytest
+from contract import parse_sse
 from fake_llm import FakeLLM, error
 from test_server import kernel_status, start_kernel, wait_for_steps
 
@@ -25,7 +26,7 @@ def jp_server_config(themisto_config, llm: FakeLLM, monkeypatch: pytest.MonkeyPa
 
 
 def store_of(jp_serverapp):
-    return jp_serverapp.web_app.settings["themisto_ext"].store
+    return jp_serverapp.web_app.settings["themisto"].store
 
 
 async def wait_for(condition, timeout: float = 15):
@@ -126,7 +127,7 @@ async def test_predict_on_request(jp_fetch, jp_serverapp):
 
 
 async def test_each_predictor_gets_its_own_prompt_budget(jp_fetch, jp_serverapp):
-    live = jp_serverapp.web_app.settings["themisto_ext"].live
+    live = jp_serverapp.web_app.settings["themisto"].live
     live.budgets = {"baseline": 1_500}  # as the server sets it for the local model
     kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
     store = store_of(jp_serverapp)
@@ -145,3 +146,44 @@ async def test_each_predictor_gets_its_own_prompt_budget(jp_fetch, jp_serverapp)
         assert sizes["baseline"] <= 1_500 < sizes["openai:fake-model"]
     finally:
         client.stop_channels()
+
+
+async def test_live_stream_events_are_slim_and_match_their_schemas(jp_fetch, jp_serverapp,
+                                                                   api_contract):
+    buffer, events = bytearray(), []
+
+    def on_chunk(chunk: bytes) -> None:
+        buffer.extend(chunk)
+        events.extend(parse_sse(buffer, api_contract))  # every event checked on arrival
+
+    stream = asyncio.ensure_future(jp_fetch("themisto", "api", "events",
+                                            streaming_callback=on_chunk, request_timeout=120))
+    try:
+        await wait_for(lambda: events)
+        kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+        try:
+            for on in (False, True):
+                await jp_fetch("themisto", "api", "kernels", kernel_id, method="PUT",
+                               body=json.dumps({"recording": on}))
+            await client.execute_interactive("answer = 41 + 1", timeout=30)
+            await wait_for_steps(jp_fetch, kernel_id, 1)
+            await asyncio.sleep(0.2)
+            await client.execute_interactive("answer", timeout=30)
+            await wait_for(lambda: sum(name == "scored" for name, _ in events) >= 4)
+        finally:
+            client.stop_channels()
+    finally:
+        stream.cancel()
+    names = [name for name, _ in events]
+    assert {"hello", "trajectory", "step", "recording", "predicting", "prediction",
+            "scored"} <= set(names)
+    switches = [data["recording"] for name, data in events if name == "recording"]
+    assert switches[:2] == [False, True]
+    predictions = [data["prediction"] for name, data in events if name == "prediction"]
+    assert predictions and all("prompt" not in p and "raw" not in p for p in predictions)
+    steps = [data["step"] for name, data in events if name == "step"]
+    assert steps and all("outputs" not in s and "hash_index" not in s for s in steps)
+    # the prompt is there on demand
+    r = await jp_fetch("themisto", "api", "predictions", predictions[0]["id"])
+    whole = json.loads(r.body)
+    assert whole["prompt"]["user"] and whole["id"] == predictions[0]["id"]

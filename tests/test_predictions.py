@@ -1,4 +1,4 @@
-from themisto_ext.predictions import reference_for, scored
+from themisto_ext.prediction.scoring import reference_for, scored
 
 
 def record(answer: str, task: str = "output", error: dict | None = None) -> dict:

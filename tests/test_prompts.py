@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from conftest import NOTEBOOKS, ROOT
 
-from themisto_ext.prompts import CONTEXTS, TASKS
-from themisto_ext.prompts.build import build_prompt, system_text
-from themisto_ext.prompts.postprocess import postprocess
-from themisto_ext.prompts.state import cell_reads, curated_selection
+from themisto_ext.prediction.prompts import CONTEXTS, TASKS
+from themisto_ext.prediction.prompts.build import build_prompt, system_text
+from themisto_ext.prediction.prompts.postprocess import postprocess
+from themisto_ext.prediction.prompts.state import cell_reads, curated_selection
 from themisto_ext.trajectory import validate_step
 
 

@@ -19,11 +19,7 @@ import httpx
 import pytest
 from fake_llm import FakeLLM, Reply, error, hang, ok, raw, tokens
 
-from themisto_ext.prompts import Prompt
-from themisto_ext.providers import (
-    AnthropicProvider,
-    HTTPProvider,
-    OpenAIProvider,
+from themisto_ext.prediction.clients import (
     ProviderAuthError,
     ProviderConnectionError,
     ProviderError,
@@ -33,7 +29,10 @@ from themisto_ext.providers import (
     ProviderServerError,
     ProviderTimeoutError,
 )
-from themisto_ext.providers.http import parse_retry_after
+from themisto_ext.prediction.clients.anthropic import AnthropicProvider
+from themisto_ext.prediction.clients.http import HTTPProvider, parse_retry_after
+from themisto_ext.prediction.clients.openai import OpenAIProvider
+from themisto_ext.prediction.prompts import Prompt
 
 # Naming the fixture too keeps parametrize ids when pytest-jupyter (conftest) collects
 # coroutine tests before anyio's plugin can add it.

@@ -19,7 +19,7 @@ def jp_server_config(themisto_config) -> dict:
 
 async def start_kernel(jp_fetch, jp_serverapp):
     # pytest-jupyter never runs the server's post-start hook; a real server does.
-    if jp_serverapp.web_app.settings["themisto_ext"]._ingest_task is None:
+    if jp_serverapp.web_app.settings["themisto"]._ingest_task is None:
         await jp_serverapp.extension_manager.start_all_extensions()
     r = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))
     kernel_id = json.loads(r.body)["id"]
@@ -50,7 +50,7 @@ async def test_kernels_launched_by_the_server_record(jp_fetch, jp_serverapp, sto
         await client.execute_interactive("print(x + 1)", timeout=30)
         status = await wait_for_steps(jp_fetch, kernel_id, 2)
         assert status["steps"] == 2 and status["recording"] is True
-        store = jp_serverapp.web_app.settings["themisto_ext"].store
+        store = jp_serverapp.web_app.settings["themisto"].store
         steps = list(store.iter_steps(status["trajectory_id"]))
         assert [s["code"] for s in steps] == ["x = 1", "print(x + 1)"]
         assert steps[1]["output"] == "2\n" and steps[1]["kernel_id"] == kernel_id
@@ -95,7 +95,7 @@ async def test_unauthenticated_requests_are_refused(jp_fetch, jp_serverapp):
 
 async def test_steps_survive_a_server_that_stopped_before_ingesting(jp_fetch, jp_serverapp,
                                                                       store_path):
-    app = jp_serverapp.web_app.settings["themisto_ext"]
+    app = jp_serverapp.web_app.settings["themisto"]
     kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
     try:
         await client.execute_interactive("a = 1", timeout=30)
@@ -121,7 +121,7 @@ async def test_two_kernels_never_mix(jp_fetch, jp_serverapp):
             await asyncio.gather(c1.execute_interactive(f"one = {i}", timeout=30),
                                  c2.execute_interactive(f"two = {i}", timeout=30))
         s1, s2 = await wait_for_steps(jp_fetch, k1, 5), await wait_for_steps(jp_fetch, k2, 5)
-        store = jp_serverapp.web_app.settings["themisto_ext"].store
+        store = jp_serverapp.web_app.settings["themisto"].store
         codes1 = [s["code"] for s in store.iter_steps(s1["trajectory_id"])]
         codes2 = [s["code"] for s in store.iter_steps(s2["trajectory_id"])]
         assert codes1 == [f"one = {i}" for i in range(5)]
@@ -146,7 +146,7 @@ async def test_kernel_restart_starts_a_new_trajectory(jp_fetch, jp_serverapp):
                 break
             assert asyncio.get_running_loop().time() < deadline, second
             await asyncio.sleep(0.05)
-        store = jp_serverapp.web_app.settings["themisto_ext"].store
+        store = jp_serverapp.web_app.settings["themisto"].store
         old = store.get_trajectory(first["trajectory_id"])
         assert old.ended_at is not None
         assert store.get_trajectory(second["trajectory_id"]).restart_of == old.id
@@ -177,7 +177,7 @@ class TestRecordingOffByConfig:
 
 
 async def test_notebook_path_is_relative_to_the_server_root(jp_fetch, jp_serverapp, jp_root_dir):
-    if jp_serverapp.web_app.settings["themisto_ext"]._ingest_task is None:
+    if jp_serverapp.web_app.settings["themisto"]._ingest_task is None:
         await jp_serverapp.extension_manager.start_all_extensions()
     (jp_root_dir / "work").mkdir()
     r = await jp_fetch("api", "sessions", method="POST", body=json.dumps(
@@ -190,7 +190,7 @@ async def test_notebook_path_is_relative_to_the_server_root(jp_fetch, jp_servera
         await client.wait_for_ready(timeout=60)
         await client.execute_interactive("z = 1", timeout=30)
         status = await wait_for_steps(jp_fetch, kernel_id, 1)
-        store = jp_serverapp.web_app.settings["themisto_ext"].store
+        store = jp_serverapp.web_app.settings["themisto"].store
         assert store.get_trajectory(status["trajectory_id"]).notebook_path == \
             "work/analysis.ipynb"
         r = await jp_fetch("themisto", "api", "trajectories",

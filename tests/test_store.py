@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from test_trajectory_format import make_step
 
-from themisto_ext.ingest import JournalIngestor
+from themisto_ext.ingest import JournalIngestor, interpret
 from themisto_ext.journal import JournalWriter
 from themisto_ext.store import SQLiteStore, StoreError, TrajectoryFilter
 from themisto_ext.store.sqlite import SCHEMA_VERSION
@@ -18,6 +18,10 @@ def start(tid: str, kernel: str = "k", at: str = "2026-01-01T00:00:00+00:00") ->
             "notebook_path": "nb.ipynb", "started_at": at}
 
 
+def apply(store: SQLiteStore, records: list[dict], source: str, cursor):
+    return store.apply(interpret(records, source), cursor)
+
+
 def step(tid: str, n: int) -> dict:
     return {"kind": "step", **make_step(tid, n)}
 
@@ -25,8 +29,8 @@ def step(tid: str, n: int) -> dict:
 def test_apply_is_idempotent_and_ordered(tmp_path: Path):
     store = SQLiteStore(tmp_path / "s.sqlite3")
     records = [start("t1"), step("t1", 2), step("t1", 1)]
-    first = store.apply_journal(records, "kernel", ("j", 10))
-    again = store.apply_journal(records, "kernel", ("j", 5))
+    first = apply(store, records, "kernel", ("j", 10))
+    again = apply(store, records, "kernel", ("j", 5))
     assert first.new_trajectories == ["t1"] and len(first.steps) == 2
     assert again.new_trajectories == [] and again.steps == [] and again.duplicates == 2
     assert store.journal_cursors() == {"j": 10}  # a cursor never moves back
@@ -36,8 +40,8 @@ def test_apply_is_idempotent_and_ordered(tmp_path: Path):
 
 def test_restart_ends_previous_trajectory(tmp_path: Path):
     store = SQLiteStore(tmp_path / "s.sqlite3")
-    store.apply_journal([start("old", at="2026-01-01T00:00:00+00:00")], "kernel", None)
-    store.apply_journal([start("new", at="2026-01-01T01:00:00+00:00")], "kernel", None)
+    apply(store, [start("old", at="2026-01-01T00:00:00+00:00")], "kernel", None)
+    apply(store, [start("new", at="2026-01-01T01:00:00+00:00")], "kernel", None)
     old, new = store.get_trajectory("old"), store.get_trajectory("new")
     assert old.end_reason == "restart" and old.ended_at == new.started_at
     assert new.restart_of == "old"
@@ -47,7 +51,7 @@ def test_restart_ends_previous_trajectory(tmp_path: Path):
 
 def test_paging_filters_and_delete(tmp_path: Path):
     store = SQLiteStore(tmp_path / "s.sqlite3")
-    store.apply_journal([start("a", "k1"), start("b", "k2", "2026-02-01T00:00:00+00:00")]
+    apply(store, [start("a", "k1"), start("b", "k2", "2026-02-01T00:00:00+00:00")]
                         + [step("a", n) for n in range(1, 1201)], "kernel", None)
     assert [s["step"] for s in store.iter_steps("a", since_step=1195)] == [1196, 1197, 1198,
                                                                            1199, 1200]
@@ -62,7 +66,7 @@ def test_paging_filters_and_delete(tmp_path: Path):
 
 def test_schema_is_versioned_and_reopens(tmp_path: Path):
     path = tmp_path / "s.sqlite3"
-    SQLiteStore(path).apply_journal([start("t"), step("t", 1)], "kernel", None)
+    apply(SQLiteStore(path), [start("t"), step("t", 1)], "kernel", None)
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -13,6 +13,8 @@ try:
 except ImportError:  # running from a source tree that was never built
     __version__ = "0.0.0+unknown"
 
+__all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension"]
+
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:
     return [{"src": "labextension", "dest": "themisto-ext"}]

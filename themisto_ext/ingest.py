@@ -1,17 +1,45 @@
-"""Moves journal records into the store, remembering per journal how far it has read."""
+"""Reads kernel journals and turns their records into typed writes to the store.
+
+The journal's record kinds (``journal.py``) are interpreted here and nowhere else: a
+``trajectory`` record starts a trajectory, ``step`` adds a step, ``recording`` is a switch,
+``end`` ends the trajectory; ``started`` (a cell began) is not stored but passed on so
+that the server can predict the running cell's output. Per journal, how far it has been
+read is stored with the writes, atomically.
+"""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from themisto_ext.journal import journal_files, read_from
-from themisto_ext.store import IngestResult, TrajectoryStore
+from themisto_ext.records import Step
+from themisto_ext.store import (
+    NewStep,
+    NewTrajectory,
+    RecordingSwitched,
+    TrajectoryEnded,
+    TrajectoryStore,
+    Write,
+)
 from themisto_ext.trajectory import step_schema
 
 log = logging.getLogger("themisto_ext.ingest")
 _STEP_FIELDS = frozenset(step_schema()["required"])
+
+
+@dataclass
+class IngestResult:
+    """What one ingestion pass added, for live listeners."""
+
+    new_trajectories: list[str] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    started: list[dict[str, Any]] = field(default_factory=list)
+    """Cells that began executing (``kind: started`` records): not stored, only passed on."""
+    switches: list[RecordingSwitched] = field(default_factory=list)
+    duplicates: int = 0
 
 
 def _well_formed(record: dict[str, Any]) -> bool:
@@ -23,6 +51,27 @@ def _well_formed(record: dict[str, Any]) -> bool:
     if record.get("kind") == "started":
         return isinstance(record.get("step"), int) and isinstance(record.get("code"), str)
     return True
+
+
+def interpret(records: list[dict[str, Any]], source: str) -> list[Write]:
+    """The store writes that journal records stand for, in order (unknown kinds skipped)."""
+    writes: list[Write] = []
+    for record in records:
+        kind, tid = record.get("kind"), record["trajectory_id"]
+        if kind == "step":
+            step: Step = {k: v for k, v in record.items() if k != "kind"}  # type: ignore[assignment]
+            writes.append(NewStep(step))
+        elif kind == "trajectory":
+            writes.append(NewTrajectory(tid, str(record.get("kernel_id", "unknown")),
+                                        record.get("notebook_path"),
+                                        str(record.get("started_at", "")), source))
+        elif kind == "end":
+            writes.append(TrajectoryEnded(tid, record.get("at"),
+                                          str(record.get("reason", "shutdown"))))
+        elif kind == "recording":
+            writes.append(RecordingSwitched(tid, str(record.get("at", "")),
+                                            bool(record.get("on"))))
+    return writes
 
 
 class JournalIngestor:
@@ -55,11 +104,12 @@ class JournalIngestor:
                 if bad:
                     self.bad_lines += bad
                     log.warning("themisto: skipped %d malformed journal line(s) in %s", bad, path)
-                result = self.store.apply_journal(records, self.source,
-                                                  (key, chunk.end_offset))
-                total.new_trajectories += result.new_trajectories
-                total.steps += result.steps
+                applied = self.store.apply(interpret(records, self.source),
+                                           (key, chunk.end_offset))
+                total.new_trajectories += applied.new_trajectories
+                total.steps += applied.steps
+                total.switches += applied.switches
                 total.started += [r for r in records if r.get("kind") == "started"]
-                total.duplicates += result.duplicates
+                total.duplicates += applied.duplicates
                 offset = self._offsets[key] = chunk.end_offset
         return total

@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from themisto_ext.contract import file_safe
+
 SUFFIX = ".jsonl"
 
 
 def journal_name(kernel_id: str, trajectory_id: str) -> str:
-    safe = "".join(c for c in kernel_id if c.isalnum() or c in "-_.")
-    return f"{safe}--{trajectory_id}{SUFFIX}"
+    return f"{file_safe(kernel_id)}--{trajectory_id}{SUFFIX}"
 
 
 class JournalWriter:

@@ -16,12 +16,9 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, DeadKernelError
 
+from themisto_ext.contract import AUTOLOAD_ARG, CaptureSettings, launch_env
 from themisto_ext.ingest import JournalIngestor
 from themisto_ext.journal import SUFFIX
-from themisto_ext.kernel.recorder import KERNEL_ID_ENV, NOTEBOOK_ENV
-from themisto_ext.kernel.settings import SETTINGS_ENV, CaptureSettings
-from themisto_ext.paths import JOURNAL_DIR_ENV
-from themisto_ext.server.provisioner import AUTOLOAD_ARG
 from themisto_ext.store import TrajectoryStore
 
 
@@ -45,21 +42,14 @@ def recording_env(
     journal_dir: Path, kernel_id: str, notebook_path: str | None = None,
     settings: CaptureSettings | None = None,
 ) -> dict[str, str]:
-    """The environment under which an ipykernel started with AUTOLOAD_ARG records."""
-    env = dict(os.environ)
-    env.update({
-        JOURNAL_DIR_ENV: str(journal_dir),
-        KERNEL_ID_ENV: kernel_id,
-        SETTINGS_ENV: (settings or CaptureSettings()).to_env(),
-    })
-    if notebook_path:
-        env[NOTEBOOK_ENV] = notebook_path
-    return env
+    """This process's environment plus what a kernel started with AUTOLOAD_ARG needs."""
+    return launch_env(os.environ, journal_dir, kernel_id, notebook_path,
+                      settings or CaptureSettings())
 
 
 def read_notebook(path: Path) -> nbformat.NotebookNode:
     try:
-        nb = nbformat.read(path, as_version=4)
+        nb: nbformat.NotebookNode = nbformat.read(path, as_version=4)
     except FileNotFoundError as exc:
         raise ReplayError(f"{path}: no such file") from exc
     except IsADirectoryError as exc:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from themisto_ext.prompts import CONTEXTS, TASKS
+from themisto_ext.prediction.prompts import CONTEXTS, TASKS
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -65,7 +65,7 @@ def register(sub: Any) -> None:
 
 
 def sample_command(args: argparse.Namespace) -> int:
-    from themisto_ext.benchmark.sample import sample, write_examples
+    from themisto_ext.evaluation.sample import sample, write_examples
 
     result = sample(args.files, args.task, n=args.n, seed=args.seed,
                     keep_errors=args.keep_errors)
@@ -84,7 +84,7 @@ def sample_command(args: argparse.Namespace) -> int:
 
 
 def import_june_command(args: argparse.Namespace) -> int:
-    from themisto_ext.benchmark.june import iter_summary, read_june, replay
+    from themisto_ext.evaluation.june import iter_summary, read_june, replay
     from themisto_ext.trajectory import write_steps
 
     if args.timeout <= 0:
@@ -107,8 +107,8 @@ def import_june_command(args: argparse.Namespace) -> int:
 
 
 def bench_command(args: argparse.Namespace) -> int:
-    from themisto_ext.benchmark.run import BenchConfig, parse_contexts, run_bench
-    from themisto_ext.benchmark.sample import read_examples
+    from themisto_ext.evaluation.run import BenchConfig, parse_contexts, run_bench
+    from themisto_ext.evaluation.sample import read_examples
 
     contexts = parse_contexts(args.context)
     if args.budget <= 0:
@@ -142,7 +142,7 @@ def dump_prompts(examples: list[dict[str, Any]], contexts: list[Any], out: Path,
                  budget_chars: int) -> int:
     """Write every prompt as ``themisto prompt`` prints it, one file per example and context."""
     from themisto_ext.cli.predictions import END_MARK, SYSTEM_MARK, USER_MARK
-    from themisto_ext.prompts.build import build_prompt
+    from themisto_ext.prediction.prompts.build import build_prompt
 
     count = 0
     for context in contexts:
@@ -159,7 +159,7 @@ def dump_prompts(examples: list[dict[str, Any]], contexts: list[Any], out: Path,
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from themisto_ext.benchmark.report import build_report, render_figure, render_markdown
+    from themisto_ext.evaluation.report import build_report, render_figure, render_markdown
 
     if args.resamples < 1:
         raise ValueError("--resamples must be at least 1")

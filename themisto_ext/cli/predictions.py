@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from themisto_ext.prompts import CONTEXTS, TASKS
-from themisto_ext.prompts.build import build_prompt
-from themisto_ext.trajectory import Step, TrajectoryFormatError, read_steps
+from themisto_ext.prediction.prompts import CONTEXTS, TASKS
+from themisto_ext.prediction.prompts.build import build_prompt
+from themisto_ext.records import Prediction, Step
+from themisto_ext.trajectory import TrajectoryFormatError, read_steps
 
 SYSTEM_MARK = "===== SYSTEM ====="
 USER_MARK = "===== USER ====="
@@ -86,23 +87,26 @@ def _target(args: argparse.Namespace) -> tuple[list[Step], int]:
 
 
 def predict_command(args: argparse.Namespace) -> int:
-    from themisto_ext.predictions import predict, scored
-    from themisto_ext.predictors import make_predictor
+    from themisto_ext.prediction.clients import make_predictor
+    from themisto_ext.prediction.run import Superseded, predict
+    from themisto_ext.prediction.scoring import scored
 
     steps, index = _target(args)
     target = steps[index]
 
-    async def run() -> dict[str, Any]:
+    async def run() -> Prediction:
         predictor = make_predictor(args.predictor, base_url=args.base_url, timeout=args.timeout)
         try:
-            record = await predict(
+            outcome = await predict(
                 predictor, steps[:index], args.task, args.context,
                 trajectory_id=target["trajectory_id"], target_step=target["step"],
                 target_code=target["code"] if args.task == "output" else None,
                 budget_chars=args.budget)
         finally:
             await predictor.aclose()
-        return scored(record, target)
+        if isinstance(outcome, Superseded):  # nothing else asks this session: cannot happen
+            raise RuntimeError(f"{args.predictor}: {outcome.reason}")
+        return scored(outcome, target)
 
     record = asyncio.run(run())
     if record["error"]:
@@ -111,10 +115,11 @@ def predict_command(args: argparse.Namespace) -> int:
         print(json.dumps(record, ensure_ascii=False, indent=2))
     else:
         print(record["answer"])
-        scores = record["scores"] or {}
-        print(f"{record['predictor']} ({record['model']}), {record['latency']:.2f} s; against "
-              f"the real {'output' if args.task == 'output' else 'cell'}: "
-              + ", ".join(f"{k} {v:.3f}" for k, v in scores.items()), file=sys.stderr)
+        scores = record["scores"]
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in scores.items()) if scores else ""
+        print(f"{record['predictor']} ({record['model']}), {record['latency'] or 0:.2f} s; "
+              f"against the real {'output' if args.task == 'output' else 'cell'}: {shown}",
+              file=sys.stderr)
     return 0
 
 

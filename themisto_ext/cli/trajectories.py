@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import IO, Any
 
-from themisto_ext.paths import default_store_path, journal_dir_for
+from themisto_ext.contract import default_store_path, journal_dir_for
 from themisto_ext.replay import (
     ReplayError,
     metadata_disables_recording,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from themisto_ext.contract import CaptureSettings, default_journal_dir
 from themisto_ext.kernel.recorder import Recorder
-from themisto_ext.kernel.settings import CaptureSettings
-from themisto_ext.paths import default_journal_dir
 
 _ATTR = "_themisto_recorder"
 

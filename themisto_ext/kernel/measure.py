@@ -19,6 +19,8 @@ from typing import Any
 # and an import cut short by it would leave a half-initialised module behind.
 from pympler import asizeof
 
+from themisto_ext.trajectory.text import clip
+
 SAMPLE = 256          # elements sampled to estimate a large container's size
 WALK_LIMIT = 2_000    # nodes walked exactly before switching to sampling
 
@@ -285,12 +287,6 @@ def _make_reprlib(limit: int) -> _BoundedRepr:
     return r
 
 
-def _truncate(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[: max(0, limit - 3)] + "..."
-
-
 def _numpy_repr(obj: Any) -> str:
     import numpy as np
 
@@ -312,18 +308,19 @@ def bounded_repr(obj: Any, limit: int) -> str:
     """A repr no longer than ``limit`` characters, never building a huge string first."""
     kind = type(obj)
     if kind is str:
-        return _truncate(repr(obj[: limit + 1]), limit)
+        return clip(repr(clip(obj, limit)), limit)
     if kind in (bytes, bytearray):
-        return _truncate(repr(obj[: limit + 1]), limit)
+        # latin-1 maps bytes to characters one to one: cut as text, back to the same bytes
+        return clip(repr(kind(clip(obj.decode("latin-1"), limit).encode("latin-1"))), limit)
     if kind is int and obj.bit_length() > 4 * limit:
         return f"<int with {obj.bit_length()} bits>"
     if is_numpy_array(obj):
-        return _truncate(_numpy_repr(obj), limit)
+        return clip(_numpy_repr(obj), limit)
     if is_pandas(obj):
-        return _truncate(_pandas_repr(obj), limit)
+        return clip(_pandas_repr(obj), limit)
     if kind in _CONTAINERS:
-        return _truncate(_make_reprlib(limit).repr(obj), limit)
-    return _truncate(repr(obj), limit)
+        return clip(_make_reprlib(limit).repr(obj), limit)
+    return clip(repr(obj), limit)
 
 
 def type_name(obj: Any) -> str:

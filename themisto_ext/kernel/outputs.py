@@ -7,28 +7,14 @@ in order, including output printed by C code or threads and ``clear_output``.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from typing import Any
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+from themisto_ext.trajectory.text import plain_text, strip_ansi
+
 _KINDS = frozenset({"stream", "execute_result", "display_data", "update_display_data", "error",
                     "clear_output"})
-
-
-def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text)
-
-
-def plain_text(data: dict[str, Any]) -> str:
-    """The text a person reads for a MIME bundle: text/plain, else a placeholder."""
-    text = data.get("text/plain")
-    if isinstance(text, list):
-        text = "".join(text)
-    if isinstance(text, str):
-        return text
-    return " ".join(f"<{mime}>" for mime in data) or "<empty display>"
 
 
 class OutputCollector:
@@ -136,15 +122,3 @@ class OutputCollector:
             data = content.get("data", {})
             self._items[index].update(mime_types=sorted(data), text=plain_text(data))
 
-
-def flatten(items: list[dict[str, Any]]) -> str:
-    """One string in display order: streams verbatim, other outputs on lines of their own."""
-    text = ""
-    after_block = False
-    for item in items:
-        is_stream = item["output_type"] == "stream"
-        if text and (after_block or not is_stream) and not text.endswith("\n"):
-            text += "\n"
-        text += item["text"]
-        after_block = not is_stream
-    return text

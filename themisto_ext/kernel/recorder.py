@@ -7,7 +7,6 @@ exception reaches user code, nothing is printed, and the slow parts run under bu
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import os
 import time
@@ -16,20 +15,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from themisto_ext.contract import (
+    KERNEL_ID_ENV,
+    NOTEBOOK_ENV,
+    CaptureSettings,
+    read_switch,
+    switch_path,
+)
 from themisto_ext.journal import JournalWriter
 from themisto_ext.kernel.mutations import possibly_mutated
-from themisto_ext.kernel.outputs import OutputCollector, flatten
+from themisto_ext.kernel.outputs import OutputCollector
 from themisto_ext.kernel.redaction import Redactor
-from themisto_ext.kernel.settings import CaptureSettings
 from themisto_ext.kernel.snapshot import Snapshotter, user_variables
-from themisto_ext.paths import control_path
 from themisto_ext.trajectory import FORMAT_VERSION
+from themisto_ext.trajectory.text import clip, flatten
 
 log = logging.getLogger("themisto_ext.kernel")
-
-KERNEL_ID_ENV = "THEMISTO_KERNEL_ID"
-NOTEBOOK_ENV = "THEMISTO_NOTEBOOK_PATH"
-
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
@@ -48,14 +49,6 @@ def _kernel_id() -> str:
         return f"ipython-{os.getpid()}"
 
 
-def _truncate_middle(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    elided = len(text) - 2 * half
-    return f"{text[:half]}\n[... {elided} characters not recorded ...]\n{text[-half:]}"
-
-
 class Recorder:
     def __init__(self, shell: Any, settings: CaptureSettings, journal_dir: Path) -> None:
         self.shell = shell
@@ -67,7 +60,7 @@ class Recorder:
         self.snapshotter = Snapshotter(settings, self.redactor)
         self.collector = OutputCollector()
         self.journal = JournalWriter(journal_dir, self.kernel_id, self.trajectory_id)
-        self._control = control_path(journal_dir, self.kernel_id)
+        self._control = switch_path(journal_dir, self.kernel_id)
         self._control_mtime: float | None = None
         self._switch = settings.recording
         self.step = 0
@@ -124,13 +117,8 @@ class Recorder:
             mtime = None
         if mtime != self._control_mtime:
             self._control_mtime = mtime
-            wanted = self.settings.recording
-            if mtime is not None:
-                try:
-                    wanted = bool(json.loads(self._control.read_text()).get("recording", wanted))
-                except (OSError, ValueError, AttributeError):
-                    pass
-            self.set_recording(wanted)
+            switched = read_switch(self._control) if mtime is not None else None
+            self.set_recording(self.settings.recording if switched is None else switched)
         return self._switch
 
     def set_recording(self, on: bool) -> None:
@@ -234,11 +222,11 @@ class Recorder:
             items = self.collector.stop()
             limit, mask = self.settings.output_length, self.redactor.mask
             for item in items:
-                item["text"] = _truncate_middle(mask(item["text"]), limit)
+                item["text"] = clip(mask(item["text"]), limit)
                 if "evalue" in item:
                     item["evalue"] = mask(item["evalue"])
             step["outputs"] = items
-            step["output"] = _truncate_middle(flatten(items), limit)
+            step["output"] = clip(flatten(items), limit)
             shown = next((i for i in reversed(items) if i["output_type"] == "error"), None)
             if step["error"] is not None and shown is not None:
                 step["error"]["traceback"] = shown["text"]

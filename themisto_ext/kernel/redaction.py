@@ -14,24 +14,10 @@ import fnmatch
 import re
 from collections.abc import Iterable, Iterator
 
+from themisto_ext.contract import DEFAULT_NAME_PATTERNS, DEFAULT_VALUE_PATTERNS
+
 REDACTED = "<redacted>"
 
-DEFAULT_NAME_PATTERNS: tuple[str, ...] = (
-    "*key*", "*token*", "*secret*", "*passw*", "*pwd*", "*credential*", "*auth*",
-)
-
-DEFAULT_VALUE_PATTERNS: tuple[str, ...] = (
-    r"sk-[A-Za-z0-9_\-]{16,}",                      # OpenAI / Anthropic style keys
-    r"gh[pousr]_[A-Za-z0-9]{30,}",                  # GitHub tokens
-    r"github_pat_[A-Za-z0-9_]{22,}",
-    r"(?:AKIA|ASIA)[0-9A-Z]{16}",                   # AWS access key ids
-    r"xox[abposr]-[A-Za-z0-9\-]{10,}",              # Slack
-    r"AIza[0-9A-Za-z_\-]{35}",                      # Google API keys
-    r"hf_[A-Za-z0-9]{30,}",                         # Hugging Face
-    r"glpat-[A-Za-z0-9_\-]{20,}",                   # GitLab
-    r"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",  # JWT
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-)
 
 # Short values would mask ordinary words everywhere; below this length a name-matched
 # value is hidden in its own repr but not hunted for elsewhere.

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from themisto_ext.contract import CaptureSettings
 from themisto_ext.kernel.deadline import DeadlineExceeded, alarms_usable, deadline
 from themisto_ext.kernel.measure import (
     bounded_repr,
@@ -27,7 +28,6 @@ from themisto_ext.kernel.measure import (
     type_name,
 )
 from themisto_ext.kernel.redaction import REDACTED, Redactor
-from themisto_ext.kernel.settings import CaptureSettings
 
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 _IPYTHON_PATTERN = re.compile(r"^(_|__|___|_i{1,3}|_i?\d+|_oh|_ih|_dh|__\w+__)$")

@@ -1,34 +1,36 @@
-"""The Jupyter server extension: owns the store, ingests kernel journals, serves the API."""
+"""The Jupyter server extension: configuration (traitlets), handlers, the kernel provisioner.
+
+Everything the server does at run time is ``core.Themisto``; this module wires it into
+Jupyter.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, default, validate
 
-from themisto_ext.ingest import JournalIngestor
-from themisto_ext.journal import SUFFIX
-from themisto_ext.kernel.redaction import DEFAULT_NAME_PATTERNS, DEFAULT_VALUE_PATTERNS
-from themisto_ext.kernel.settings import SETTINGS_ENV, CaptureSettings
-from themisto_ext.paths import (
+from themisto_ext.contract import (
+    CAPTURE_ENV,
     JOURNAL_DIR_ENV,
-    control_path,
+    CaptureSettings,
     default_store_path,
     journal_dir_for,
 )
-from themisto_ext.predictors import local_model_available, make_predictor
-from themisto_ext.prompts import CONTEXTS
+from themisto_ext.events import EventBus
+from themisto_ext.prediction.clients import Predictor, local_model_available, make_predictor
+from themisto_ext.prediction.live import LivePredictions
+from themisto_ext.prediction.prompts import CONTEXTS, Context
 from themisto_ext.server import api
-from themisto_ext.server.api.events import CLOSE
-from themisto_ext.server.events import EventBus
-from themisto_ext.server.live import LivePredictions
+from themisto_ext.server.api.events import close_streams
+from themisto_ext.server.core import SETTINGS_KEY, Themisto
 from themisto_ext.server.provisioner import NAME as PROVISIONER_NAME
-from themisto_ext.store import IngestResult, TrajectoryStore, open_store
+from themisto_ext.store import open_store
+
+_CAPTURE = CaptureSettings()
 
 
 class ThemistoExtension(ExtensionApp):
@@ -45,24 +47,27 @@ class ThemistoExtension(ExtensionApp):
     ).tag(config=True)
     autoload = Bool(True, help="Load the capture hook into every IPython kernel this server "
                                "launches.").tag(config=True)
-    recording = Bool(True, help="Whether kernels record from their start (each kernel can "
-                                "still be switched on or off).").tag(config=True)
-    redact = Bool(True, help="Redact secrets before they leave the kernel.").tag(config=True)
+    recording = Bool(_CAPTURE.recording, help="Whether kernels record from their start (each "
+                                              "kernel can still be switched on or off).").tag(
+        config=True)
+    redact = Bool(_CAPTURE.redact, help="Redact secrets before they leave the kernel.").tag(
+        config=True)
     redact_name_patterns = List(
-        Unicode(), default_value=list(DEFAULT_NAME_PATTERNS),
+        Unicode(), default_value=list(_CAPTURE.name_patterns),
         help="Variable-name globs (case-insensitive) whose values are redacted.",
     ).tag(config=True)
     redact_value_patterns = List(
-        Unicode(), default_value=list(DEFAULT_VALUE_PATTERNS),
+        Unicode(), default_value=list(_CAPTURE.value_patterns),
         help="Regular expressions of credential formats masked in code, outputs and reprs.",
     ).tag(config=True)
-    repr_length = Int(1000, help="Maximum characters of a variable's repr.").tag(config=True)
-    output_length = Int(200_000, help="Maximum characters of output kept per step.").tag(
+    repr_length = Int(_CAPTURE.repr_length, help="Maximum characters of a variable's repr.").tag(
         config=True)
-    cell_budget = Float(0.1, help="Seconds the runtime snapshot may take per cell.").tag(
-        config=True)
-    value_budget = Float(0.05, help="Seconds one value's repr or size may take.").tag(
-        config=True)
+    output_length = Int(_CAPTURE.output_length,
+                        help="Maximum characters of output kept per step.").tag(config=True)
+    cell_budget = Float(_CAPTURE.cell_budget,
+                        help="Seconds the runtime snapshot may take per cell.").tag(config=True)
+    value_budget = Float(_CAPTURE.value_budget,
+                         help="Seconds one value's repr or size may take.").tag(config=True)
     ingest_interval = Float(0.05, help="Seconds between scans of the kernel journals.").tag(
         config=True)
     predictors = List(
@@ -125,25 +130,28 @@ class ThemistoExtension(ExtensionApp):
         )
 
     def initialize_settings(self) -> None:
-        self.store: TrajectoryStore = open_store(self.store_path)
-        self.ingestor = JournalIngestor(Path(self.journal_dir), self.store)
-        self._ingest_lock = asyncio.Lock()
-        self._ingest_task: asyncio.Task[None] | None = None
-        self.events = EventBus()
+        store = open_store(self.store_path)
+        events = EventBus()
         predictors = self._make_predictors()
         local = {p.name: self.local_prediction_budget for p in predictors
                  if p.name.split(":", 1)[0] == "local"}
-        self.live = LivePredictions(self.store, self.events, predictors, self.contexts,
-                                    self.prediction_budget, local)
+        contexts = cast("list[Context]", list(self.contexts))  # checked by _valid_contexts
+        live = LivePredictions(store, events, predictors, contexts,
+                               self.prediction_budget, local)
+        self.themisto = Themisto(store=store, journal_dir=Path(self.journal_dir),
+                                 recording=self.recording, live=live, events=events,
+                                 live_predictions=self.live_predictions,
+                                 max_body_bytes=self.max_body_bytes)
+        self.settings[SETTINGS_KEY] = self.themisto
         if self.autoload:
             # Kernels inherit the server's environment: this is how they learn where to
             # write and what to capture without reading the server's configuration.
             os.environ[JOURNAL_DIR_ENV] = self.journal_dir
-            os.environ[SETTINGS_ENV] = self.capture_settings().to_env()
+            os.environ[CAPTURE_ENV] = self.capture_settings().to_env()
             self._use_provisioner()
         self.log.info("themisto: store %s, journals %s", self.store_path, self.journal_dir)
 
-    def _make_predictors(self) -> list[Any]:
+    def _make_predictors(self) -> list[Predictor]:
         made = []
         for spec in self.predictors:
             try:
@@ -157,8 +165,9 @@ class ThemistoExtension(ExtensionApp):
         return made
 
     def _use_provisioner(self) -> None:
-        from jupyter_client.provisioning import KernelProvisionerFactory
+        from jupyter_client.provisioning.factory import KernelProvisionerFactory
 
+        assert self.serverapp is not None  # set before extensions initialize
         factory = KernelProvisionerFactory.instance(parent=self.serverapp.kernel_manager)
         if PROVISIONER_NAME not in factory.provisioners:
             # Running from a source tree that was never installed: no entry point, and a
@@ -178,65 +187,8 @@ class ThemistoExtension(ExtensionApp):
         self.handlers.extend(api.routes())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
-        await self.ingest_now()  # whatever kernels wrote while no server was running
-        self._ingest_task = asyncio.create_task(self._ingest_forever())
+        await self.themisto.start(self.ingest_interval)
 
     async def stop_extension(self) -> None:
-        if self._ingest_task is not None:
-            self._ingest_task.cancel()
-        await self.ingest_now()
-        await self.live.aclose()
-        self.events.publish(CLOSE)  # ends open live streams
-        self.store.close()
-
-    def delete_trajectory(self, trajectory_id: str) -> None:
-        """Delete from the store and remove the kernel's journal: deleted means gone."""
-        self.store.delete_trajectory(trajectory_id)
-        for journal in Path(self.journal_dir).glob(f"*--{trajectory_id}{SUFFIX}"):
-            journal.unlink(missing_ok=True)
-
-    # ------------------------------------------------------------ ingestion
-
-    async def ingest_now(self) -> IngestResult:
-        async with self._ingest_lock:
-            result = await asyncio.to_thread(self.ingestor.poll)
-        for tid in result.new_trajectories:
-            trajectory = self.store.get_trajectory(tid)
-            if trajectory is not None:
-                self.events.publish({"type": "trajectory", "trajectory_id": tid,
-                                     "kernel_id": trajectory.kernel_id,
-                                     "notebook_path": trajectory.notebook_path,
-                                     "trajectory": trajectory.to_json()})
-        for step in result.steps:
-            self.events.publish({"type": "step", "trajectory_id": step["trajectory_id"],
-                                 "kernel_id": step["kernel_id"],
-                                 "notebook_path": step.get("notebook_path"), "step": step})
-        if self.live_predictions:
-            self.live.on_ingest(result)
-        else:
-            self.live.score_only(result)
-        return result
-
-    async def _ingest_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.ingest_interval)
-            try:
-                await self.ingest_now()
-            except Exception:
-                self.log.exception("themisto: journal ingestion failed; retrying")
-
-    # ------------------------------------------------------------ per-kernel switch
-
-    def kernel_recording(self, kernel_id: str) -> bool:
-        try:
-            data = json.loads(control_path(Path(self.journal_dir), kernel_id).read_text())
-            return bool(data.get("recording", self.recording))
-        except (OSError, ValueError, AttributeError):
-            return self.recording
-
-    def set_kernel_recording(self, kernel_id: str, on: bool) -> None:
-        path = control_path(Path(self.journal_dir), kernel_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"recording": on}))
-        os.replace(tmp, path)  # the kernel never reads a half-written switch
+        close_streams(self.themisto.events)
+        await self.themisto.stop()

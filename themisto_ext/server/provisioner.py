@@ -11,12 +11,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from jupyter_client.provisioning import LocalProvisioner
+from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 
-from themisto_ext.kernel.recorder import KERNEL_ID_ENV, NOTEBOOK_ENV
-from themisto_ext.paths import JOURNAL_DIR_ENV
+from themisto_ext.contract import AUTOLOAD_ARG, JOURNAL_DIR_ENV, CaptureSettings, launch_env
 
-AUTOLOAD_ARG = "--IPKernelApp.extra_extensions=themisto_ext"
 NAME = "themisto-provisioner"
 
 
@@ -24,20 +22,19 @@ def is_ipykernel(cmd: list[str]) -> bool:
     return any("ipykernel" in part for part in cmd)
 
 
-class ThemistoProvisioner(LocalProvisioner):  # type: ignore[misc]
+class ThemistoProvisioner(LocalProvisioner):
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         kwargs = await super().pre_launch(**kwargs)
         cmd: list[str] = list(kwargs.get("cmd") or [])
         # The server extension sets the journal directory only when it is enabled and
         # autoloading; without it this provisioner behaves exactly like the local one.
-        if os.environ.get(JOURNAL_DIR_ENV) and is_ipykernel(cmd) and AUTOLOAD_ARG not in cmd:
+        journal_dir = os.environ.get(JOURNAL_DIR_ENV)
+        if journal_dir and is_ipykernel(cmd) and AUTOLOAD_ARG not in cmd:
             kwargs["cmd"] = [*cmd, AUTOLOAD_ARG]
-            env = dict(kwargs.get("env") or os.environ)
-            env[KERNEL_ID_ENV] = str(self.kernel_id)
-            notebook = self._notebook_path(env.get("JPY_SESSION_NAME"))
-            if notebook:
-                env[NOTEBOOK_ENV] = notebook
-            kwargs["env"] = env
+            env = kwargs.get("env") or os.environ
+            kwargs["env"] = launch_env(env, journal_dir, str(self.kernel_id),
+                                       self._notebook_path(env.get("JPY_SESSION_NAME")),
+                                       CaptureSettings.from_env(os.environ))
         return kwargs
 
     def _notebook_path(self, session_name: str | None) -> str | None:

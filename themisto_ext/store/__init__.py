@@ -5,11 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from themisto_ext.store.base import (
-    IngestResult,
+    Applied,
+    NewStep,
+    NewTrajectory,
+    RecordingSwitched,
     StoreError,
+    StoreUnavailable,
     Trajectory,
+    TrajectoryEnded,
     TrajectoryFilter,
     TrajectoryStore,
+    Write,
 )
 from themisto_ext.store.sqlite import SQLiteStore
 
@@ -19,5 +25,6 @@ def open_store(location: str | Path) -> TrajectoryStore:
     return SQLiteStore(location)
 
 
-__all__ = ["IngestResult", "SQLiteStore", "StoreError", "Trajectory", "TrajectoryFilter",
-           "TrajectoryStore", "open_store"]
+__all__ = ["Applied", "NewStep", "NewTrajectory", "RecordingSwitched", "SQLiteStore",
+           "StoreError", "StoreUnavailable", "Trajectory", "TrajectoryEnded",
+           "TrajectoryFilter", "TrajectoryStore", "Write", "open_store"]

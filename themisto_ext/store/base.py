@@ -1,17 +1,20 @@
 """The storage interface. SQLite implements it today; a PostgreSQL backend for multi-user
-hubs implements the same methods."""
+hubs implements the same methods.
+
+The store stores: it knows trajectories, steps, their events and predictions, not the
+journal's record kinds. ``ingest.py`` reads journals and hands the store typed writes.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-from themisto_ext.trajectory import Step
+from themisto_ext.errors import StoreError, StoreUnavailable
+from themisto_ext.records import Prediction, Step, TrajectoryInfo
 
-
-class StoreError(RuntimeError):
-    """The store cannot be opened or used (a message a person can act on)."""
+__all__ = ["StoreError", "StoreUnavailable"]
 
 
 @dataclass
@@ -26,7 +29,7 @@ class Trajectory:
     steps: int = 0
     source: str = "kernel"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TrajectoryInfo:
         return {
             "id": self.id, "kernel_id": self.kernel_id, "notebook_path": self.notebook_path,
             "started_at": self.started_at, "ended_at": self.ended_at,
@@ -43,25 +46,58 @@ class TrajectoryFilter:
     started_before: str | None = None
 
 
+@dataclass(frozen=True)
+class NewTrajectory:
+    """A kernel process began: a trajectory of its own (a restart ends the kernel's last)."""
+
+    trajectory_id: str
+    kernel_id: str
+    notebook_path: str | None
+    started_at: str
+    source: str
+
+
+@dataclass(frozen=True)
+class NewStep:
+    step: Step
+
+
+@dataclass(frozen=True)
+class TrajectoryEnded:
+    trajectory_id: str
+    at: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class RecordingSwitched:
+    trajectory_id: str
+    at: str
+    on: bool
+
+
+Write = NewTrajectory | NewStep | TrajectoryEnded | RecordingSwitched
+"""One change to the store; ``apply`` takes them in order, atomically."""
+
+
 @dataclass
-class IngestResult:
-    """What one ``apply_journal`` call added, for live listeners."""
+class Applied:
+    """What one ``apply`` changed, for live listeners."""
 
     new_trajectories: list[str] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
-    started: list[dict[str, Any]] = field(default_factory=list)
-    """Cells that began executing (``kind: started`` records): not stored, only passed on."""
+    switches: list[RecordingSwitched] = field(default_factory=list)
     duplicates: int = 0
+    """Steps already stored (a journal read twice): idempotence, not an error."""
 
 
 class TrajectoryStore(Protocol):
-    def apply_journal(
-        self, records: list[dict[str, Any]], source: str, cursor: tuple[str, int] | None
-    ) -> IngestResult:
-        """Apply journal records atomically, together with how far the journal was read.
+    def apply(self, writes: list[Write], cursor: tuple[str, int] | None) -> Applied:
+        """Apply the writes atomically, together with how far their journal was read.
 
-        Idempotent: a record applied twice (two ingesters, a crash before the cursor
-        was saved) changes nothing the second time.
+        Idempotent: a write applied twice (two ingesters, a crash before the cursor was
+        saved) changes nothing the second time. A step or switch of an unknown (deleted)
+        trajectory is dropped, not an error.
         """
         ...
 
@@ -93,7 +129,7 @@ class TrajectoryStore(Protocol):
 
     def delete_trajectory(self, trajectory_id: str) -> bool: ...
 
-    def save_prediction(self, prediction: dict[str, Any]) -> bool:
+    def save_prediction(self, prediction: Prediction) -> bool:
         """Insert or replace a prediction record (JSON object with ``id``, ``trajectory_id``,
         ``target_step``, ``task`` and, once scored, ``scores``)."""
         ...
@@ -101,6 +137,8 @@ class TrajectoryStore(Protocol):
     def predictions(
         self, trajectory_id: str, since_step: int = 0, target_step: int | None = None,
         unscored: bool = False,
-    ) -> list[dict[str, Any]]: ...
+    ) -> list[Prediction]: ...
+
+    def get_prediction(self, prediction_id: str) -> Prediction | None: ...
 
     def close(self) -> None: ...

@@ -9,8 +9,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from themisto_ext.store.base import IngestResult, StoreError, Trajectory, TrajectoryFilter
-from themisto_ext.trajectory import Step, dumps_step
+from themisto_ext.records import Prediction, Step
+from themisto_ext.store.base import (
+    Applied,
+    NewStep,
+    NewTrajectory,
+    StoreError,
+    Trajectory,
+    TrajectoryEnded,
+    TrajectoryFilter,
+    Write,
+)
+from themisto_ext.trajectory import dumps_step
 
 _MIGRATIONS: list[str] = [
     # 1: trajectories, their steps (full JSON), events, and ingestion cursors
@@ -126,13 +136,23 @@ class SQLiteStore:
 
     # ------------------------------------------------------------ writes
 
-    def apply_journal(
-        self, records: list[dict[str, Any]], source: str, cursor: tuple[str, int] | None
-    ) -> IngestResult:
-        def work(db: sqlite3.Connection) -> IngestResult:
-            result = IngestResult()
-            for record in records:
-                self._apply(db, record, source, result)
+    def apply(self, writes: list[Write], cursor: tuple[str, int] | None) -> Applied:
+        def work(db: sqlite3.Connection) -> Applied:
+            result = Applied()
+            for write in writes:
+                if isinstance(write, NewStep):
+                    self._add_step(db, write.step, result)
+                elif isinstance(write, NewTrajectory):
+                    self._start(db, write, result)
+                elif isinstance(write, TrajectoryEnded):
+                    db.execute("UPDATE trajectories SET ended_at = ?, end_reason = ? "
+                               "WHERE id = ? AND ended_at IS NULL",
+                               (write.at, write.reason, write.trajectory_id))
+                elif db.execute("SELECT 1 FROM trajectories WHERE id = ?",
+                                (write.trajectory_id,)).fetchone():
+                    self._event(db, write.trajectory_id, write.at, "recording",
+                                "on" if write.on else "off")
+                    result.switches.append(write)
             if cursor is not None:
                 db.execute(
                     "INSERT INTO journal_cursors (journal, offset) VALUES (?, ?) "
@@ -140,45 +160,26 @@ class SQLiteStore:
                     cursor)
             return result
 
-        result: IngestResult = self._transaction(work)
+        result: Applied = self._transaction(work)
         return result
 
-    def _apply(
-        self, db: sqlite3.Connection, record: dict[str, Any], source: str, result: IngestResult
-    ) -> None:
-        kind = record.get("kind")
-        tid = record.get("trajectory_id")
-        if not isinstance(tid, str):
-            return
-        if kind == "trajectory":
-            self._start(db, record, source, result)
-        elif kind == "step":
-            data = {k: v for k, v in record.items() if k != "kind"}
-            # A step of a deleted (or never started) trajectory is dropped, not an error
-            # that would stall ingestion of the whole journal.
-            cur = db.execute(
-                "INSERT OR IGNORE INTO steps (trajectory_id, step, data) "
-                "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM trajectories WHERE id = ?)",
-                (tid, int(record["step"]), dumps_step(data), tid))
-            if cur.rowcount:
-                db.execute("UPDATE trajectories SET steps = steps + 1 WHERE id = ?", (tid,))
-                result.steps.append(data)
-            else:
-                result.duplicates += 1
-        elif kind == "end":
-            db.execute("UPDATE trajectories SET ended_at = ?, end_reason = ? "
-                       "WHERE id = ? AND ended_at IS NULL",
-                       (record.get("at"), record.get("reason", "shutdown"), tid))
-        elif kind == "recording" and db.execute(
-                "SELECT 1 FROM trajectories WHERE id = ?", (tid,)).fetchone():
-            self._event(db, tid, record.get("at", ""), "recording",
-                        "on" if record.get("on") else "off")
+    @staticmethod
+    def _add_step(db: sqlite3.Connection, step: Step, result: Applied) -> None:
+        tid = step["trajectory_id"]
+        # A step of a deleted (or never started) trajectory is dropped, not an error
+        # that would stall ingestion of the whole journal.
+        cur = db.execute(
+            "INSERT OR IGNORE INTO steps (trajectory_id, step, data) "
+            "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM trajectories WHERE id = ?)",
+            (tid, int(step["step"]), dumps_step(step), tid))
+        if cur.rowcount:
+            db.execute("UPDATE trajectories SET steps = steps + 1 WHERE id = ?", (tid,))
+            result.steps.append(step)
+        else:
+            result.duplicates += 1
 
-    def _start(
-        self, db: sqlite3.Connection, record: dict[str, Any], source: str, result: IngestResult
-    ) -> None:
-        tid, kernel_id = record["trajectory_id"], str(record.get("kernel_id", "unknown"))
-        started = str(record.get("started_at", ""))
+    def _start(self, db: sqlite3.Connection, start: NewTrajectory, result: Applied) -> None:
+        tid, kernel_id, started = start.trajectory_id, start.kernel_id, start.started_at
         if db.execute("SELECT 1 FROM trajectories WHERE id = ?", (tid,)).fetchone():
             return
         previous = db.execute(
@@ -187,7 +188,7 @@ class SQLiteStore:
         restart_of = previous[0] if previous else None
         db.execute(
             f"INSERT INTO trajectories ({_COLUMNS}) VALUES (?, ?, ?, ?, NULL, NULL, ?, 0, ?)",
-            (tid, kernel_id, record.get("notebook_path"), started, restart_of, source))
+            (tid, kernel_id, start.notebook_path, started, restart_of, start.source))
         if restart_of:
             # A kernel restart ends the previous process's trajectory and starts this one.
             db.execute("UPDATE trajectories SET ended_at = ?, end_reason = 'restart' "
@@ -286,7 +287,7 @@ class SQLiteStore:
 
     # ------------------------------------------------------------ predictions
 
-    def save_prediction(self, prediction: dict[str, Any]) -> bool:
+    def save_prediction(self, prediction: Prediction) -> bool:
         """Insert or replace a prediction record; False when its trajectory is gone."""
         def work(db: sqlite3.Connection) -> bool:
             cur = db.execute(
@@ -304,7 +305,7 @@ class SQLiteStore:
     def predictions(
         self, trajectory_id: str, since_step: int = 0, target_step: int | None = None,
         unscored: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Prediction]:
         sql = "SELECT data FROM predictions WHERE trajectory_id = ? AND target_step > ?"
         params: list[Any] = [trajectory_id, since_step]
         if target_step is not None:
@@ -314,6 +315,11 @@ class SQLiteStore:
             sql += " AND scored = 0"
         rows = self._query(sql + " ORDER BY target_step, rowid", tuple(params))
         return [json.loads(data) for (data,) in rows]
+
+    def get_prediction(self, prediction_id: str) -> Prediction | None:
+        rows = self._query("SELECT data FROM predictions WHERE id = ?", (prediction_id,))
+        found: Prediction | None = json.loads(rows[0][0]) if rows else None
+        return found
 
     def close(self) -> None:
         with self._lock:

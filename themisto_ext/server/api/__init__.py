@@ -9,6 +9,7 @@ from themisto_ext.server.api.base import API_PREFIX, API_VERSION
 from themisto_ext.server.api.events import EventsHandler
 from themisto_ext.server.api.kernels import KernelHandler
 from themisto_ext.server.api.predictions import (
+    PredictionHandler,
     PredictionsHandler,
     PredictorsHandler,
     TrajectoryPredictionsHandler,
@@ -36,6 +37,7 @@ def routes() -> list[tuple[str, type[RequestHandler]]]:
         (path(f"trajectories/{_ID}/predictions"), TrajectoryPredictionsHandler),
         (path("predictors"), PredictorsHandler),
         (path("predictions"), PredictionsHandler),
+        (path(r"predictions/(?P<prediction_id>[0-9A-Za-z_\-]+)"), PredictionHandler),
         (path("export"), ExportHandler),
         (path("events"), EventsHandler),
         (path(r"kernels/(?P<kernel_id>[\w\-\.]+)"), KernelHandler),

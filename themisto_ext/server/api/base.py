@@ -1,16 +1,17 @@
-"""What every handler shares: authentication, JSON errors, parameter parsing."""
+"""What every handler shares: authentication, JSON errors, parameter parsing, and the one
+mapping from themisto's exceptions to HTTP statuses."""
 
 from __future__ import annotations
 
 import json
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-if TYPE_CHECKING:
-    from themisto_ext.server.app import ThemistoExtension
+from themisto_ext.errors import FormatError, StoreUnavailable, ThemistoError
+from themisto_ext.server.core import SETTINGS_KEY, Themisto
 
 API_PREFIX = "/themisto/api"
 API_VERSION = "1"
@@ -27,11 +28,18 @@ class ThemistoHandler(APIHandler):
     auth_resource = AUTH_RESOURCE
 
     @property
-    def themisto(self) -> ThemistoExtension:
-        app: ThemistoExtension = self.settings["themisto_ext"]
-        return app
+    def themisto(self) -> Themisto:
+        core: Themisto = self.settings[SETTINGS_KEY]
+        return core
 
-    async def prepare(self) -> None:
+    def _handle_request_exception(self, e: BaseException) -> None:
+        # The one place where themisto's errors become HTTP statuses; anything else is a
+        # bug and stays a 500 with its traceback in the log.
+        if isinstance(e, ThemistoError):
+            e = web.HTTPError(_status_of(e), str(e))
+        super()._handle_request_exception(e)
+
+    async def prepare(self) -> None:  # type: ignore[override]  # jupyter_server's is untyped
         await super().prepare()
         limit = self.themisto.max_body_bytes
         declared = self.request.headers.get("Content-Length")
@@ -69,3 +77,11 @@ class ThemistoHandler(APIHandler):
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(data, ensure_ascii=False))
+
+
+def _status_of(error: ThemistoError) -> int:
+    if isinstance(error, FormatError):
+        return HTTPStatus.BAD_REQUEST
+    if isinstance(error, StoreUnavailable):
+        return HTTPStatus.SERVICE_UNAVAILABLE
+    return HTTPStatus.INTERNAL_SERVER_ERROR

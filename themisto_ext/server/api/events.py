@@ -1,7 +1,8 @@
-"""``/events``: the live stream (Server-Sent Events) of steps as they land.
+"""``/events``: the live stream (Server-Sent Events) of what lands and what is predicted.
 
 SSE rather than a WebSocket: it is a plain authenticated GET, so the server's own
-token/cookie authentication applies unchanged and any HTTP client can follow it.
+token/cookie authentication applies unchanged and any HTTP client can follow it. Events
+are built by ``themisto_ext.events`` in the shapes of ``schemas/live-event.schema.json``.
 """
 
 from __future__ import annotations
@@ -14,19 +15,23 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from themisto_ext.events import EventBus
+from themisto_ext.records import HelloEvent, LiveEvent
 from themisto_ext.server.api.base import ThemistoHandler
-from themisto_ext.server.events import Event
 
 KEEPALIVE = 15.0
 QUEUE_LIMIT = 10_000
-CLOSE: Event = {"type": "close"}
+_CLOSE = object()
+"""Put in a stream's queue to end it: the server stops, or the reader fell too far behind."""
+
+
+def close_streams(events: EventBus) -> None:
+    """End every open live stream (the server is stopping)."""
+    events.close()
 
 
 class EventsHandler(ThemistoHandler):
     """``GET /events[?notebook=PATH][&kernel=ID][&trajectory=ID]``."""
-
-    def _matches(self, event: Event, filters: dict[str, str]) -> bool:
-        return all(event.get(key) == value for key, value in filters.items())
 
     @web.authenticated
     @authorized
@@ -36,22 +41,27 @@ class EventsHandler(ThemistoHandler):
             ("kernel_id", self.get_argument("kernel", None)),
             ("trajectory_id", self.get_argument("trajectory", None)),
         ) if value is not None}
-        queue: asyncio.Queue[Event] = asyncio.Queue(QUEUE_LIMIT)
+        queue: asyncio.Queue[Any] = asyncio.Queue(QUEUE_LIMIT)
 
-        def listener(event: Event) -> None:
-            if event is CLOSE or self._matches(event, filters):
+        def listener(event: LiveEvent) -> None:
+            if all(event.get(key) == value for key, value in filters.items()):
                 try:
                     queue.put_nowait(event)
                 except asyncio.QueueFull:  # a stalled reader: end its stream, it reconnects
-                    queue._queue.clear()  # type: ignore[attr-defined]
-                    queue.put_nowait(CLOSE)
+                    close()
 
-        unsubscribe = self.themisto.events.subscribe(listener)
+        def close() -> None:
+            while not queue.empty():
+                queue.get_nowait()
+            queue.put_nowait(_CLOSE)
+
+        unsubscribe = self.themisto.events.subscribe(listener, on_close=close)
         self.set_header("Content-Type", "text/event-stream")
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")
         try:
-            await self._send("hello", {"type": "hello", "filters": filters}, retry=2000)
+            hello: HelloEvent = {"type": "hello", "filters": filters}
+            await self._send(hello, retry=2000)
             while True:
                 try:
                     event = await asyncio.wait_for(queue.get(), KEEPALIVE)
@@ -59,9 +69,9 @@ class EventsHandler(ThemistoHandler):
                     self.write(": keep-alive\n\n")
                     await self.flush()
                     continue
-                if event is CLOSE:
+                if event is _CLOSE:
                     break
-                await self._send(str(event["type"]), event)
+                await self._send(event)
         except StreamClosedError:
             pass  # the client went away
         finally:
@@ -69,7 +79,8 @@ class EventsHandler(ThemistoHandler):
         if not self._finished:
             self.finish()
 
-    async def _send(self, name: str, data: dict[str, Any], retry: int | None = None) -> None:
+    async def _send(self, event: LiveEvent, retry: int | None = None) -> None:
         head = f"retry: {retry}\n" if retry is not None else ""
-        self.write(f"{head}event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n")
+        data = json.dumps(event, ensure_ascii=False)
+        self.write(f"{head}event: {event['type']}\ndata: {data}\n\n")
         await self.flush()

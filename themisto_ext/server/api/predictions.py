@@ -7,7 +7,7 @@ from http import HTTPStatus
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from themisto_ext.prompts import TASKS
+from themisto_ext.prediction.prompts import TASKS
 from themisto_ext.server.api.base import ThemistoHandler, bad_request
 from themisto_ext.server.api.trajectories import known_trajectory
 
@@ -28,6 +28,19 @@ class TrajectoryPredictionsHandler(ThemistoHandler):
         known_trajectory(self, trajectory_id)
         since = self.int_argument("since_step", 0)
         self.send_json({"predictions": self.themisto.store.predictions(trajectory_id, since)})
+
+
+class PredictionHandler(ThemistoHandler):
+    """``GET /predictions/{id}``: one prediction whole, its prompt and raw answer included
+    (the live stream leaves them out)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, prediction_id: str) -> None:
+        found = self.themisto.store.get_prediction(prediction_id)
+        if found is None:
+            raise web.HTTPError(HTTPStatus.NOT_FOUND, f"no prediction {prediction_id!r}")
+        self.send_json(found)
 
 
 class PredictionsHandler(ThemistoHandler):

@@ -12,9 +12,10 @@ from tornado import web
 
 from themisto_ext import __version__
 from themisto_ext.server.api.base import API_VERSION, ThemistoHandler, bad_request
-from themisto_ext.store import Trajectory, TrajectoryFilter
+from themisto_ext.store import Trajectory, TrajectoryFilter, TrajectoryStore
 
 MAX_PAGE = 1000
+NDJSON = "application/x-ndjson; charset=utf-8"
 _FILENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,120}\.jsonl$")
 
 
@@ -97,6 +98,10 @@ class StepsHandler(ThemistoHandler):
                     f'"next_since_step":{more}}}')
 
 
+def _page(store: TrajectoryStore, trajectory_id: str, since: int) -> list[tuple[int, str]]:
+    return list(store.iter_step_lines(trajectory_id, since, 2000))
+
+
 class ExportHandler(ThemistoHandler):
     """``GET /export?trajectory=ID[&trajectory=ID...] | notebook=PATH | all=true``."""
 
@@ -121,17 +126,16 @@ class ExportHandler(ThemistoHandler):
         if not _FILENAME.match(filename):
             raise bad_request("filename", "must be a plain file name ending in .jsonl")
         ids = self._ids()
-        self.set_header("Content-Type", "application/x-ndjson; charset=utf-8")
+        self.set_header("Content-Type", NDJSON)
         self.set_header("Content-Disposition", f'attachment; filename="{filename}"')
         store = self.themisto.store
         for tid in ids:
             since = 0
             while True:
-                page = await asyncio.to_thread(
-                    lambda t=tid, s=since: list(store.iter_step_lines(t, s, 2000)))
+                page = await asyncio.to_thread(_page, store, tid, since)
                 if not page:
                     break
                 self.write("".join(line + "\n" for _, line in page))
                 await self.flush()  # stream: a 100k-step export never sits in memory
                 since = page[-1][0]
-        self.finish()
+        self.finish(set_content_type=NDJSON)  # APIHandler would call an empty export JSON

@@ -1,0 +1,161 @@
+"""The API's written contract, checked on every response and streamed event the tests see.
+
+``docs/openapi.yaml`` names, per route, method and status, the body a client may expect,
+and references the record schemas in ``themisto_ext/schemas/``. ``ApiContract.check``
+fails a test when the server answers with a status the document does not list, or with a
+body its schema rejects; ``check_event`` does the same for each live-stream event.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from themisto_ext.records import SCHEMA_NAMES, schema, validator
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC_PATH = ROOT / "docs" / "openapi.yaml"
+PREFIX = "/themisto/api"
+
+
+class ContractViolation(AssertionError):
+    pass
+
+
+@cache
+def spec() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(SPEC_PATH.read_text("utf-8"))
+    return loaded
+
+
+@cache
+def _registry() -> Registry[Any]:
+    resources = [(SPEC_PATH.as_uri(), Resource.from_contents(spec(),
+                                                             default_specification=DRAFT202012))]
+    for name in SCHEMA_NAMES:
+        resource = Resource.from_contents(schema(name))
+        # Reachable both by the $id the schemas use among themselves and by the file path
+        # the OpenAPI document uses.
+        resources.append((schema(name)["$id"], resource))
+        file_uri = (ROOT / "themisto_ext" / "schemas" / f"{name}.schema.json").as_uri()
+        resources.append((file_uri, resource))
+    return Registry().with_resources(resources)
+
+
+def _validator(pointer: str) -> Draft202012Validator:
+    """A validator of the schema at ``pointer`` inside the OpenAPI document."""
+    return Draft202012Validator({"$ref": f"{SPEC_PATH.as_uri()}#{pointer}"},
+                                registry=_registry(),
+                                format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+@cache
+def _templates() -> list[tuple[re.Pattern[str], str]]:
+    found = []
+    for template in spec()["paths"]:
+        pattern = re.escape(template)
+        pattern = re.sub(r"\\\{[a-z_]+\\\}", r"[^/]+", pattern)
+        found.append((re.compile(f"^{pattern}/?$"), template))
+    return found
+
+
+def template_of(path: str) -> str | None:
+    path = path.split("?", 1)[0]
+    index = path.find(PREFIX)
+    if index < 0:
+        return None
+    path = path[index:]
+    matches = [t for pattern, t in _templates() if pattern.match(path)]
+    # A literal route wins over a templated one (``/predictions`` vs ``/predictions/{id}``).
+    matches.sort(key=lambda t: t.count("{"))
+    return matches[0] if matches else None
+
+
+def _escape(pointer_part: str) -> str:
+    return pointer_part.replace("~", "~0").replace("/", "~1")
+
+
+class ApiContract:
+    def __init__(self) -> None:
+        self.checked = 0
+
+    def check(self, url: str, method: str, status: int, content_type: str | None,
+              body: bytes) -> None:
+        template = template_of(url)
+        if template is None:
+            return  # not a themisto route
+        operations = spec()["paths"][template]
+        operation = operations.get(method.lower())
+        if operation is None:
+            raise ContractViolation(f"{method} {template} is not documented")
+        responses = operation["responses"]
+        if str(status) not in responses:
+            raise ContractViolation(
+                f"{method} {template} answered {status}, documented: {sorted(responses)}")
+        response = responses[str(status)]
+        pointer = f"/paths/{_escape(template)}/{method.lower()}/responses/{status}"
+        if "$ref" in response:
+            pointer = response["$ref"].removeprefix("#")
+            response = _resolve_local(pointer)
+        media = (content_type or "").split(";")[0].strip()
+        content = response.get("content", {})
+        if media == "application/json" and "application/json" in content:
+            document = json.loads(body)
+            errors = sorted(_validator(f"{pointer}/content/application~1json/schema")
+                            .iter_errors(document), key=lambda e: list(e.path))
+            if errors:
+                raise ContractViolation(
+                    f"{method} {template} {status}: body does not match the spec: "
+                    + "; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]))
+        elif media == "text/event-stream":
+            pass  # events are checked one by one (check_event)
+        elif content and media not in content and status != 204:
+            raise ContractViolation(f"{method} {template} {status}: content type {media!r}, "
+                                    f"documented {sorted(content)}")
+        self.checked += 1
+
+    def check_event(self, name: str, data: dict[str, Any]) -> None:
+        errors = list(validator("live-event").iter_errors(data))
+        if errors:
+            raise ContractViolation(f"live event {name}: does not match live-event.schema.json: "
+                                    + "; ".join(e.message[:300] for e in errors[:3]))
+        if data["type"] != name:
+            raise ContractViolation(f"live event named {name!r} has type {data['type']!r}")
+        self.checked += 1
+
+
+def _resolve_local(pointer: str) -> dict[str, Any]:
+    node: Any = spec()
+    for part in pointer.strip("/").split("/"):
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    resolved: dict[str, Any] = node
+    return resolved
+
+
+def parse_sse(buffer: bytearray, contract: ApiContract) -> list[tuple[str, dict[str, Any]]]:
+    """Complete events at the head of ``buffer`` (removed from it), each checked."""
+    events = []
+    while b"\n\n" in buffer:
+        block, _, rest = bytes(buffer).partition(b"\n\n")
+        buffer[:] = rest
+        fields = dict(line.split(": ", 1) for line in block.decode().splitlines()
+                      if ": " in line and not line.startswith(":"))
+        if "event" in fields:
+            data = json.loads(fields["data"])
+            contract.check_event(fields["event"], data)
+            events.append((fields["event"], data))
+    return events
+
+
+def check_response(contract: ApiContract, response: Any) -> None:
+    """Check a tornado ``HTTPResponse``."""
+    contract.check(response.effective_url, response.request.method, response.code,
+                   response.headers.get("Content-Type"), response.body or b"")

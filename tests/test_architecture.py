@@ -1,0 +1,137 @@
+"""The import rules that keep the data flow readable, checked on the source.
+
+capture (kernel) -> journal -> ingest -> store -> prompts -> model clients -> prediction ->
+scoring -> live stream -> server. The kernel hook imports only the shared base (the
+contract, the records and trajectory format, the journal writer); nothing else reaches
+into the hook's internals; the store and the prompts import nothing above them; and no
+two modules import each other, directly or around a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "themisto_ext"
+BASE = ("themisto_ext.contract", "themisto_ext.records", "themisto_ext.errors",
+        "themisto_ext.trajectory", "themisto_ext.journal")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PACKAGE.rglob("*.py") if "labextension" not in p.parts}
+
+
+def _type_checking_only(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+@cache
+def imports(module: str, runtime_only: bool = False) -> frozenset[str]:
+    """Modules of the package that ``module`` imports (at any depth of its code)."""
+    tree = ast.parse(modules()[module].read_text("utf-8"))
+    found: set[str] = set()
+
+    def visit(node: ast.AST, top_level: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _type_checking_only(child):
+                continue
+            if runtime_only and isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue  # a lazy import cannot close a circle at import time
+            if isinstance(child, ast.Import):
+                found.update(a.name for a in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.module:
+                base = child.module
+                if child.level:
+                    package = module.rsplit(".", child.level)[0]
+                    base = f"{package}.{child.module}"
+                for alias in child.names:
+                    candidate = f"{base}.{alias.name}"
+                    found.add(candidate if candidate in modules() else base)
+            visit(child, top_level)
+
+    visit(tree, True)
+    return frozenset(m for m in found if m in modules())
+
+
+def within(module: str, *prefixes: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def offenders(source_prefixes: tuple[str, ...], allowed: tuple[str, ...]) -> list[str]:
+    bad = []
+    for module in modules():
+        if not within(module, *source_prefixes):
+            continue
+        for target in imports(module):
+            if target != "themisto_ext" and not within(target, *allowed, *source_prefixes):
+                bad.append(f"{module} -> {target}")
+    return bad
+
+
+def test_capture_imports_only_the_shared_base():
+    assert offenders(("themisto_ext.kernel",), BASE) == []
+
+
+def test_nothing_outside_capture_imports_its_internals():
+    # The package root is IPython's entry point (``%load_ext themisto_ext``): it hands over.
+    bad = [f"{m} -> {t}" for m in modules() if not within(m, "themisto_ext.kernel")
+           and m != "themisto_ext" for t in imports(m) if within(t, "themisto_ext.kernel")]
+    assert bad == []
+
+
+def test_the_store_imports_nothing_above_it():
+    assert offenders(("themisto_ext.store",), BASE) == []
+
+
+def test_prompts_import_nothing_above_them():
+    assert offenders(("themisto_ext.prediction.prompts",), BASE) == []
+
+
+@pytest.mark.parametrize("layer,allowed", [
+    ("themisto_ext.prediction.clients", (*BASE, "themisto_ext.prediction.prompts")),
+    ("themisto_ext.prediction.run", (*BASE, "themisto_ext.prediction.prompts",
+                                     "themisto_ext.prediction.clients")),
+    ("themisto_ext.prediction.scoring", (*BASE, "themisto_ext.prediction.metrics")),
+    ("themisto_ext.prediction.metrics", BASE),
+    ("themisto_ext.ingest", (*BASE, "themisto_ext.store")),
+    ("themisto_ext.events", BASE),
+    ("themisto_ext.prediction", (*BASE, "themisto_ext.store", "themisto_ext.ingest",
+                                 "themisto_ext.events")),
+    ("themisto_ext.replay", (*BASE, "themisto_ext.ingest", "themisto_ext.store")),
+])
+def test_each_layer_imports_only_what_flows_into_it(layer, allowed):
+    assert offenders((layer,), allowed) == []
+
+
+def test_no_import_circles():
+    graph = {m: imports(m, runtime_only=True) for m in modules()}
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def walk(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in graph[module]:
+            # A package's __init__ importing its own submodules is how packages are built.
+            if module == target or within(target, module):
+                continue
+            if state.get(target) == 1:
+                circles.append([*path[path.index(target):], target])
+            elif target not in state:
+                walk(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            walk(module, [module])
+    assert circles == []

@@ -1,0 +1,185 @@
+"""What the server, the kernel hook and headless recording agree on, in one place.
+
+The server launches kernels (``server/provisioner.py``), ``themisto record`` launches one
+too (``replay.py``), and the hook inside the kernel (``kernel/``) must find where to write
+and what to capture without reading the server's configuration. They agree through the
+names and formats below: environment variables set at launch, the autoload argument, the
+capture settings (one JSON environment variable), the per-kernel switch file, and file
+names derived from kernel ids. Nothing here imports another part of the package, so the
+kernel can import it cheaply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from jupyter_core.paths import jupyter_data_dir
+
+# ---------------------------------------------------------------- launch
+
+JOURNAL_DIR_ENV = "THEMISTO_JOURNAL_DIR"
+"""Where the kernel appends its journal (set by whoever launches a recording kernel)."""
+STORE_PATH_ENV = "THEMISTO_STORE_PATH"
+"""Overrides the default store for the CLI and the server."""
+KERNEL_ID_ENV = "THEMISTO_KERNEL_ID"
+"""The Jupyter kernel id, so the journal is named after the kernel."""
+NOTEBOOK_ENV = "THEMISTO_NOTEBOOK_PATH"
+"""The notebook the kernel runs, as the server names it."""
+CAPTURE_ENV = "THEMISTO_CAPTURE"
+"""The capture settings as JSON (``CaptureSettings.to_env``)."""
+AUTOLOAD_ARG = "--IPKernelApp.extra_extensions=themisto_ext"
+"""Added to an ipykernel command line: loads the hook without replacing the user's
+``extensions``."""
+
+
+def launch_env(
+    base: Mapping[str, str],
+    journal_dir: Path | str,
+    kernel_id: str,
+    notebook_path: str | None,
+    settings: CaptureSettings,
+) -> dict[str, str]:
+    """``base`` plus what a kernel started with ``AUTOLOAD_ARG`` needs to record."""
+    env = dict(base)
+    env[JOURNAL_DIR_ENV] = str(journal_dir)
+    env[KERNEL_ID_ENV] = kernel_id
+    env[CAPTURE_ENV] = settings.to_env()
+    if notebook_path:
+        env[NOTEBOOK_ENV] = notebook_path
+    else:
+        env.pop(NOTEBOOK_ENV, None)
+    return env
+
+
+# ---------------------------------------------------------------- capture settings
+
+DEFAULT_NAME_PATTERNS: tuple[str, ...] = (
+    "*key*", "*token*", "*secret*", "*passw*", "*pwd*", "*credential*", "*auth*",
+)
+"""Variable-name globs (case-insensitive) whose values are redacted."""
+
+DEFAULT_VALUE_PATTERNS: tuple[str, ...] = (
+    r"sk-[A-Za-z0-9_\-]{16,}",                      # OpenAI / Anthropic style keys
+    r"gh[pousr]_[A-Za-z0-9]{30,}",                  # GitHub tokens
+    r"github_pat_[A-Za-z0-9_]{22,}",
+    r"(?:AKIA|ASIA)[0-9A-Z]{16}",                   # AWS access key ids
+    r"xox[abposr]-[A-Za-z0-9\-]{10,}",              # Slack
+    r"AIza[0-9A-Za-z_\-]{35}",                      # Google API keys
+    r"hf_[A-Za-z0-9]{30,}",                         # Hugging Face
+    r"glpat-[A-Za-z0-9_\-]{20,}",                   # GitLab
+    r"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",  # JWT
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+)
+"""Credential formats masked wherever they appear (code, outputs, reprs)."""
+
+
+@dataclass
+class CaptureSettings:
+    """What the kernel hook records and within which budgets (the server's traitlets of
+    the same names set them; these are the defaults everywhere)."""
+
+    recording: bool = True
+    repr_length: int = 1000
+    cell_budget: float = 0.1
+    """Seconds the runtime snapshot may take per cell; the rest is deferred to later cells."""
+    value_budget: float = 0.05
+    """Seconds one value's repr/size may take before it gets a placeholder."""
+    max_variables: int = 5000
+    output_length: int = 200_000
+    """Characters of output kept per step; the middle of longer output is elided."""
+    redact: bool = True
+    name_patterns: list[str] = field(default_factory=lambda: list(DEFAULT_NAME_PATTERNS))
+    value_patterns: list[str] = field(default_factory=lambda: list(DEFAULT_VALUE_PATTERNS))
+
+    def to_env(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> CaptureSettings:
+        """The settings a launcher passed, else the defaults (a bad value is ignored: the
+        kernel must start whatever its environment says)."""
+        raw = (environ if environ is not None else os.environ).get(CAPTURE_ENV)
+        if not raw:
+            return cls()
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return cls()
+        if not isinstance(data, dict):
+            return cls()
+        defaults = cls()
+        known: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name in data and isinstance(data[f.name], type(getattr(defaults, f.name))):
+                known[f.name] = data[f.name]
+        return cls(**known)
+
+
+# ---------------------------------------------------------------- locations
+
+
+def default_home() -> Path:
+    return Path(jupyter_data_dir()) / "themisto"
+
+
+def default_store_path() -> Path:
+    env = os.environ.get(STORE_PATH_ENV)
+    return Path(env) if env else default_home() / "trajectories.sqlite3"
+
+
+def journal_dir_for(store_path: Path) -> Path:
+    """Journals live beside the store they feed, so one store never ingests another's kernels."""
+    return store_path.parent / "journal"
+
+
+def default_journal_dir() -> Path:
+    env = os.environ.get(JOURNAL_DIR_ENV)
+    return Path(env) if env else default_home() / "journal"
+
+
+MAX_NAME = 100
+"""Longest kernel-derived file name part: far below every file system's 255 bytes."""
+
+
+def file_safe(kernel_id: str) -> str:
+    """A kernel id as a file name part: only ``[A-Za-z0-9._-]``, at most ``MAX_NAME``
+    characters; ids that had to be changed get a digest so that they stay distinct."""
+    safe = "".join(c for c in kernel_id if (c.isalnum() and c.isascii()) or c in "-_.")
+    safe = safe.lstrip(".")
+    if safe == kernel_id and 0 < len(safe) <= MAX_NAME:
+        return safe
+    digest = hashlib.blake2b(kernel_id.encode("utf-8", "surrogatepass"),
+                             digest_size=8).hexdigest()
+    return f"{safe[:MAX_NAME - 17]}-{digest}"
+
+
+# ---------------------------------------------------------------- the per-kernel switch
+
+
+def switch_path(journal_dir: Path, kernel_id: str) -> Path:
+    """The file through which the server switches one kernel's recording on or off."""
+    return journal_dir / "control" / f"{file_safe(kernel_id)}.json"
+
+
+def read_switch(path: Path) -> bool | None:
+    """The switch's position, or None when there is none (or it cannot be read)."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("recording") if isinstance(data, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def write_switch(path: Path, on: bool) -> None:
+    """Write the switch atomically: the kernel never reads a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"recording": on}), "utf-8")
+    os.replace(tmp, path)

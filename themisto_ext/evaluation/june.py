@@ -1,0 +1,388 @@
+"""JuNE execution logs (one CSV of notebook events) as trajectories in our format.
+
+Every row is an event of one kernel. A kernel's rows, in time order, are its execution
+sequence; ``kernel_restarting`` ends one trajectory and starts the next. An ``execute``
+row is paired with the next ``finished_execute`` row of the same kernel and cell (the
+output comes from it); an ``error`` row marks that execution as raised. The log has no
+runtime state, so imported steps have empty ``runtime_variables``; ``replay`` re-runs
+each trajectory in a fresh recording kernel to get real outputs and state.
+
+Rows that cannot be used (missing values, an unparseable time, an unknown event, a finish
+without its execute) are reported with their line number and skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from themisto_ext.records import Step, StepError, StepOutput
+from themisto_ext.trajectory import FORMAT_VERSION
+from themisto_ext.trajectory.text import flatten, plain_text, strip_ansi
+
+COLUMNS = ("action_id", "time", "session_id", "kernel_id", "notebook_name", "event",
+           "cell_index", "cell_num", "cell_type", "cell_source", "cell_output", "user_id")
+REQUIRED_VALUES = ("time", "kernel_id", "event")
+EVENTS = frozenset({"execute", "finished_execute", "kernel_restarting", "save_notebook",
+                    "error"})
+EMPTY_STATE_HASH = hashlib.blake2b(b"", digest_size=16).hexdigest()
+"""``hash_index`` of a state with no variables (the recorder's digest of nothing)."""
+_EXTRA = "\0extra"  # DictReader's key for fields beyond the header
+_LAST_LINE_ERROR = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+
+
+@dataclass(frozen=True)
+class BadRow:
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass
+class ImportResult:
+    trajectories: list[list[Step]]
+    rows: int
+    bad: list[BadRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Kept, but worth knowing: executions that never finished, replays cut short."""
+    ignored: dict[str, int] = field(default_factory=dict)
+    """Rows that are valid but make no step (saves, non-code cells), by reason."""
+
+    @property
+    def steps(self) -> int:
+        return sum(len(t) for t in self.trajectories)
+
+
+@dataclass
+class _Row:
+    line: int
+    time: datetime
+    values: dict[str, str]
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 date-time (UTC when it has no offset) or Unix seconds/milliseconds."""
+    text = text.strip()
+    try:
+        number = float(text)
+    except ValueError:
+        when = datetime.fromisoformat(text)
+        return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    if number > 1e11:  # milliseconds: seconds this large are past the year 5000
+        number /= 1000
+    return datetime.fromtimestamp(number, tz=timezone.utc)
+
+
+def _read_rows(path: Path, result: ImportResult) -> list[_Row]:
+    rows: list[_Row] = []
+    # Outputs of real notebooks exceed csv's default 128 KiB field limit.
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    with path.open("r", encoding="utf-8-sig", newline="") as fh:
+        reader = csv.DictReader(fh, restkey=_EXTRA)
+        header = reader.fieldnames or []
+        missing = [c for c in COLUMNS if c not in header]
+        if missing:
+            raise ValueError(f"{path}: missing columns {', '.join(missing)} (a JuNE log has "
+                             f"{', '.join(COLUMNS)})")
+        start = reader.line_num + 1
+        while True:
+            try:
+                values = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise ValueError(f"{path}: line {start}: not valid CSV ({exc})") from None
+            line, start = start, reader.line_num + 1
+            result.rows += 1
+            problem, when = _check_row(values)
+            if problem or when is None:
+                result.bad.append(BadRow(line, problem or "no time"))
+                continue
+            rows.append(_Row(line, when, {c: values[c] or "" for c in COLUMNS}))
+    return rows
+
+
+def _check_row(values: dict[str, Any]) -> tuple[str | None, datetime | None]:
+    if _EXTRA in values:
+        return f"{len(values[_EXTRA])} more fields than the header has", None
+    absent = [c for c in COLUMNS if values.get(c) is None]
+    if absent:
+        return f"missing columns {', '.join(absent)}", None
+    empty = [c for c in REQUIRED_VALUES if not values[c].strip()]
+    if empty:
+        return f"empty {', '.join(empty)}", None
+    event = values["event"].strip()
+    if event not in EVENTS:
+        return f"unknown event {event!r}", None
+    try:
+        return None, parse_time(values["time"])
+    except (ValueError, OverflowError, OSError):
+        return f"unparseable time {values['time']!r}", None
+
+
+def _outputs(text: str) -> list[StepOutput]:
+    """The outputs of a ``cell_output`` value: nbformat outputs as JSON, or plain text."""
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError:
+            items = None
+        if isinstance(items, list) and all(isinstance(o, dict) and "output_type" in o
+                                           for o in items):
+            return [_output(o) for o in items]
+    # Untyped text: shown as a stream, which is what most printed output is.
+    return [{"output_type": "stream", "name": "stdout", "mime_types": ["text/plain"],
+             "text": text}] if text else []
+
+
+def _output(item: dict[str, Any]) -> StepOutput:
+    kind = item["output_type"]
+    if kind == "stream":
+        text = item.get("text", "")
+        text = "".join(text) if isinstance(text, list) else str(text)
+        return {"output_type": "stream", "name": str(item.get("name", "stdout")),
+                "mime_types": ["text/plain"], "text": strip_ansi(text)}
+    if kind == "error":
+        lines = item.get("traceback") or []
+        ename, evalue = str(item.get("ename", "")), str(item.get("evalue", ""))
+        traceback = "\n".join(strip_ansi(str(x)) for x in lines) or f"{ename}: {evalue}"
+        return {"output_type": "error", "mime_types": [], "ename": ename, "evalue": evalue,
+                "text": traceback}
+    found = item.get("data")
+    data: dict[str, Any] = found if isinstance(found, dict) else {}
+    kind = kind if kind in ("execute_result", "display_data") else "display_data"
+    return {"output_type": kind, "mime_types": sorted(data), "text": plain_text(data)}
+
+
+def _error_from(outputs: Sequence[Mapping[str, Any]], text: str) -> StepError:
+    for item in reversed(outputs):
+        if item["output_type"] == "error":
+            return {"ename": str(item["ename"]), "evalue": str(item["evalue"]),
+                    "traceback": str(item["text"])}
+    lines = [x for x in strip_ansi(text).splitlines() if x.strip()]
+    match = _LAST_LINE_ERROR.match(lines[-1].strip()) if lines else None
+    ename, evalue = (match.group(1), match.group(2) or "") if match else ("Error", "")
+    return {"ename": ename, "evalue": evalue, "traceback": strip_ansi(text)}
+
+
+def trajectory_id(kernel_id: str, segment: int) -> str:
+    """Stable: importing the same log twice gives the same ids."""
+    key = f"june\0{kernel_id}\0{segment}".encode()
+    return hashlib.blake2b(key, digest_size=16).hexdigest()
+
+
+def _iso(when: datetime) -> str:
+    # fixed width, as the recorder writes them, so that the strings sort as the times do
+    return when.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+class _Kernel:
+    """One kernel's execution sequence, cut into trajectories at restarts.
+
+    JuNE logs an ``error`` row for an execution that raised, before or after its
+    ``finished_execute``; either order marks the same step. An execution with an ``error``
+    row but no finish is finished by the ``error`` row.
+    """
+
+    def __init__(self, kernel_id: str, result: ImportResult) -> None:
+        self.kernel_id = kernel_id
+        self.result = result
+        self.segment = 0
+        self.trajectories: list[list[Step]] = []
+        self.steps: list[Step] = []
+        self.pending: list[_Pending] = []
+
+    def execute(self, row: _Row) -> None:
+        if row.values["cell_type"].strip() not in ("", "code"):
+            self.result.ignored["non-code cell executions"] = \
+                self.result.ignored.get("non-code cell executions", 0) + 1
+            return
+        step: Step = {
+            "format_version": FORMAT_VERSION,
+            "trajectory_id": trajectory_id(self.kernel_id, self.segment),
+            "kernel_id": self.kernel_id, "step": len(self.steps) + 1,
+            "cell_id": _cell(row) or None, "notebook_path": row.values["notebook_name"] or None,
+            "started_at": _iso(row.time), "ended_at": _iso(row.time),
+            "code": row.values["cell_source"], "output": "", "outputs": [],
+            "execution_time": 0.0, "memory_bytes": None, "runtime_variables": {},
+            "hash_index": EMPTY_STATE_HASH, "error": None,
+        }
+        self.steps.append(step)
+        self.pending.append(_Pending(row, step))
+
+    def _pending_for(self, row: _Row) -> _Pending | None:
+        return next((p for p in self.pending if _cell(p.start) == _cell(row)), None)
+
+    def finished(self, row: _Row) -> None:
+        pending = self._pending_for(row)
+        if pending is None:
+            self.result.bad.append(BadRow(row.line, f"finished_execute of cell {_cell(row)!r} "
+                                          f"on kernel {self.kernel_id} has no execute before it"))
+            return
+        self.pending.remove(pending)
+        text = row.values["cell_output"]
+        if not text and pending.raised is not None:
+            text = pending.raised.values["cell_output"]
+        _finish(pending, row, text)
+
+    def error(self, row: _Row) -> None:
+        pending = self._pending_for(row)
+        if pending is not None:
+            pending.raised = row
+            return
+        for step in reversed(self.steps):
+            if (step["cell_id"] or "") == _cell(row):
+                if step["error"] is None:
+                    step["error"] = _error_from(step["outputs"],
+                                                row.values["cell_output"] or step["output"])
+                return
+        self.result.bad.append(BadRow(row.line, f"error of cell {_cell(row)!r} on kernel "
+                                      f"{self.kernel_id} has no execute before it"))
+
+    def restart(self) -> None:
+        for pending in self.pending:
+            if pending.raised is not None:
+                _finish(pending, pending.raised, pending.raised.values["cell_output"])
+            else:
+                self.result.notes.append(
+                    f"line {pending.start.line}: the execution of cell {_cell(pending.start)!r}"
+                    f" on kernel {self.kernel_id} never finished; kept with no output")
+        if self.steps:
+            self.trajectories.append(self.steps)
+        self.steps, self.pending = [], []
+        self.segment += 1
+
+
+@dataclass
+class _Pending:
+    start: _Row
+    step: Step
+    raised: _Row | None = None
+    """The ``error`` row of this execution, when it came before the finish."""
+
+
+def _cell(row: _Row) -> str:
+    return row.values["cell_index"].strip()
+
+
+def _finish(pending: _Pending, row: _Row, text: str) -> None:
+    outputs = _outputs(text)
+    pending.step["ended_at"] = _iso(row.time)
+    pending.step["outputs"] = outputs
+    pending.step["output"] = flatten(outputs)
+    pending.step["execution_time"] = max(0.0, (row.time - pending.start.time).total_seconds())
+    if pending.raised is not None or any(o["output_type"] == "error" for o in outputs):
+        pending.step["error"] = _error_from(outputs, text)
+
+
+def read_june(path: Path) -> ImportResult:
+    """The trajectories of a JuNE log, ordered by when they started."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    result = ImportResult([], 0)
+    rows = _read_rows(path, result)
+    rows.sort(key=lambda r: (r.time, r.line))  # time order; the file's order among equals
+    kernels: dict[str, _Kernel] = {}
+    for row in rows:
+        kernel_id = row.values["kernel_id"].strip()
+        kernel = kernels.setdefault(kernel_id, _Kernel(kernel_id, result))
+        event = row.values["event"].strip()
+        if event == "execute":
+            kernel.execute(row)
+        elif event == "finished_execute":
+            kernel.finished(row)
+        elif event == "error":
+            kernel.error(row)
+        elif event == "kernel_restarting":
+            kernel.restart()
+        else:
+            result.ignored[event] = result.ignored.get(event, 0) + 1
+    for kernel in kernels.values():
+        kernel.restart()  # the end of the log ends every kernel's last trajectory
+    trajectories = [t for k in kernels.values() for t in k.trajectories]
+    trajectories.sort(key=lambda t: (t[0]["started_at"], t[0]["kernel_id"]))
+    result.trajectories = trajectories
+    result.bad.sort(key=lambda b: b.line)
+    return result
+
+
+def replay(result: ImportResult, *, timeout: float = 600,
+           progress: Callable[[int, int], None] | None = None) -> ImportResult:
+    """Re-run every trajectory in a fresh kernel with the capture hook: real outputs, state.
+
+    The log's identifiers (trajectory, kernel, notebook, cell) are kept; code, outputs,
+    timings, memory and runtime state come from the replay.
+    """
+    replayed: list[list[Step]] = []
+    with tempfile.TemporaryDirectory(prefix="themisto-june-") as tmp:
+        root = Path(tmp)
+        for number, steps in enumerate(result.trajectories, start=1):
+            if progress:
+                progress(number - 1, len(result.trajectories))
+            new, note = _replay_one(steps, root / str(number), timeout)
+            if note:
+                result.notes.append(note)
+            if new:
+                replayed.append(new)
+    if progress:
+        progress(len(result.trajectories), len(result.trajectories))
+    result.trajectories = replayed
+    return result
+
+
+def _replay_one(steps: list[Step], work: Path, timeout: float) -> tuple[list[Step], str | None]:
+    import nbformat
+
+    from themisto_ext.replay import ReplayError, record_notebook
+    from themisto_ext.store import open_store
+
+    work.mkdir(parents=True)
+    # The recorder records non-empty cells only: empty ones have no replayed step.
+    kept = [s for s in steps if s["code"].strip()]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s["code"]) for s in kept]
+    path = work / "trajectory.ipynb"
+    nbformat.write(nb, path)
+    store = open_store(work / "store.sqlite3")
+    tid = steps[0]["trajectory_id"]
+    try:
+        run = record_notebook(path, store, work / "journal", timeout=timeout)
+        recorded = [s for t in run.trajectory_ids for s in store.iter_steps(t)]
+    except ReplayError as exc:
+        return [], f"trajectory {tid}: replay failed ({exc}); left out"
+    finally:
+        store.close()
+    new: list[Step] = []
+    for original, step in zip(kept, recorded, strict=False):
+        new.append({**step, "trajectory_id": tid, "kernel_id": original["kernel_id"],
+                    "notebook_path": original["notebook_path"], "cell_id": original["cell_id"],
+                    "step": len(new) + 1})
+    note = None
+    if len(recorded) < len(kept):
+        why = f" ({run.stopped_early})" if run.stopped_early else ""
+        note = (f"trajectory {tid}: the replay recorded {len(recorded)} of {len(kept)} cells"
+                f"{why}; the rest is left out")
+    return new, note
+
+
+def iter_summary(result: ImportResult) -> Iterator[str]:
+    """Lines for a person: every bad row, every note, then the counts."""
+    for bad in result.bad:
+        yield f"skipped {bad}"
+    yield from result.notes
+    ignored = ", ".join(f"{v} {k}" for k, v in sorted(result.ignored.items()))
+    count = len(result.trajectories)
+    yield (f"{result.rows} rows: {result.steps} steps in {count} "
+           f"{'trajectory' if count == 1 else 'trajectories'}; {len(result.bad)} bad rows skipped"
+           + (f"; ignored {ignored}" if ignored else ""))

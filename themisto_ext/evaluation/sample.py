@@ -1,0 +1,330 @@
+"""Pick benchmark examples from trajectories, the way the Themisto paper did.
+
+A candidate target is a step with at least ``MIN_PRIOR`` steps before it in its
+trajectory. Empty targets, targets longer than the 0.99 quantile (of code length, and of
+output length for the output task) and, unless asked to keep them, targets that raised
+are dropped. ``n`` targets are then drawn stratified by target length (the length of what
+is predicted: the output, or the code of the next cell): 90% from the second and third
+quartiles, 5% each from the first and the fourth. docs/benchmark.md has the details
+(rounding, short strata).
+
+The draw depends only on the candidates and the seed, not on the order of the input
+files: candidates are ordered by ``(trajectory_id, position)`` before drawing.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, NamedTuple
+
+import numpy as np
+
+from themisto_ext.prediction.prompts import TASKS, Task
+from themisto_ext.records import Step
+from themisto_ext.trajectory.jsonl import iter_jsonl
+
+MIN_PRIOR = 5
+LENGTH_QUANTILE = 0.99
+STRATA = ("q1", "q2-q3", "q4")
+Example = dict[str, Any]
+
+
+class SampleInputError(ValueError):
+    """A trajectory file the benchmark cannot be built from."""
+
+
+class _Facts(NamedTuple):
+    """What the filters need of a step; the step itself stays JSON text until drawn."""
+
+    step: int
+    code_length: int
+    output_length: int
+    blank_code: bool
+    blank_output: bool
+    raised: bool
+
+
+@dataclass
+class Trajectory:
+    trajectory_id: str
+    source: Path
+    lines: list[str]
+    """Each step's JSON text, in execution order."""
+    facts: list[_Facts]
+    _parsed: dict[int, Step] = field(default_factory=dict, repr=False)
+
+    def step(self, position: int) -> Step:
+        """The step at ``position``, parsed once (examples of one trajectory share it)."""
+        parsed = self._parsed.get(position)
+        if parsed is None:
+            parsed = self._parsed[position] = json.loads(self.lines[position])
+        return parsed
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    trajectory: Trajectory
+    position: int
+    """Index of the target in its trajectory: also the number of steps before it."""
+    length: int
+    """Length of the text predicted (output or code)."""
+
+
+@dataclass
+class Stratum:
+    name: str
+    available: int
+    quota: int
+    taken: int = 0
+
+
+@dataclass
+class SampleResult:
+    examples: list[Example]
+    steps: int
+    """Steps read."""
+    dropped: dict[str, int]
+    """Why steps were not candidates, or candidates were filtered out."""
+    candidates: int
+    """Candidates left after every filter: the population the strata divide."""
+    bounds: tuple[float, float]
+    """Target lengths at the first and third quartiles."""
+    strata: list[Stratum]
+    notes: list[str] = field(default_factory=list)
+
+
+def _facts(step: Any, source: Path, line: int) -> _Facts:
+    # The full schema check (themisto validate) costs ~0.1 ms a step; these are the
+    # fields sampling relies on, checked so that bad input fails with its location.
+    if not isinstance(step, dict):
+        raise SampleInputError(f"{source}:{line}: not a step object")
+    for name, kind in (("trajectory_id", str), ("step", int), ("code", str), ("output", str)):
+        if not isinstance(step.get(name), kind):
+            raise SampleInputError(f"{source}:{line}: {name}: missing or not a "
+                                   f"{kind.__name__} (check the file with `themisto validate`)")
+    if "error" not in step:
+        raise SampleInputError(f"{source}:{line}: error: missing")
+    code, output = step["code"], step["output"]
+    return _Facts(step["step"], len(code), len(output), not code.strip(), not output.strip(),
+                  step["error"] is not None)
+
+
+def read_trajectories(paths: Sequence[Path]) -> list[Trajectory]:
+    """Every trajectory of the files, its steps in file order (the execution order).
+
+    Only the facts the filters need are kept parsed: holding 100k parsed steps costs
+    gigabytes and most of the time, for the few thousand that end up in examples.
+    """
+    trajectories: list[Trajectory] = []
+    seen: dict[str, Path] = {}
+    if len({p.resolve() for p in paths}) < len(paths):
+        raise SampleInputError("a trajectory file is given twice")
+    for path in paths:
+        if not path.is_file():
+            raise SampleInputError(f"{path}: no such file")
+        current: Trajectory | None = None
+        for entry in iter_jsonl(path):
+            line = entry.number
+            if entry.problem is not None:
+                raise SampleInputError(f"{path}:{line}: {entry.problem}")
+            step = entry.value
+            facts = _facts(step, path, line)
+            tid = step["trajectory_id"]
+            if current is not None and current.trajectory_id == tid:
+                if facts.step <= current.facts[-1].step:
+                    raise SampleInputError(f"{path}:{line}: step {facts.step} follows step "
+                                           f"{current.facts[-1].step} of trajectory {tid}")
+            elif tid in seen:
+                where = "earlier in this file" if seen[tid] == path else f"in {seen[tid]}"
+                raise SampleInputError(f"{path}:{line}: trajectory {tid} appeared {where} "
+                                       "already (steps of a trajectory must be contiguous "
+                                       "and in one file)")
+            else:
+                seen[tid] = path
+                current = Trajectory(tid, path, [], [])
+                trajectories.append(current)
+            current.lines.append(entry.text)
+            current.facts.append(facts)
+    return trajectories
+
+
+def split_counts(n: int) -> tuple[int, int, int]:
+    """Quotas of the first quartile, the middle half and the fourth quartile for ``n``.
+
+    Each tail gets 5% of ``n`` rounded half up; the middle gets the rest.
+    """
+    tail = (n * 5 + 50) // 100  # in integers: 0.05 * n is not exact in floating point
+    return tail, n - 2 * tail, tail
+
+
+def _fill(quotas: list[int], available: list[int], notes: list[str],
+          bounds: tuple[float, float]) -> list[int]:
+    """Quotas capped by what each stratum has; a shortfall moves to the nearest neighbours."""
+    taken = [min(q, a) for q, a in zip(quotas, available, strict=True)]
+    for s in range(len(quotas)):
+        short = quotas[s] - taken[s]
+        if short <= 0:
+            continue
+        moved: dict[int, int] = {}
+        for distance in range(1, len(quotas)):
+            # both neighbours at this distance, alternately, lower stratum first
+            around = [j for j in (s - distance, s + distance) if 0 <= j < len(quotas)]
+            while short and any(taken[j] < available[j] for j in around):
+                for j in around:
+                    if short and taken[j] < available[j]:
+                        taken[j] += 1
+                        moved[j] = moved.get(j, 0) + 1
+                        short -= 1
+            if not short:
+                break
+        got = ", ".join(f"{k} from {STRATA[j]}" for j, k in sorted(moved.items()))
+        notes.append(
+            f"stratum {STRATA[s]} ({_describe(s, bounds)}) has {available[s]} candidates for "
+            f"a quota of {quotas[s]}" + (f"; took {got} instead" if got else "")
+            + (f"; {short} short overall" if short else ""))
+    return taken
+
+
+def _describe(stratum: int, bounds: tuple[float, float]) -> str:
+    low, high = bounds
+    return (f"length < {low:g}", f"{low:g} <= length <= {high:g}", f"length > {high:g}")[stratum]
+
+
+def _candidates(trajectories: list[Trajectory], task: Task, keep_errors: bool,
+                dropped: dict[str, int]) -> list[_Candidate]:
+    found: list[_Candidate] = []
+    output_task = task == "output"
+    for trajectory in trajectories:
+        facts = trajectory.facts
+        dropped["fewer than 5 prior steps"] += min(MIN_PRIOR, len(facts))
+        for position in range(MIN_PRIOR, len(facts)):
+            fact = facts[position]
+            if fact.blank_code or (output_task and fact.blank_output):
+                dropped["empty target"] += 1
+            elif fact.raised and not keep_errors:
+                dropped["raised an exception"] += 1
+            else:
+                length = fact.output_length if output_task else fact.code_length
+                found.append(_Candidate(trajectory, position, length))
+    return found
+
+
+def _drop_long(found: list[_Candidate], task: Task, dropped: dict[str, int]) -> list[_Candidate]:
+    if not found:
+        return found
+    code = np.fromiter((c.trajectory.facts[c.position].code_length for c in found), np.int64,
+                       count=len(found))
+    keep = code <= np.quantile(code, LENGTH_QUANTILE)
+    if task == "output":
+        output = np.fromiter((c.length for c in found), np.int64, count=len(found))
+        keep &= output <= np.quantile(output, LENGTH_QUANTILE)
+    dropped["longer than the 0.99 quantile"] += int(len(found) - keep.sum())
+    return [c for c, k in zip(found, keep.tolist(), strict=True) if k]
+
+
+@contextmanager
+def _without_gc() -> Iterator[None]:
+    # Reading 100k steps keeps a tuple per step and allocates millions of short-lived
+    # objects, none of them cyclic garbage; the cyclic collector would rescan the growing
+    # heap again and again (a fifth of the time).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def sample(paths: Sequence[Path], task: Task, *, n: int = 200, seed: int = 0,
+           keep_errors: bool = False) -> SampleResult:
+    """Draw the benchmark examples for ``task`` from the trajectory files ``paths``."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
+    if n < 1:
+        raise ValueError("--n must be at least 1")
+    with _without_gc():
+        return _sample(read_trajectories(paths), task, n, seed, keep_errors)
+
+
+def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
+            keep_errors: bool) -> SampleResult:
+    dropped = {"fewer than 5 prior steps": 0, "empty target": 0, "raised an exception": 0,
+               "longer than the 0.99 quantile": 0}
+    found = _drop_long(_candidates(trajectories, task, keep_errors, dropped), task, dropped)
+    found.sort(key=lambda c: (c.trajectory.trajectory_id, c.position))
+    steps = sum(len(t.lines) for t in trajectories)
+    notes: list[str] = []
+    if not found:
+        raise SampleInputError(f"no candidate targets among {steps} steps ("
+                               + ", ".join(f"{v} {k}" for k, v in dropped.items()) + ")")
+
+    lengths = np.array([c.length for c in found], dtype=np.float64)
+    q1, q3 = (float(v) for v in np.quantile(lengths, [0.25, 0.75]))
+    stratum_of = np.where(lengths < q1, 0, np.where(lengths > q3, 2, 1))
+    members = [np.flatnonzero(stratum_of == s) for s in range(len(STRATA))]
+    quotas = list(split_counts(n))
+    available = [len(m) for m in members]
+    if len(found) < n:
+        notes.append(f"only {len(found)} candidates for {n} examples: all are taken")
+    taken = _fill(quotas, available, notes, (q1, q3))
+
+    rng = np.random.default_rng(seed)
+    chosen: list[tuple[int, int]] = []
+    for s, index in enumerate(members):
+        picked = index[rng.permutation(len(index))[: taken[s]]] if taken[s] else index[:0]
+        chosen += [(int(i), s) for i in picked]
+    chosen.sort()
+    examples = [_example(found[i], task, STRATA[s]) for i, s in chosen]
+    strata = [Stratum(STRATA[s], available[s], quotas[s], taken[s]) for s in range(len(STRATA))]
+    return SampleResult(examples, steps, dropped, len(found), (q1, q3), strata, notes)
+
+
+def _example(candidate: _Candidate, task: Task, stratum: str) -> Example:
+    trajectory = candidate.trajectory
+    target = trajectory.step(candidate.position)
+    return {
+        "id": f"{task}-{trajectory.trajectory_id}-{target['step']}",
+        "task": task,
+        "history": [trajectory.step(i) for i in range(candidate.position)],
+        "target": target,
+        "stratum": stratum,
+        "provenance": {"trajectory_id": trajectory.trajectory_id,
+                       "step": target["step"], "file": str(trajectory.source)},
+    }
+
+
+def write_examples(examples: Sequence[Example], out: IO[str]) -> None:
+    for example in examples:
+        out.write(json.dumps(example, ensure_ascii=False, separators=(",", ":")))
+        out.write("\n")
+
+
+def read_examples(path: Path) -> list[Example]:
+    """A benchmark file, each line checked for what running it needs."""
+    if not path.is_file():
+        raise SampleInputError(f"{path}: no such file")
+    examples: list[Example] = []
+    ids: set[str] = set()
+    for entry in iter_jsonl(path):
+        line, example = entry.number, entry.value
+        if entry.problem is not None:
+            raise SampleInputError(f"{path}:{line}: {entry.problem}")
+        if not isinstance(example, dict) or not isinstance(example.get("id"), str) \
+                or example.get("task") not in TASKS \
+                or not isinstance(example.get("history"), list) \
+                or not isinstance(example.get("target"), dict):
+            raise SampleInputError(f"{path}:{line}: not a benchmark example (needs id, "
+                                   "task, history and target; made by `themisto sample`)")
+        if example["id"] in ids:
+            raise SampleInputError(f"{path}:{line}: duplicate example id {example['id']}")
+        ids.add(example["id"])
+        examples.append(example)
+    if not examples:
+        raise SampleInputError(f"{path}: no examples")
+    return examples

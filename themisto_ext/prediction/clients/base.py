@@ -1,0 +1,106 @@
+"""What every model client shares: the request, the completion, the client interface
+and the typed errors (a branch of ``ThemistoError``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from themisto_ext.errors import ProviderError
+from themisto_ext.prediction.prompts import Prompt
+from themisto_ext.records import Step, Task
+
+__all__ = [
+    "Completion",
+    "PredictionRequest",
+    "PredictionSuperseded",
+    "Predictor",
+    "ProviderAuthError",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderRateLimitError",
+    "ProviderRequestError",
+    "ProviderResponseError",
+    "ProviderServerError",
+    "ProviderTimeoutError",
+]
+
+
+@dataclass
+class Completion:
+    """A model's answer with what the API reported about it."""
+
+    text: str
+    model: str
+    latency: float
+    """Seconds from sending the request to the complete answer."""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    """Prompt tokens served from a prefix cache (OpenAI ``cached_tokens``, Anthropic
+    ``cache_read_input_tokens``, llama.cpp's reused KV cache)."""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+class ProviderConnectionError(ProviderError):
+    """The endpoint could not be reached (refused, DNS, TLS)."""
+
+    retryable = True
+
+
+class ProviderTimeoutError(ProviderError):
+    """No complete answer within the timeout."""
+
+    retryable = True
+
+
+class ProviderAuthError(ProviderError):
+    """401/403: the key is missing, wrong or not allowed to use the model."""
+
+
+class ProviderRateLimitError(ProviderError):
+    """429 after the retries ran out."""
+
+    retryable = True
+
+
+class ProviderServerError(ProviderError):
+    """5xx after the retries ran out."""
+
+    retryable = True
+
+
+class ProviderRequestError(ProviderError):
+    """Another 4xx: the request itself was refused (unknown model, bad parameters)."""
+
+
+class ProviderResponseError(ProviderError):
+    """The answer could not be understood (malformed JSON, missing fields)."""
+
+
+class PredictionSuperseded(ProviderError):
+    """A newer request of the same session replaced this one before it ran to the end."""
+
+
+@dataclass
+class PredictionRequest:
+    task: Task
+    history: list[Step]
+    """Steps before the target, in execution order (the only context allowed)."""
+    target_code: str | None
+    """Output task: the code of the cell being run. Next-cell task: None."""
+    prompt: Prompt
+    session: str | None = None
+    """A live session key (kernel or notebook): lets predictors reuse a warm prefix."""
+
+
+class Predictor(Protocol):
+    """A model client as the rest of the package sees it: one call from a request to a
+    completion."""
+
+    name: str
+    """As configured: ``baseline``, ``local``, ``openai:MODEL``, ``anthropic:MODEL``."""
+
+    async def predict(self, request: PredictionRequest) -> Completion: ...
+
+    async def aclose(self) -> None: ...

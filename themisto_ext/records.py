@@ -1,0 +1,242 @@
+"""The records themisto exchanges, as Python types, and validators for them.
+
+Each record has one source of truth, a JSON Schema in ``themisto_ext/schemas/``: the step
+(a line of a trajectory file), the trajectory summary, the prediction, and each event of
+the live stream. ``docs/openapi.yaml`` references those schemas, the TypeScript types in
+``src/api/records.ts`` are generated from them, and the TypedDicts below are checked
+against them field by field (``tests/test_records.py``), so none can drift.
+
+Importing this module is cheap (the kernel hook does); jsonschema loads only when a
+validator is first asked for.
+"""
+
+# No ``from __future__ import annotations``: TypedDict reads NotRequired off evaluated
+# annotations.
+import json
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Literal
+
+from typing_extensions import NotRequired, TypedDict
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+SCHEMA_NAMES = ("step", "trajectory", "prediction", "live-event")
+
+Task = Literal["output", "next-cell"]
+Context = Literal["none", "full", "curated"]
+
+
+# ---------------------------------------------------------------- step (step.schema.json)
+
+
+class StepOutput(TypedDict):
+    output_type: str
+    mime_types: list[str]
+    text: str
+    name: NotRequired[str]
+    ename: NotRequired[str]
+    evalue: NotRequired[str]
+
+
+class RuntimeVariable(TypedDict):
+    type: str
+    size: int | None
+    repr: str
+    size_exact: NotRequired[bool]
+    shape: NotRequired[list[int] | None]
+    length: NotRequired[int | None]
+
+
+class StepError(TypedDict):
+    ename: str
+    evalue: str
+    traceback: NotRequired[str]
+
+
+class Step(TypedDict):
+    format_version: int
+    trajectory_id: str
+    kernel_id: str
+    step: int
+    started_at: str
+    ended_at: str
+    code: str
+    output: str
+    outputs: list[StepOutput]
+    execution_time: float
+    memory_bytes: int | None
+    runtime_variables: dict[str, RuntimeVariable]
+    hash_index: str
+    error: StepError | None
+    cell_id: NotRequired[str | None]
+    notebook_path: NotRequired[str | None]
+
+
+# ---------------------------------------------------------------- trajectory
+
+
+class TrajectoryInfo(TypedDict):
+    id: str
+    kernel_id: str
+    notebook_path: str | None
+    started_at: str
+    ended_at: str | None
+    end_reason: str | None
+    restart_of: str | None
+    steps: int
+    source: str
+
+
+# ---------------------------------------------------------------- prediction
+
+
+class PromptText(TypedDict):
+    system: str
+    user: str
+
+
+class PredictionError(TypedDict):
+    type: str
+    message: str
+
+
+class Scores(TypedDict):
+    exact_match: float
+    rouge_l: float
+    chrf: float
+
+
+class Prediction(TypedDict):
+    id: str
+    trajectory_id: str
+    kernel_id: str | None
+    notebook_path: str | None
+    cell_id: str | None
+    task: Task
+    context: Context
+    predictor: str
+    model: str | None
+    target_step: int
+    created_at: str
+    latency: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_tokens: int | None
+    prefix_reused: bool | None
+    dropped_steps: int
+    answer: str
+    error: PredictionError | None
+    reference: str | None
+    scores: Scores | None
+    prompt: NotRequired[PromptText]
+    raw: NotRequired[str]
+
+
+# ---------------------------------------------------------------- live events
+
+
+class HelloEvent(TypedDict):
+    type: Literal["hello"]
+    filters: dict[str, str]
+
+
+class TrajectoryEvent(TypedDict):
+    type: Literal["trajectory"]
+    trajectory_id: str
+    kernel_id: str | None
+    notebook_path: str | None
+    trajectory: TrajectoryInfo
+
+
+class LiveStep(TypedDict):
+    trajectory_id: str
+    kernel_id: str
+    notebook_path: str | None
+    step: int
+    cell_id: str | None
+    code: str
+    output: str
+    execution_time: float
+    memory_bytes: int | None
+    runtime_variables: dict[str, RuntimeVariable]
+    error: StepError | None
+
+
+class StepEvent(TypedDict):
+    type: Literal["step"]
+    trajectory_id: str
+    kernel_id: str | None
+    notebook_path: str | None
+    step: LiveStep
+
+
+class RecordingEvent(TypedDict):
+    type: Literal["recording"]
+    trajectory_id: str | None
+    kernel_id: str
+    notebook_path: str | None
+    recording: bool
+
+
+class PredictingEvent(TypedDict):
+    type: Literal["predicting"]
+    trajectory_id: str
+    kernel_id: str | None
+    notebook_path: str | None
+    task: Task
+    context: Context
+    predictor: str
+    target_step: int
+    cell_id: str | None
+
+
+class PredictionEvent(TypedDict):
+    type: Literal["prediction"]
+    trajectory_id: str
+    kernel_id: str | None
+    notebook_path: str | None
+    prediction: Prediction
+
+
+class ScoredEvent(TypedDict):
+    type: Literal["scored"]
+    trajectory_id: str
+    kernel_id: str | None
+    notebook_path: str | None
+    prediction_id: str
+    task: Task
+    target_step: int
+    reference: str
+    scores: Scores | None
+
+
+LiveEvent = (HelloEvent | TrajectoryEvent | StepEvent | RecordingEvent | PredictingEvent
+             | PredictionEvent | ScoredEvent)
+
+
+# ---------------------------------------------------------------- schemas
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of a record: ``step``, ``trajectory``, ``prediction``, ``live-event``."""
+    if name not in SCHEMA_NAMES:
+        raise KeyError(f"no schema {name!r}: use one of {', '.join(SCHEMA_NAMES)}")
+    path = resources.files("themisto_ext").joinpath(f"schemas/{name}.schema.json")
+    loaded: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    return loaded
+
+
+@cache
+def validator(name: str) -> "Validator":
+    """A validator of one record's schema, resolving references between the schemas."""
+    # Imported here: the kernel hook imports this module, and jsonschema takes ~0.8 s.
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+
+    registry: Registry[Any] = Registry().with_resources(
+        (schema(n)["$id"], Resource.from_contents(schema(n))) for n in SCHEMA_NAMES)
+    return Draft202012Validator(schema(name), registry=registry,
+                                format_checker=Draft202012Validator.FORMAT_CHECKER)

@@ -1,0 +1,61 @@
+"""Text as the trajectory format keeps it: outputs flattened the way a person read them,
+colour codes removed, long texts cut in one way with one marker.
+
+Used by the kernel hook (recording outputs and reprs), by importers of other logs and by
+prompts, so that a cut text looks the same wherever it appears.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def plain_text(data: Mapping[str, Any]) -> str:
+    """The text a person reads for a MIME bundle: text/plain, else a placeholder."""
+    text = data.get("text/plain")
+    if isinstance(text, list):
+        text = "".join(str(part) for part in text)
+    if isinstance(text, str):
+        return text
+    return " ".join(f"<{mime}>" for mime in data) or "<empty display>"
+
+
+def flatten(items: Iterable[Mapping[str, Any]]) -> str:
+    """One string in display order: streams verbatim, other outputs on lines of their own."""
+    text = ""
+    after_block = False
+    for item in items:
+        is_stream = item["output_type"] == "stream"
+        if text and (after_block or not is_stream) and not text.endswith("\n"):
+            text += "\n"
+        text += str(item["text"])
+        after_block = not is_stream
+    return text
+
+
+def omitted_marker(count: int) -> str:
+    return f"[... {count} characters omitted ...]"
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters: head and tail around a marker that says
+    how much was left out.
+
+    Tails matter as much as heads: a frame's ``[n rows x m columns]``, a traceback's error
+    line, a log's last lines; two thirds of the room go to the head, one third to the tail.
+    """
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit - len(omitted_marker(len(text))))
+    tail = keep // 3
+    head = keep - tail
+    return text[:head] + omitted_marker(len(text) - keep) + (text[len(text) - tail:] if tail
+                                                              else "")
