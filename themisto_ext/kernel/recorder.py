@@ -43,6 +43,7 @@ from themisto_ext.kernel.secret_values import environment_secrets
 from themisto_ext.kernel.snapshot import Snapshotter, user_variables
 from themisto_ext.trajectory import FORMAT_VERSION
 
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 log = logging.getLogger("themisto_ext.kernel")
 log.propagate = False  # a user's logging.basicConfig(level=DEBUG) must not show the hook's
 log.addHandler(logging.NullHandler())
@@ -108,6 +109,7 @@ class Recorder:
         self._pending_code = ""
         self._cell: dict[str, Any] | None = None
         self._process: Any = None
+        self._statm: int | None = None
         if settings.redact:
             self.redactor.learn(environment_secrets(self.redactor.name_is_secret))
         self._append({
@@ -328,6 +330,16 @@ class Recorder:
         return {"ename": type_name(type(exc)), "evalue": evalue}
 
     def _rss(self) -> int | None:
+        """Resident set size: on Linux one ``pread`` of ``/proc/self/statm`` kept open
+        (psutil opens, reads and closes it: three system calls, each a chance for the
+        kernel's I/O thread to take the GIL; ~25 µs against ~3 µs), else psutil."""
+        if self._statm != -1:
+            try:
+                if self._statm is None:
+                    self._statm = os.open(f"/proc/{os.getpid()}/statm", os.O_RDONLY)
+                return int(os.pread(self._statm, 128, 0).split()[1]) * _PAGE
+            except (OSError, ValueError, IndexError):
+                self._statm = -1
         try:
             if self._process is None:
                 import psutil
