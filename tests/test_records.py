@@ -20,6 +20,7 @@ PAIRS = [
     (records.StepOutput, "step", "/$defs/output"),
     (records.RuntimeVariable, "step", "/$defs/runtime_variable"),
     (records.StepError, "step", "/$defs/error"),
+    (records.StepTruncated, "step", "/$defs/truncated"),
     (records.TrajectoryInfo, "trajectory", ""),
     (records.Prediction, "prediction", ""),
     (records.PromptText, "prediction", "/$defs/prompt"),

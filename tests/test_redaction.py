@@ -27,5 +27,5 @@ def test_ordinary_code_and_formats():
 
 def test_known_literals_are_masked_everywhere():
     r = Redactor()
-    assert r.set_literals(["s3cr3t-value"]) and not r.set_literals(["s3cr3t-value"])
+    assert r.learn(["s3cr3t-value"]) and not r.learn(["s3cr3t-value"])
     assert r.mask("echo s3cr3t-value twice s3cr3t-value") == f"echo {REDACTED} twice {REDACTED}"

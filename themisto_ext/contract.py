@@ -4,9 +4,10 @@ The server launches kernels (``server/provisioner.py``), ``themisto record`` lau
 too (``replay.py``), and the hook inside the kernel (``kernel/``) must find where to write
 and what to capture without reading the server's configuration. They agree through the
 names and formats below: environment variables set at launch, the autoload argument, the
-capture settings (one JSON environment variable), the per-kernel switch file, and file
-names derived from kernel ids. Nothing here imports another part of the package, so the
-kernel can import it cheaply.
+capture settings (one JSON environment variable), the per-kernel switch file, the
+per-kernel status file (the kernel's report of whether it can write what it records) and
+file names derived from kernel ids. Nothing here imports another part of the package, so
+the kernel can import it cheaply.
 """
 
 from __future__ import annotations
@@ -60,11 +61,26 @@ def launch_env(
 # ---------------------------------------------------------------- capture settings
 
 DEFAULT_NAME_PATTERNS: tuple[str, ...] = (
-    "*key*", "*token*", "*secret*", "*passw*", "*pwd*", "*credential*", "*auth*",
+    "*_password_*", "*_passwords_*", "*_passwd_*", "*_passphrase_*", "*_pwd_*", "*_pass",
+    "*_secret_*", "*_secrets_*", "*_credential_*", "*_credentials_*",
+    "*_auth_*", "*_authorization_*", "*_token", "*_bearer_*",
+    "*_apikey_*", "*_api_key_*", "*_access_key", "*_private_key_*", "*_privkey_*",
+    "*_signing_key", "*_encryption_key",
 )
-"""Variable-name globs (case-insensitive) whose values are redacted."""
+"""Secret-looking names, matched on WORDS (``kernel/redaction.py``): a name is cut into
+lower-case words at ``_``, ``-``, ``.``, spaces, digits and camelCase humps
+(``dbPassword`` -> ``db password``, ``OPENAI_API_KEY`` -> ``openai api key``); a pattern is
+words joined by ``_``, where a ``*`` word stands for any number of words (none included)
+and ``*``/``?`` inside a word are globs within that word; it must match all the name's
+words. So ``*_token`` is any name whose last word is ``token`` (``TOKEN``, ``auth_token``,
+``hfToken``) but not ``tokens``, ``tokenizer``, ``max_tokens`` or ``token_ids``."""
 
 DEFAULT_VALUE_PATTERNS: tuple[str, ...] = (
+    # Each runs in linear time (tests/test_redaction_values.py quadruples adversarial
+    # inputs): a match starts at a literal (which the regex engine finds at memchr speed;
+    # a boundary check comes after it, as a lookbehind), runs are single character
+    # classes, and nothing can restart inside a run it already failed on. A group named
+    # ``secret`` is what gets masked, else the whole match.
     r"sk-[A-Za-z0-9_\-]{16,}",                      # OpenAI / Anthropic style keys
     r"gh[pousr]_[A-Za-z0-9]{30,}",                  # GitHub tokens
     r"github_pat_[A-Za-z0-9_]{22,}",
@@ -73,8 +89,14 @@ DEFAULT_VALUE_PATTERNS: tuple[str, ...] = (
     r"AIza[0-9A-Za-z_\-]{35}",                      # Google API keys
     r"hf_[A-Za-z0-9]{30,}",                         # Hugging Face
     r"glpat-[A-Za-z0-9_\-]{20,}",                   # GitLab
-    r"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",  # JWT
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    r"eyJ(?<![A-Za-z0-9_\-]eyJ)[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"  # JWT
+    r"\.[A-Za-z0-9_\-]{10,}",
+    # A PEM private key, also one cut short: from its BEGIN line to its END line or to the
+    # next run of five dashes, at most 8 KiB (an RSA-8192 key is 6.5 KiB).
+    r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?:[^-]|-(?!----)){0,8192}"
+    r"(?:-----END [A-Z ]{0,40}PRIVATE KEY-----)?",
+    r"Bearer(?<![A-Za-z0-9_]Bearer)[ \t]+[A-Za-z0-9\-._~+/]{8,}=*",  # HTTP bearer credentials
+    r"://(?P<secret>[^\s/:@]{0,256}:[^\s/@]{1,256})@",  # user:password@ in URLs
 )
 """Credential formats masked wherever they appear (code, outputs, reprs)."""
 
@@ -92,7 +114,17 @@ class CaptureSettings:
     """Seconds one value's repr/size may take before it gets a placeholder."""
     max_variables: int = 5000
     output_length: int = 200_000
-    """Characters of output kept per step; the middle of longer output is elided."""
+    """Characters of output kept per step: ``output`` and the texts of ``outputs`` together
+    each hold at most this many (the middle of longer output is elided); so does an error's
+    traceback."""
+    code_length: int = 200_000
+    """Characters of a cell's code kept (head and tail)."""
+    output_items: int = 1_000
+    """Outputs kept per step (the first two thirds and the last third of longer lists)."""
+    step_bytes: int = 4 * 1024 * 1024
+    """Largest journal line of a step, in bytes of UTF-8 JSON: far below the 16 MiB a
+    journal reader takes at once. A step that would be larger has all its text limits
+    halved until it fits."""
     redact: bool = True
     name_patterns: list[str] = field(default_factory=lambda: list(DEFAULT_NAME_PATTERNS))
     value_patterns: list[str] = field(default_factory=lambda: list(DEFAULT_VALUE_PATTERNS))
@@ -179,7 +211,57 @@ def read_switch(path: Path) -> bool | None:
 
 def write_switch(path: Path, on: bool) -> None:
     """Write the switch atomically: the kernel never reads a half-written file."""
+    _write_atomically(path, {"recording": on})
+
+
+def _write_atomically(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"recording": on}), "utf-8")
+    tmp.write_text(json.dumps(data), "utf-8")
     os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- the per-kernel status
+
+
+@dataclass(frozen=True)
+class RecordingStatus:
+    """Whether a kernel's hook can write what it records, as it last found out.
+
+    The kernel writes it when it changes (a journal it cannot create or write, and when it
+    can again); the server reads it to tell the user. ``ok`` false with a ``reason`` means
+    steps are not reaching the journal: they wait in the kernel's memory (``pending``
+    records, bounded) and are written, in order, once the journal can be written again.
+    """
+
+    ok: bool
+    reason: str | None = None
+    trajectory_id: str | None = None
+    pending: int = 0
+    at: str = ""
+
+
+def status_path(journal_dir: Path, kernel_id: str) -> Path:
+    """The file in which a kernel reports its recording status (beside its switch)."""
+    return journal_dir / "control" / f"{file_safe(kernel_id)}.status.json"
+
+
+def read_status(path: Path) -> RecordingStatus | None:
+    """The status a kernel reported, or None when there is none (or it cannot be read)."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):
+        return None
+    reason, tid, pending, at = (data.get(k) for k in ("reason", "trajectory_id", "pending", "at"))
+    return RecordingStatus(
+        ok=data["ok"], reason=reason if isinstance(reason, str) else None,
+        trajectory_id=tid if isinstance(tid, str) else None,
+        pending=pending if isinstance(pending, int) else 0, at=at if isinstance(at, str) else "",
+    )
+
+
+def write_status(path: Path, status: RecordingStatus) -> None:
+    """Write the status atomically (raises OSError when its directory cannot be written)."""
+    _write_atomically(path, asdict(status))

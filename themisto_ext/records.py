@@ -55,6 +55,19 @@ class StepError(TypedDict):
     traceback: NotRequired[str]
 
 
+class StepTruncated(TypedDict):
+    """Counts of what a step's limits cut; only the non-zero ones are present."""
+
+    code: NotRequired[int]
+    output: NotRequired[int]
+    outputs: NotRequired[int]
+    outputs_dropped: NotRequired[int]
+    evalue: NotRequired[int]
+    traceback: NotRequired[int]
+    runtime_variables: NotRequired[int]
+    reprs: NotRequired[int]
+
+
 class Step(TypedDict):
     format_version: int
     trajectory_id: str
@@ -72,6 +85,7 @@ class Step(TypedDict):
     error: StepError | None
     cell_id: NotRequired[str | None]
     notebook_path: NotRequired[str | None]
+    truncated: NotRequired[StepTruncated]
 
 
 # ---------------------------------------------------------------- trajectory

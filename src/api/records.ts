@@ -93,6 +93,7 @@ export interface Step {
   runtime_variables: RuntimeVariables;
   hash_index: string;
   error: null | StepError;
+  truncated?: StepTruncated;
 }
 /**
  * One output of the cell as the notebook showed it.
@@ -129,6 +130,20 @@ export interface StepError {
   ename: string;
   evalue: string;
   traceback?: string;
+}
+/**
+ * What the step's limits cut (docs/format.md), present only when something was: characters left out of the code, the output, the outputs' texts together, an error's evalue and traceback; outputs dropped from a long list; variables left out and reprs shortened to fit the step's byte limit.
+ */
+export interface StepTruncated {
+  code?: number;
+  output?: number;
+  outputs?: number;
+  outputs_dropped?: number;
+  evalue?: number;
+  traceback?: number;
+  runtime_variables?: number;
+  reprs?: number;
+  [k: string]: number | undefined;
 }
 /**
  * What the store knows about one trajectory (one kernel process): its identity, where it ran and how many steps it has.

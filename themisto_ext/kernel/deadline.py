@@ -1,8 +1,10 @@
-"""A bounded-time guard for calls into user objects (``__repr__``, ``__sizeof__``...).
+"""A bounded-time guard for code that is slow but not hostile.
 
-ipykernel runs ``post_run_cell`` on the main thread, so ``SIGALRM`` can interrupt
-Python-level work there. It cannot cut C-level work, which is why the snapshot code
-avoids unbounded C calls by choosing per-type paths before it reaches for this guard.
+``SIGALRM`` interrupts Python-level work on the main thread (ipykernel runs
+``post_run_cell`` there), not C-level work, and code that catches ``BaseException``
+defeats it. So it guards only what is not the user's own code (library reprs, in
+``snapshot.py``) and each value inside the forked child (``sandbox.py``), which is
+itself killed on time whatever the code does.
 """
 
 from __future__ import annotations

@@ -24,7 +24,4 @@ class ThemistoMagics(Magics):
         elif word != "status":
             print("usage: %themisto [on|off|status]")
             return
-        r = self._recorder
-        state = "on" if r.recording else "off"
-        print(f"themisto: recording {state}; trajectory {r.trajectory_id}, "
-              f"{r.step} steps, journal {r.journal.path}")
+        print(self._recorder.describe())

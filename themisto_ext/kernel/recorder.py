@@ -1,7 +1,12 @@
 """The IPython hook: one trajectory step per executed cell, appended to the kernel's journal.
 
 Nothing here may hurt the user's kernel: every callback is wrapped so that no
-exception reaches user code, nothing is printed, and the slow parts run under budgets.
+exception reaches user code, nothing is printed (warnings from the hook or the libraries
+it calls are dropped, its log does not reach the notebook), the slow parts run under
+budgets, and user code runs only where it cannot stall or change the kernel
+(``snapshot.py``). When the journal cannot be written, steps wait in memory and the
+reason goes to the per-kernel status file (``contract.write_status``) or, if even that
+cannot be written, to ``%themisto status``.
 """
 
 from __future__ import annotations
@@ -11,6 +16,9 @@ import logging
 import os
 import time
 import uuid
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,18 +27,27 @@ from themisto_ext.contract import (
     KERNEL_ID_ENV,
     NOTEBOOK_ENV,
     CaptureSettings,
+    RecordingStatus,
     read_switch,
+    status_path,
     switch_path,
+    write_status,
 )
 from themisto_ext.journal import JournalWriter
+from themisto_ext.kernel.bounds import clip_masked, fit_step
 from themisto_ext.kernel.mutations import possibly_mutated
 from themisto_ext.kernel.outputs import OutputCollector
 from themisto_ext.kernel.redaction import Redactor
+from themisto_ext.kernel.safe import is_builtin_type, type_name
+from themisto_ext.kernel.secret_values import environment_secrets
 from themisto_ext.kernel.snapshot import Snapshotter, user_variables
 from themisto_ext.trajectory import FORMAT_VERSION
-from themisto_ext.trajectory.text import clip, flatten
 
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 log = logging.getLogger("themisto_ext.kernel")
+log.propagate = False  # a user's logging.basicConfig(level=DEBUG) must not show the hook's
+log.addHandler(logging.NullHandler())
+
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
@@ -49,6 +66,23 @@ def _kernel_id() -> str:
         return f"ipython-{os.getpid()}"
 
 
+def _drop_warning(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """Warnings raised while the hook runs are not shown. (Not ``catch_warnings``: leaving
+    it bumps the filters' version, after which every warning the user already saw once
+    would be shown again.)"""
+    saved = warnings.showwarning
+    warnings.showwarning = _drop_warning
+    try:
+        yield
+    finally:
+        warnings.showwarning = saved
+
+
 class Recorder:
     def __init__(self, shell: Any, settings: CaptureSettings, journal_dir: Path) -> None:
         self.shell = shell
@@ -62,15 +96,23 @@ class Recorder:
         self.journal = JournalWriter(journal_dir, self.kernel_id, self.trajectory_id)
         self._control = switch_path(journal_dir, self.kernel_id)
         self._control_mtime: float | None = None
+        self._status = status_path(journal_dir, self.kernel_id)
+        self._reported: tuple[bool, str | None, int] | None = None
+        self.status_problem: str | None = None
+        """Why the status file could not be written (then only ``%themisto status`` knows)."""
         self._switch = settings.recording
         self.step = 0
         self.last_overhead = 0.0
         """Seconds the hook itself took around the last recorded cell (for benchmarks)."""
         self._pre_cost = self._post_cost = 0.0
         self._pending: dict[str, Any] | None = None
+        self._pending_code = ""
         self._cell: dict[str, Any] | None = None
         self._process: Any = None
-        self.journal.append({
+        self._statm: int | None = None
+        if settings.redact:
+            self.redactor.learn(environment_secrets(self.redactor.name_is_secret))
+        self._append({
             "kind": "trajectory", "format_version": FORMAT_VERSION,
             "trajectory_id": self.trajectory_id, "kernel_id": self.kernel_id,
             "notebook_path": self.notebook_path, "started_at": _now(), "pid": os.getpid(),
@@ -99,12 +141,47 @@ class Recorder:
 
     def close(self) -> None:
         self._finish_step()
-        try:
-            self.journal.append({"kind": "end", "trajectory_id": self.trajectory_id,
-                                 "at": _now(), "reason": "shutdown"})
-        except OSError:
-            pass
+        self._append({"kind": "end", "trajectory_id": self.trajectory_id, "at": _now(),
+                      "reason": "shutdown"})
         self.journal.close()
+
+    # ------------------------------------------------------------ journal and status
+
+    def _append(self, record: dict[str, Any] | bytes) -> None:
+        if isinstance(record, bytes):
+            self.journal.append_line(record)
+        else:
+            self.journal.append(record)
+        self._report()
+
+    def _report(self) -> None:
+        """Tell the server (status file) when writing the journal starts or stops failing."""
+        state = (self.journal.ok, self.journal.reason, self.journal.pending)
+        if state == self._reported:
+            return
+        status = RecordingStatus(ok=state[0], reason=state[1], trajectory_id=self.trajectory_id,
+                                 pending=state[2], at=_now())
+        try:
+            write_status(self._status, status)
+        except OSError as exc:
+            self.status_problem = f"cannot write the status file {self._status}: " \
+                                  f"{exc.strerror or exc}"
+            return  # retried with the next record
+        self._reported, self.status_problem = state, None
+
+    def describe(self) -> str:
+        """One line for ``%themisto status``."""
+        state = "on" if self.recording else "off"
+        text = (f"themisto: recording {state}; trajectory {self.trajectory_id}, "
+                f"{self.step} steps, journal {self.journal.path}")
+        if not self.journal.ok:
+            text += (f"\nthemisto: NOT WRITING: {self.journal.reason}; "
+                     f"{self.journal.pending} record(s) waiting, retried at every cell")
+        if self.journal.dropped:
+            text += f"\nthemisto: {self.journal.dropped} record(s) lost while waiting"
+        if self.status_problem:
+            text += f"\nthemisto: {self.status_problem}"
+        return text
 
     # ------------------------------------------------------------ switch
 
@@ -124,8 +201,8 @@ class Recorder:
     def set_recording(self, on: bool) -> None:
         if on != self._switch:
             self._switch = on
-            self.journal.append({"kind": "recording", "trajectory_id": self.trajectory_id,
-                                 "on": on, "at": _now()})
+            self._append({"kind": "recording", "trajectory_id": self.trajectory_id,
+                          "on": on, "at": _now()})
 
     # ------------------------------------------------------------ events
 
@@ -134,33 +211,33 @@ class Recorder:
             self._finish_step()  # the previous cell's reply never came through send()
         t0 = time.perf_counter()
         try:
-            if not getattr(info, "store_history", True) or getattr(info, "silent", False):
-                self._cell = None
-                return
-            if not self.recording:
-                self._cell = None
-                return
-            self._cell = {
-                "code": info.raw_cell if info.raw_cell is not None else "",
-                "cell_id": getattr(info, "cell_id", None),
-                "started_at": _now(),
-                "t0": time.perf_counter(),
-            }
-            self.collector.start()
-            # Masked once here, with the literals the code itself gives to secret names;
-            # the step re-masks this text with whatever secrets the cell then bound.
-            self._cell["masked"] = self.redactor.mask_code(self._cell["code"])
-            # Lets the server predict this cell's output while it runs.
-            self.journal.append({
-                "kind": "started", "trajectory_id": self.trajectory_id,
-                "kernel_id": self.kernel_id, "notebook_path": self.notebook_path,
-                "step": self.step + 1, "cell_id": self._cell["cell_id"],
-                "code": self._cell["masked"], "at": self._cell["started_at"],
-            })
+            with quiet():
+                self._start_cell(info)
         except BaseException:  # the user's cell must run regardless
             self._cell = None
             log.debug("themisto pre_run_cell failed", exc_info=True)
         self._pre_cost = time.perf_counter() - t0
+
+    def _start_cell(self, info: Any) -> None:
+        self._cell = None
+        if not getattr(info, "store_history", True) or getattr(info, "silent", False):
+            return
+        if not self.recording:
+            return
+        code = info.raw_cell if type(info.raw_cell) is str else ""
+        self._cell = {"code": code, "cell_id": getattr(info, "cell_id", None),
+                      "started_at": _now(), "t0": time.perf_counter()}
+        self.collector.start()
+        if len(code) <= self.settings.code_length:  # parsing a huge cell would cost seconds
+            self.redactor.learn_from_code(code)
+        masked, _ = clip_masked(code, self.settings.code_length, self._mask_code)
+        # Lets the server predict this cell's output while it runs.
+        self._append({
+            "kind": "started", "trajectory_id": self.trajectory_id,
+            "kernel_id": self.kernel_id, "notebook_path": self.notebook_path,
+            "step": self.step + 1, "cell_id": self._cell["cell_id"],
+            "code": masked, "at": self._cell["started_at"],
+        })
 
     def _post_run_cell(self, result: Any) -> None:
         cell, self._cell = self._cell, None
@@ -168,7 +245,9 @@ class Recorder:
             return
         t_end = time.perf_counter()
         try:
-            self._pending = self._measure_step(cell, result, t_end)
+            with quiet():
+                self._pending = self._measure_step(cell, result, t_end)
+                self._pending_code = cell["code"]
         except BaseException:  # includes a DeadlineExceeded that fired late
             self.collector.stop()
             log.debug("themisto post_run_cell failed", exc_info=True)
@@ -178,13 +257,18 @@ class Recorder:
 
     def _measure_step(self, cell: dict[str, Any], result: Any, t_end: float) -> dict[str, Any]:
         """Everything about the step except its outputs, which are still being flushed."""
-        try:
-            python = self.shell.transform_cell(cell["code"])
-        except Exception:
-            python = None
+        code = cell["code"]
+        python: str | None = code  # IPython only rewrites magics, shell escapes and help
+        if any(mark in code for mark in "%!?"):
+            try:
+                python = self.shell.transform_cell(code)
+            except Exception:
+                python = None
+        if self.settings.redact and "env" in code:  # os.environ, %env, load_dotenv...
+            self.redactor.learn(environment_secrets(self.redactor.name_is_secret))
         variables, hash_index = self.snapshotter.take(
             user_variables(self.shell.user_ns, self.shell.user_ns_hidden),
-            possibly_mutated(cell["code"], python),
+            possibly_mutated(code, python),
         )
         self.step += 1
         return {
@@ -197,7 +281,7 @@ class Recorder:
             "notebook_path": self.notebook_path,
             "started_at": cell["started_at"],
             "ended_at": _now(),
-            "code": self.redactor.mask(cell["masked"]),
+            "code": "",
             "output": "",
             "outputs": [],
             "execution_time": round(t_end - cell["t0"], 6),
@@ -208,7 +292,7 @@ class Recorder:
         }
 
     def _finish_step(self) -> None:
-        """Attach the outputs and write the step.
+        """Attach the outputs, bound and mask the step, and write it.
 
         Called when the kernel sends ``execute_reply``: ipykernel flushes stdout and
         stderr just before it, so every output of the cell has been seen by then,
@@ -219,33 +303,43 @@ class Recorder:
             return
         t0 = time.perf_counter()
         try:
-            items = self.collector.stop()
-            limit, mask = self.settings.output_length, self.redactor.mask
-            for item in items:
-                item["text"] = clip(mask(item["text"]), limit)
-                if "evalue" in item:
-                    item["evalue"] = mask(item["evalue"])
-            step["outputs"] = items
-            step["output"] = clip(flatten(items), limit)
-            shown = next((i for i in reversed(items) if i["output_type"] == "error"), None)
-            if step["error"] is not None and shown is not None:
-                step["error"]["traceback"] = shown["text"]
-            self.journal.append(step)
+            with quiet():
+                items = self.collector.stop()
+                shown = next((i for i in reversed(items) if i["output_type"] == "error"), None)
+                if step["error"] is not None and shown is not None:
+                    step["error"]["evalue"] = shown["evalue"]  # what the user saw
+                self._append(fit_step(step, self._pending_code, items, self.settings,
+                                      self.redactor.mask, self._mask_code))
         except BaseException:
             log.debug("themisto could not write a step", exc_info=True)
         self.last_overhead = self._pre_cost + self._post_cost + time.perf_counter() - t0
+
+    def _mask_code(self, code: str) -> str:
+        return self.redactor.mask(code, code=True)
 
     def _error(self, result: Any) -> dict[str, str] | None:
         exc = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
         if exc is None:
             return None
-        try:
-            evalue = str(exc)
-        except Exception:
-            evalue = "<str() of the exception raised>"
-        return {"ename": type(exc).__name__, "evalue": self.redactor.mask(evalue)}
+        evalue = "<not shown>"
+        if is_builtin_type(type(exc)):  # a user's __str__ is not run here (the text the
+            try:                        # notebook showed replaces this one, when there is one)
+                evalue = str(exc)
+            except Exception:
+                evalue = "<str() of the exception raised>"
+        return {"ename": type_name(type(exc)), "evalue": evalue}
 
     def _rss(self) -> int | None:
+        """Resident set size: on Linux one ``pread`` of ``/proc/self/statm`` kept open
+        (psutil opens, reads and closes it: three system calls, each a chance for the
+        kernel's I/O thread to take the GIL; ~25 µs against ~3 µs), else psutil."""
+        if self._statm != -1:
+            try:
+                if self._statm is None:
+                    self._statm = os.open(f"/proc/{os.getpid()}/statm", os.O_RDONLY)
+                return int(os.pread(self._statm, 128, 0).split()[1]) * _PAGE
+            except (OSError, ValueError, IndexError):
+                self._statm = -1
         try:
             if self._process is None:
                 import psutil
@@ -254,4 +348,3 @@ class Recorder:
             return int(self._process.memory_info().rss)
         except Exception:
             return None
-

@@ -5,6 +5,12 @@ place (see ``mutations.py``), are measured again; the rest come from a cache. Th
 snapshot runs under a per-cell budget: values not reached get a placeholder and are
 measured at a later cell, and a value that timed out keeps its placeholder until it
 changes or a cell may have changed it.
+
+Measuring runs no user code in the kernel: sizes, shapes and fingerprints read the
+interpreter's structures (``measure.py``), reprs that are user code run in a forked
+child that is killed on time (``reprs.py``, ``sandbox.py``). Before anything is shown,
+every measured value is searched for secrets under secret-looking names
+(``secret_values.py``); a newly known secret masks the cached reprs again.
 """
 
 from __future__ import annotations
@@ -18,32 +24,43 @@ from dataclasses import dataclass
 from typing import Any
 
 from themisto_ext.contract import CaptureSettings
+from themisto_ext.kernel import reprs, sandbox
+from themisto_ext.kernel.bounds import NAME_LENGTH
 from themisto_ext.kernel.deadline import DeadlineExceeded, alarms_usable, deadline
-from themisto_ext.kernel.measure import (
-    bounded_repr,
-    fingerprint,
-    needs_guard,
-    shape_and_length,
-    size_of,
-    type_name,
-)
+from themisto_ext.kernel.measure import fingerprint, shape_and_length, size_of
 from themisto_ext.kernel.redaction import REDACTED, Redactor
+from themisto_ext.kernel.safe import type_name
+from themisto_ext.kernel.secret_values import secret_strings
 
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 _IPYTHON_PATTERN = re.compile(r"^(_|__|___|_i{1,3}|_i?\d+|_oh|_ih|_dh|__\w+__)$")
 
 PENDING = "<pending: snapshot budget used up; measured at a later cell>"
+_FORK_ALLOWANCE = 0.05  # seconds a child gets beyond one value's budget to start up
+
+
+_bookkeeping: dict[str, bool] = {}  # name -> IPython's own (_i12, _12...), remembered
+
+
+def _ipython_name(name: str) -> bool:
+    found = _bookkeeping.get(name)
+    if found is None:
+        found = name in _IPYTHON_NAMES or bool(_IPYTHON_PATTERN.match(name))
+        if len(_bookkeeping) > 100_000:
+            _bookkeeping.clear()
+        _bookkeeping[name] = found
+    return found
 
 
 def user_variables(user_ns: dict[str, Any], hidden: dict[str, Any]) -> list[tuple[str, Any]]:
     """The user's own variables: not IPython's bookkeeping, not modules."""
     found = []
-    for name, value in list(user_ns.items()):
-        if name in _IPYTHON_NAMES or _IPYTHON_PATTERN.match(name):
+    for name, value in list(dict.items(user_ns)):
+        if type(name) is not str or _ipython_name(name):
             continue
         if name in hidden and hidden[name] is value:
             continue
-        if isinstance(value, types.ModuleType):
+        if issubclass(type(value), types.ModuleType):
             continue
         found.append((name, value))
     return found
@@ -53,6 +70,8 @@ def user_variables(user_ns: dict[str, Any], hidden: dict[str, Any]) -> list[tupl
 class _Entry:
     fingerprint: tuple[Any, ...]
     info: dict[str, Any]
+    raw: str            # the repr before masking (kernel memory only)
+    generation: int     # the redactor's generation the repr was masked with
     digest: bytes
 
 
@@ -61,65 +80,84 @@ class Snapshotter:
         self._settings = settings
         self._redactor = redactor
         self._cache: dict[str, _Entry] = {}
+        self.forks = 0
+        """Children forked so far (for tests and benchmarks)."""
 
     def take(
         self, variables: Iterable[tuple[str, Any]], mutated: set[str]
     ) -> tuple[dict[str, dict[str, Any]], str]:
         """Return ``(runtime_variables, hash_index)`` for the given variables."""
         items = list(variables)[: self._settings.max_variables]
-        if self._redactor.set_literals(self._secret_literals(items)):
-            self._cache.clear()  # reprs measured before may contain a now-known secret
         live = {name for name, _ in items}
         for stale in [n for n in self._cache if n not in live]:
             del self._cache[stale]
-
         end = time.perf_counter() + self._settings.cell_budget
-        use_alarm = alarms_usable()
+        todo: list[tuple[str, Any, tuple[Any, ...]]] = []
+        for name, value in items:
+            try:
+                fp = fingerprint(value)
+            except Exception:
+                fp = (type(value), id(value))
+            cached = self._cache.get(name)
+            if cached is None or cached.fingerprint != fp or name in mutated:
+                todo.append((name, value, fp))
+        self._measure_all(todo, end)
         result: dict[str, dict[str, Any]] = {}
         digests: list[bytes] = []
-        for name, value in items:
-            entry = self._current(name, value, mutated, end, use_alarm)
-            result[name] = entry.info
-            digests.append(name.encode("utf-8", "replace") + b"\0" + entry.digest)
+        for name, value in items:  # masked last: a secret found anywhere masks every repr
+            entry = self._masked(self._cache[name]) if name in self._cache else None
+            info = entry.info if entry is not None else _pending_info(value)
+            result[name] = info
+            digests.append(name.encode("utf-8", "replace") + b"\0"
+                           + (entry.digest if entry else _digest(info)))
         digests.sort()
         return result, hashlib.blake2b(b"\1".join(digests), digest_size=16).hexdigest()
 
-    def _current(
-        self, name: str, value: Any, mutated: set[str], end: float, use_alarm: bool
-    ) -> _Entry:
+    # ------------------------------------------------------------ measuring
+
+    def _measure_all(self, todo: list[tuple[str, Any, tuple[Any, ...]]], end: float) -> None:
+        limit, budget = self._settings.repr_length, self._settings.value_budget
+        use_alarm = alarms_usable()
+        forked: list[tuple[str, Any, tuple[Any, ...], dict[str, Any]]] = []
+        is_secret = self._redactor.name_is_secret
+        for name, value, fp in todo:
+            self._cache.pop(name, None)
+            if time.perf_counter() >= end:
+                continue  # pending: measured at a later cell
+            try:
+                self._redactor.learn(secret_strings(name, value, is_secret))
+            except Exception:
+                pass  # a value the walk cannot read holds no secret it can find
+            info = self._structure(value)
+            if self._redactor.name_is_secret(name):
+                self._store(name, fp, info, REDACTED)
+                continue
+            try:
+                text, library = reprs.runs_user_code(value, limit)
+            except Exception as exc:
+                text, library = f"<repr raised {type_name(type(exc))}>", False
+            if text is None and library and use_alarm:
+                seconds = min(budget, end - time.perf_counter())
+                text = self._library_repr(value, info["type"], seconds)
+            if text is None:
+                forked.append((name, value, fp, info))
+            else:
+                self._store(name, fp, info, text)
+        if forked and sandbox.available():
+            self._in_child(forked, end)
+        elif forked:  # no fork here: the old way, an alarm (which a stubborn repr defeats)
+            for name, value, fp, info in forked:
+                seconds = min(budget, end - time.perf_counter())
+                text = self._library_repr(value, info["type"], seconds) if use_alarm else \
+                    f"<repr of {info['type']} not measured>"
+                self._store(name, fp, info, text)
+
+    def _structure(self, value: Any) -> dict[str, Any]:
+        info: dict[str, Any] = {"type": type_name(type(value))[:NAME_LENGTH]}
         try:
-            fp = fingerprint(value)
+            info["size"], info["size_exact"] = size_of(value)
         except Exception:
-            fp = (type(value), id(value))
-        cached = self._cache.get(name)
-        if cached is not None and cached.fingerprint == fp and name not in mutated:
-            return cached
-        remaining = end - time.perf_counter()
-        if remaining <= 0:
-            info = {"type": type_name(value), "size": None, "size_exact": False, "repr": PENDING}
-            return _Entry(fp, info, _digest(info))  # not cached: retried
-        guard = use_alarm and needs_guard(value)
-        entry = self._measure(name, value, fp, min(self._settings.value_budget, remaining), guard)
-        self._cache[name] = entry
-        return entry
-
-    def _measure(
-        self, name: str, value: Any, fp: tuple[Any, ...], seconds: float, use_alarm: bool
-    ) -> _Entry:
-        start = time.perf_counter()
-
-        def left() -> float:
-            return max(0.001, seconds - (time.perf_counter() - start))
-
-        info: dict[str, Any] = {"type": type_name(value)}
-        try:
-            with deadline(left(), use_alarm):
-                size, exact = size_of(value)
-        except DeadlineExceeded:
-            size, exact = None, False
-        except Exception:
-            size, exact = None, False
-        info["size"], info["size_exact"] = size, exact
+            info["size"], info["size_exact"] = None, False
         try:
             shape, length = shape_and_length(value)
         except Exception:
@@ -128,27 +166,49 @@ class Snapshotter:
             info["shape"] = shape
         if length is not None:
             info["length"] = length
-        if self._redactor.name_is_secret(name):
-            info["repr"] = REDACTED
-        else:
-            try:
-                with deadline(left(), use_alarm):
-                    text = bounded_repr(value, self._settings.repr_length)
-                info["repr"] = self._redactor.mask(text)
-            except DeadlineExceeded:
-                info["repr"] = f"<repr of {info['type']} timed out>"
-            except Exception as exc:
-                info["repr"] = f"<repr raised {type(exc).__name__}>"
-        return _Entry(fp, info, _digest(info))
+        return info
 
-    def _secret_literals(self, items: list[tuple[str, Any]]) -> list[str]:
-        found = []
-        for name, value in items:
-            if isinstance(value, str | bytes) and self._redactor.name_is_secret(name):
-                text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-                if len(text) <= 4096:
-                    found.append(text)
-        return found
+    def _library_repr(self, value: Any, kind: str, seconds: float) -> str:
+        try:
+            with deadline(max(seconds, 0.001)):
+                return reprs.render(value, self._settings.repr_length, reprs.plain)
+        except DeadlineExceeded:
+            return f"<repr of {kind} timed out>"
+        except Exception as exc:
+            return f"<repr raised {type_name(type(exc))}>"
+
+    def _in_child(self, forked: list[tuple[str, Any, tuple[Any, ...], dict[str, Any]]],
+                  end: float) -> None:
+        budget, limit = self._settings.value_budget, self._settings.repr_length
+        seconds = max(end - time.perf_counter(), budget + _FORK_ALLOWANCE)
+        self.forks += 1
+        answers = sandbox.run([value for _, value, _, _ in forked],
+                              lambda value: reprs.render(value, limit, reprs.plain),
+                              budget, min(seconds, len(forked) * budget + _FORK_ALLOWANCE))
+        for (name, _, fp, info), answer in zip(forked, answers, strict=True):
+            if answer is None:
+                continue  # not reached: pending
+            if answer in (sandbox.TIMED_OUT, sandbox.CRASHED):
+                answer = f"<repr of {info['type']} {answer}>"
+            elif answer.startswith("raised "):
+                answer = f"<repr {answer}>"
+            self._store(name, fp, info, answer)
+
+    def _store(self, name: str, fp: tuple[Any, ...], info: dict[str, Any], raw: str) -> None:
+        self._cache[name] = _Entry(fp, info, raw, -1, b"")
+
+    def _masked(self, entry: _Entry) -> _Entry:
+        if entry.generation != self._redactor.generation:
+            raw = entry.raw
+            entry.info["repr"] = raw if raw == REDACTED else self._redactor.mask(raw)
+            entry.generation = self._redactor.generation
+            entry.digest = _digest(entry.info)
+        return entry
+
+
+def _pending_info(value: Any) -> dict[str, Any]:
+    return {"type": type_name(type(value))[:NAME_LENGTH], "size": None, "size_exact": False,
+            "repr": PENDING}
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")

@@ -30,15 +30,19 @@ def plain_text(data: Mapping[str, Any]) -> str:
 
 def flatten(items: Iterable[Mapping[str, Any]]) -> str:
     """One string in display order: streams verbatim, other outputs on lines of their own."""
-    text = ""
-    after_block = False
+    parts: list[str] = []  # joined once: repeated += copies the text so far (quadratic)
+    ends_line, after_block = True, False
     for item in items:
         is_stream = item["output_type"] == "stream"
-        if text and (after_block or not is_stream) and not text.endswith("\n"):
-            text += "\n"
-        text += str(item["text"])
+        text = str(item["text"])
+        if parts and (after_block or not is_stream) and not ends_line:
+            parts.append("\n")
+            ends_line = True
+        if text:
+            parts.append(text)
+            ends_line = text.endswith("\n")
         after_block = not is_stream
-    return text
+    return "".join(parts)
 
 
 def omitted_marker(count: int) -> str:
