@@ -16,6 +16,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -182,4 +183,43 @@ def write_switch(path: Path, on: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"recording": on}), "utf-8")
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- the per-kernel status
+
+
+def status_path(journal_dir: Path, kernel_id: str) -> Path:
+    """The file through which a kernel's hook says whether it can record, and why not."""
+    return journal_dir / "control" / f"{file_safe(kernel_id)}.status.json"
+
+
+@dataclass(frozen=True)
+class RecordingStatus:
+    ok: bool
+    reason: str | None
+    """Why the kernel cannot record (None when ``ok``)."""
+    at: str
+
+
+def read_status(path: Path) -> RecordingStatus | None:
+    """The kernel's last word on its recording, or None when it said nothing readable."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):
+        return None
+    reason = data.get("reason")
+    return RecordingStatus(data["ok"], reason if isinstance(reason, str) else None,
+                           str(data.get("at", "")))
+
+
+def write_status(path: Path, ok: bool, reason: str | None = None) -> None:
+    """Write the status atomically (raises OSError when the control folder cannot be
+    written: then the server sees the journal folder itself cannot)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    tmp.write_text(json.dumps({"ok": ok, "reason": None if ok else reason, "at": at}), "utf-8")
     os.replace(tmp, path)

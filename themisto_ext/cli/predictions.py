@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from themisto_ext.cli.args import positive_float, positive_int
 from themisto_ext.prediction.prompts import CONTEXTS, TASKS
 from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.records import Prediction, Step
@@ -23,13 +24,13 @@ def _target_parser(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
     """The arguments naming one target step of a trajectory file, shared by both commands."""
     p: argparse.ArgumentParser = sub.add_parser(name, help=help)
     p.add_argument("file", type=Path, metavar="TRAJECTORY.jsonl")
-    p.add_argument("--step", type=int, required=True,
+    p.add_argument("--step", type=positive_int, required=True,
                    help="the target: the step whose output (or code) is to be predicted")
     p.add_argument("--task", choices=TASKS, required=True)
     p.add_argument("--context", choices=CONTEXTS, required=True)
     p.add_argument("--trajectory", help="trajectory id or unique prefix (when the file "
                    "holds several)")
-    p.add_argument("--budget", type=int, default=24_000,
+    p.add_argument("--budget", type=positive_int, default=24_000,
                    help="prompt size limit in characters (default 24000)")
     return p
 
@@ -43,7 +44,7 @@ def register(sub: Any) -> None:
                    "openai:MODEL or anthropic:MODEL")
     p.add_argument("--base-url", help="API base URL (default: OPENAI_BASE_URL or "
                    "ANTHROPIC_BASE_URL, else the vendor's)")
-    p.add_argument("--timeout", type=float, default=120, help="seconds (default 120)")
+    p.add_argument("--timeout", type=positive_float, default=120, help="seconds (default 120)")
     p.add_argument("--json", action="store_true", help="print the whole prediction record")
     p.set_defaults(run=predict_command)
 
@@ -76,8 +77,6 @@ def _trajectory(path: Path, wanted: str | None) -> list[Step]:
 
 
 def _target(args: argparse.Namespace) -> tuple[list[Step], int]:
-    if args.budget <= 0:
-        raise ValueError("--budget must be positive")
     steps = _trajectory(args.file, args.trajectory)
     index = next((i for i, s in enumerate(steps) if s["step"] == args.step), None)
     if index is None:

@@ -77,7 +77,7 @@ class TrajectoryHandler(ThemistoHandler):
     @authorized
     async def delete(self, trajectory_id: str) -> None:
         known_trajectory(self, trajectory_id)
-        self.themisto.delete_trajectory(trajectory_id)
+        await self.themisto.delete_trajectory(trajectory_id)
         self.set_status(HTTPStatus.NO_CONTENT)
         self.finish()
 
