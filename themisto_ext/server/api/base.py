@@ -59,6 +59,17 @@ class ThemistoHandler(APIHandler):
             raise web.HTTPError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                                 f"request body over the {limit}-byte limit")
 
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        if status_code == HTTPStatus.METHOD_NOT_ALLOWED:  # RFC 9110: say what is allowed
+            self.set_header("Allow", ", ".join(self.allowed_methods()))
+        super().write_error(status_code, **kwargs)
+
+    @classmethod
+    def allowed_methods(cls) -> list[str]:
+        return [method for method in ("GET", "PUT", "POST", "DELETE", "PATCH")
+                if getattr(cls, method.lower()) is not getattr(web.RequestHandler,
+                                                               method.lower())]
+
     def set_default_headers(self) -> None:
         super().set_default_headers()
         self.set_header("X-Themisto-API-Version", API_VERSION)
