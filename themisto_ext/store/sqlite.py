@@ -146,10 +146,11 @@ class SQLiteStore:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False,
                                            isolation_level=None)
+            self._check_ours()  # before anything is written, even the journal mode
+            if not readonly:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
-            self._check_ours()
             if not readonly:
                 self._migrate()
         except sqlite3.Error as exc:
