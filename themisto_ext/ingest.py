@@ -41,6 +41,10 @@ class IngestResult:
     started: list[dict[str, Any]] = field(default_factory=list)
     """Cells that began executing (``kind: started`` records): not stored, only passed on."""
     switches: list[RecordingSwitched] = field(default_factory=list)
+    ended: list[str] = field(default_factory=list)
+    """Trajectories whose kernel shut down (their caches can go)."""
+    read_bytes: int = 0
+    """Journal bytes read by this pass."""
     duplicates: int = 0
 
 
@@ -144,6 +148,10 @@ class JournalIngestor:
         """Records skipped so far because they could not be read."""
         self.restarted = 0
         """Journals read again from their start (truncated, replaced, deleted)."""
+        self.windows_per_pass: int | None = None
+        """At most this many reads (of up to ``journal.WINDOW`` bytes) per journal and
+        ``poll``, None for all there is. The server reads one window per journal per pass,
+        so what one pass holds at once stays bounded when a kernel wrote a lot."""
 
     def _cursors(self) -> dict[str, int]:
         if self._offsets is None:  # read lazily: the store may be unavailable at first
@@ -195,7 +203,9 @@ class JournalIngestor:
             state = self._journals.setdefault(key, _Journal())
             offset = 0
         state.identity = identity
-        while offset < info.st_size:
+        windows = 0
+        while offset < info.st_size and windows != self.windows_per_pass:
+            windows += 1
             chunk = read_from(path, offset, scan_from=state.scanned_to)
             state.scanned_to = chunk.scanned_to
             if chunk.end_offset == offset:
@@ -208,8 +218,10 @@ class JournalIngestor:
                     skipped.append(Skipped(at, f"a {str(record.get('kind'))[:20]!r} record "
                                                "of the wrong shape"))
             self._warn(path, skipped)
-            applied = self._apply(interpret(records, self.source, state.started),
-                                  (key, chunk.end_offset), path)
+            total.read_bytes += chunk.end_offset - offset
+            writes = interpret(records, self.source, state.started)
+            applied = self._apply(writes, (key, chunk.end_offset), path)
+            total.ended += [w.trajectory_id for w in writes if isinstance(w, TrajectoryEnded)]
             total.new_trajectories += applied.new_trajectories
             total.steps += applied.steps
             total.switches += applied.switches
