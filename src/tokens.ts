@@ -163,6 +163,11 @@ export interface INotebookLive {
    * Why the kernel's recording state could not be read, if it could not.
    */
   readonly recordingError: string | null;
+  /**
+   * Why the kernel is not recorded although its switch is on, as the server
+   * says (the journal directory or the store cannot be written, ...).
+   */
+  readonly recordingReason: string | null;
 
   /**
    * The highest step number seen (steps and predictions are numbered by it).

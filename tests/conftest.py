@@ -5,11 +5,12 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from contract import ApiContract, check_response
 from jupyter_client.manager import KernelManager
-from tornado.httpclient import HTTPClientError
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from themisto_ext.contract import AUTOLOAD_ARG, CAPTURE_ENV, JOURNAL_DIR_ENV, CaptureSettings
 from themisto_ext.replay import recording_env
@@ -116,3 +117,23 @@ def jp_fetch(jp_fetch, api_contract: ApiContract):
         return response
 
     return fetch
+
+
+@pytest.fixture
+def api(jp_serverapp, http_server_client, jp_base_url, jp_auth_header, api_contract):
+    """Plain HTTP against the running server, with the test token; every answer is checked
+    against docs/openapi.yaml."""
+    base = http_server_client.get_url(f"{jp_base_url}themisto/api")
+
+    async def call(path: str = "", method: str = "GET", query: list | None = None,
+                   body: str | None = None, auth: bool = True, **kwargs):
+        url = base + (f"/{path}" if path else "") + (f"?{urlencode(query)}" if query else "")
+        headers = dict(jp_auth_header) if auth else {}
+        request = HTTPRequest(url, method=method, body=body, headers=headers,
+                              allow_nonstandard_methods=True, **kwargs)
+        response = await AsyncHTTPClient().fetch(request, raise_error=False)
+        if response.code != 599:  # 599: the test itself cancelled a stream
+            check_response(api_contract, response)
+        return response
+
+    return call

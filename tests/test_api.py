@@ -6,14 +6,12 @@ import asyncio
 import json
 import re
 from pathlib import Path
-from urllib.parse import urlencode
 
 import pytest
 import yaml
 from conftest import ROOT
-from contract import check_response, parse_sse
+from contract import parse_sse
 from test_store import start, step
-from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from themisto_ext.journal import JournalWriter
 from themisto_ext.server.api import routes
@@ -22,26 +20,6 @@ from themisto_ext.server.api import routes
 @pytest.fixture
 def jp_server_config(themisto_config) -> dict:
     return themisto_config(max_body_bytes=1000)
-
-
-@pytest.fixture
-def api(jp_serverapp, http_server_client, jp_base_url, jp_auth_header, api_contract):
-    """Plain HTTP against the running server, with the test token; every answer is checked
-    against docs/openapi.yaml."""
-    base = http_server_client.get_url(f"{jp_base_url}themisto/api")
-
-    async def call(path: str = "", method: str = "GET", query: list | None = None,
-                   body: str | None = None, auth: bool = True, **kwargs):
-        url = base + (f"/{path}" if path else "") + (f"?{urlencode(query)}" if query else "")
-        headers = dict(jp_auth_header) if auth else {}
-        request = HTTPRequest(url, method=method, body=body, headers=headers,
-                              allow_nonstandard_methods=True, **kwargs)
-        response = await AsyncHTTPClient().fetch(request, raise_error=False)
-        if response.code != 599:  # 599: the test itself cancelled a stream
-            check_response(api_contract, response)
-        return response
-
-    return call
 
 
 async def seed(jp_serverapp, trajectories: dict[str, int], notebook: str = "nb.ipynb") -> None:
@@ -103,7 +81,9 @@ async def test_one_trajectory_steps_incremental_and_delete(api, jp_serverapp, st
     r = await api("trajectories/t1", method="DELETE")
     assert r.code == 204
     assert (await api("trajectories/t1")).code == 404
-    assert not list((store_path.parent / "journal").glob("*--t1.jsonl"))
+    # deleted means gone: the journal of a trajectory whose kernel may still run is emptied
+    # (the kernel goes on appending to it), the journal of an ended one removed
+    assert all(j.stat().st_size == 0 for j in (store_path.parent / "journal").glob("*--t1.jsonl"))
 
 
 async def test_export_streams_jsonl(api, jp_serverapp, tmp_path):
@@ -210,7 +190,9 @@ def documented_routes() -> set[tuple[str, str]]:
 def test_openapi_documents_every_route_and_only_those():
     served = set()
     for pattern, handler in routes():
-        path = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern).rstrip("/")
+        path = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", pattern).removesuffix("/?")
+        if path.endswith("{rest}"):
+            continue  # the JSON 404 of every other path
         for method in ("GET", "PUT", "POST", "DELETE", "PATCH"):
             if method.lower() in vars(handler):
                 served.add((path, method))

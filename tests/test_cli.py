@@ -119,6 +119,7 @@ def test_errors_are_one_line(tmp_path: Path, args: list[str], message: str):
     bad = tmp_path / "bad.ipynb"
     bad.write_text("{ this is not json")
     args = [str(bad) if a == "{bad}" else a for a in args]
+    SQLiteStore(tmp_path / "s.sqlite3").close()  # reading commands never create a store
     r = themisto(*args, store=tmp_path / "s.sqlite3")
     assert r.returncode == 1
     assert message in r.stderr

@@ -28,3 +28,7 @@ class ProviderError(ThemistoError):
     """A model call failed; the message is safe to show (never contains an API key)."""
 
     retryable = False
+
+
+class JournalUnavailable(ThemistoError):
+    """The journal directory (kernels' journals, their switches) cannot be written now."""

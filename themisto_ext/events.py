@@ -67,9 +67,10 @@ def step_event(step: Step) -> StepEvent:
             "step": live}  # type: ignore[typeddict-item]  # the LiveStep fields, just read
 
 
-def recording_event(kernel_id: str, recording: bool, scope: Scope | None) -> RecordingEvent:
+def recording_event(kernel_id: str, recording: bool, scope: Scope | None,
+                    reason: str | None = None) -> RecordingEvent:
     return {"type": "recording", "kernel_id": kernel_id, "recording": recording,
-            "trajectory_id": scope.trajectory_id if scope else None,
+            "reason": reason, "trajectory_id": scope.trajectory_id if scope else None,
             "notebook_path": scope.notebook_path if scope else None}
 
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from themisto_ext.journal import journal_files, read_from
+from themisto_ext.errors import ThemistoError
+from themisto_ext.journal import SUFFIX, Skipped, read_from
 from themisto_ext.records import Step
 from themisto_ext.store import (
+    Applied,
     NewStep,
     NewTrajectory,
     RecordingSwitched,
@@ -39,34 +41,64 @@ class IngestResult:
     started: list[dict[str, Any]] = field(default_factory=list)
     """Cells that began executing (``kind: started`` records): not stored, only passed on."""
     switches: list[RecordingSwitched] = field(default_factory=list)
+    ended: list[str] = field(default_factory=list)
+    """Trajectories whose kernel shut down (their caches can go)."""
+    read_bytes: int = 0
+    """Journal bytes read by this pass."""
     duplicates: int = 0
 
 
+_MAX_STEP = 2**53
+"""Step numbers beyond this are not a kernel's (and SQLite's integers end at 2**63)."""
+_LOGGED_PER_JOURNAL = 5
+"""Skipped records logged one by one per journal and pass; more are counted in one line."""
+
+
 def _well_formed(record: dict[str, Any]) -> bool:
-    """A cheap structural check (full schema validation would cap ingestion throughput)."""
+    """A cheap structural check (full schema validation would cap ingestion throughput):
+    whatever passes can be stored, so one odd record never makes the store refuse the
+    records around it."""
     if not isinstance(record.get("trajectory_id"), str):
         return False
-    if record.get("kind") == "step":
-        return record.keys() >= _STEP_FIELDS and isinstance(record["step"], int)
-    if record.get("kind") == "started":
-        return isinstance(record.get("step"), int) and isinstance(record.get("code"), str)
+    kind = record.get("kind")
+    if kind in ("step", "started"):
+        number = record.get("step")
+        if type(number) is not int or not 0 < number < _MAX_STEP:
+            return False
+        if kind == "started":
+            return isinstance(record.get("code"), str)
+        return record.keys() >= _STEP_FIELDS and isinstance(record.get("kernel_id"), str) \
+            and isinstance(record.get("started_at"), str)
     return True
 
 
-def interpret(records: list[dict[str, Any]], source: str) -> list[Write]:
-    """The store writes that journal records stand for, in order (unknown kinds skipped)."""
+def interpret(records: list[dict[str, Any]], source: str,
+              started: set[str] | None = None) -> list[Write]:
+    """The store writes that journal records stand for, in order (unknown kinds skipped).
+
+    ``started`` holds the trajectories this journal has started so far; a step of any
+    other first starts its trajectory from the step's own fields. That is how a journal
+    that lost its head (deleted through the API while the kernel runs, truncated, or
+    removed and begun again by the kernel) goes on being recorded.
+    """
     writes: list[Write] = []
     for record in records:
         kind, tid = record.get("kind"), record["trajectory_id"]
         if kind == "step":
+            if started is not None and tid not in started:
+                started.add(tid)
+                writes.append(NewTrajectory(tid, record["kernel_id"], record.get("notebook_path"),
+                                            record["started_at"], source))
             step: Step = {k: v for k, v in record.items() if k != "kind"}  # type: ignore[assignment]
             writes.append(NewStep(step))
         elif kind == "trajectory":
+            if started is not None:
+                started.add(tid)
             writes.append(NewTrajectory(tid, str(record.get("kernel_id", "unknown")),
-                                        record.get("notebook_path"),
+                                        _text(record.get("notebook_path")),
                                         str(record.get("started_at", "")), source))
         elif kind == "end":
-            writes.append(TrajectoryEnded(tid, record.get("at"),
+            writes.append(TrajectoryEnded(tid, _text(record.get("at")),
                                           str(record.get("reason", "shutdown"))))
         elif kind == "recording":
             writes.append(RecordingSwitched(tid, str(record.get("at", "")),
@@ -74,42 +106,171 @@ def interpret(records: list[dict[str, Any]], source: str) -> list[Write]:
     return writes
 
 
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+_MARK = 32
+"""Bytes before a cursor remembered to recognise the file on the next scan."""
+
+
+def _before(path: Path, offset: int, size: int = _MARK) -> bytes | None:
+    """The ``size`` bytes of ``path`` that end at ``offset`` (None when unreadable)."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, offset - size))
+            return fh.read(min(size, offset))
+    except OSError:
+        return None
+
+
+@dataclass
+class _Journal:
+    """What the ingester knows of one journal file besides its stored cursor."""
+
+    identity: tuple[int, int] | None = None
+    """(device, inode) when last read: another file under the same name is a new journal."""
+    scanned_to: int | None = None
+    started: set[str] = field(default_factory=set)
+    mark: bytes | None = None
+    """The bytes just before the cursor when it was set: other bytes there now mean the
+    file was truncated and written again between two scans."""
+
+
 class JournalIngestor:
     def __init__(self, journal_dir: Path, store: TrajectoryStore, source: str = "kernel") -> None:
         self.journal_dir = journal_dir
         self.store = store
         self.source = source
-        self._offsets = store.journal_cursors()
+        self._offsets: dict[str, int] | None = None
+        self._journals: dict[str, _Journal] = {}
         self.bad_lines = 0
+        """Records skipped so far because they could not be read."""
+        self.restarted = 0
+        """Journals read again from their start (truncated, replaced, deleted)."""
+        self.windows_per_pass: int | None = None
+        """At most this many reads (of up to ``journal.WINDOW`` bytes) per journal and
+        ``poll``, None for all there is. The server reads one window per journal per pass,
+        so what one pass holds at once stays bounded when a kernel wrote a lot."""
+
+    def _cursors(self) -> dict[str, int]:
+        if self._offsets is None:  # read lazily: the store may be unavailable at first
+            self._offsets = self.store.journal_cursors()
+        return self._offsets
 
     def poll(self, only: Path | None = None) -> IngestResult:
         """Ingest whatever the journals gained since the last poll (all, or just ``only``)."""
         total = IngestResult()
-        paths = [only] if only is not None else list(journal_files(self.journal_dir))
-        for path in paths:
+        offsets = self._cursors()
+        if only is not None:
+            paths = [only]
+        else:
             try:
-                size = path.stat().st_size
+                paths = sorted(self.journal_dir.glob("*" + SUFFIX))
             except OSError:
-                continue
-            key = path.name
-            offset = self._offsets.get(key, 0)
-            if size <= offset:
-                continue
-            while offset < size:
-                chunk = read_from(path, offset)
-                if chunk.end_offset == offset:
-                    break  # only an unfinished line so far
-                records = [r for r in chunk.records if _well_formed(r)]
-                bad = chunk.bad_lines + len(chunk.records) - len(records)
-                if bad:
-                    self.bad_lines += bad
-                    log.warning("themisto: skipped %d malformed journal line(s) in %s", bad, path)
-                applied = self.store.apply(interpret(records, self.source),
-                                           (key, chunk.end_offset))
-                total.new_trajectories += applied.new_trajectories
-                total.steps += applied.steps
-                total.switches += applied.switches
-                total.started += [r for r in records if r.get("kind") == "started"]
-                total.duplicates += applied.duplicates
-                offset = self._offsets[key] = chunk.end_offset
+                return total  # cannot be listed now: nothing is known to be gone
+            if self.journal_dir.is_dir():
+                present = {path.name for path in paths}
+                for gone in [key for key in offsets if key not in present]:
+                    self.forget(gone)
+        for path in paths:
+            self._poll_one(path, total)
         return total
+
+    def forget(self, key: str) -> None:
+        """Read the journal named ``key`` from its start next time (it is gone or new)."""
+        offsets = self._cursors()
+        if key in offsets or key in self._journals:
+            self.store.forget_journal(key)
+            offsets.pop(key, None)
+            self._journals.pop(key, None)
+
+    def _poll_one(self, path: Path, total: IngestResult) -> None:
+        try:
+            info = path.stat()
+        except OSError:
+            return
+        key = path.name
+        state = self._journals.setdefault(key, _Journal())
+        offset = self._cursors().get(key, 0)
+        identity = (info.st_dev, info.st_ino)
+        if info.st_size < offset or state.identity not in (None, identity) or (
+                0 < offset < info.st_size and not self._same_bytes(path, offset, state)):
+            log.warning("themisto: journal %s was truncated or replaced; reading it from its "
+                        "start", path)
+            self.restarted += 1
+            self.forget(key)
+            state = self._journals.setdefault(key, _Journal())
+            offset = 0
+        state.identity = identity
+        windows = 0
+        while offset < info.st_size and windows != self.windows_per_pass:
+            windows += 1
+            chunk = read_from(path, offset, scan_from=state.scanned_to)
+            state.scanned_to = chunk.scanned_to
+            if chunk.end_offset == offset:
+                break  # only an unfinished line so far
+            records, skipped = [], list(chunk.skipped)
+            for record, at in zip(chunk.records, chunk.offsets, strict=True):
+                if _well_formed(record):
+                    records.append(record)
+                else:
+                    skipped.append(Skipped(at, f"a {str(record.get('kind'))[:20]!r} record "
+                                               "of the wrong shape"))
+            self._warn(path, skipped)
+            total.read_bytes += chunk.end_offset - offset
+            writes = interpret(records, self.source, state.started)
+            applied = self._apply(writes, (key, chunk.end_offset), path)
+            total.ended += [w.trajectory_id for w in writes if isinstance(w, TrajectoryEnded)]
+            total.new_trajectories += applied.new_trajectories
+            total.steps += applied.steps
+            total.switches += applied.switches
+            total.started += [r for r in records if r.get("kind") == "started"]
+            total.duplicates += applied.duplicates
+            offset = self._cursors()[key] = chunk.end_offset
+            state.mark = _before(path, offset)
+
+    @staticmethod
+    def _same_bytes(path: Path, offset: int, state: _Journal) -> bool:
+        """Whether the file still holds, before the cursor, what was read there (after a
+        restart, nothing is remembered: a cursor must then at least follow a line break)."""
+        if state.mark is None:
+            return _before(path, offset, 1) in (b"\n", None)
+        return _before(path, offset, len(state.mark)) in (state.mark, None)
+
+    def _apply(self, writes: list[Write], cursor: tuple[str, int], path: Path) -> Applied:
+        try:
+            return self.store.apply(writes, cursor)
+        except ThemistoError:
+            raise  # the store itself cannot be used: nothing is skipped, retried later
+        except Exception as first:
+            # A value the store could not take (a bug, not the journal's fault): store the
+            # others one by one, so that this record alone is lost, with a warning.
+            log.warning("themisto: the store refused records of %s (%s); storing them one by "
+                        "one", path, first)
+            applied = Applied()
+            for write in writes:
+                try:
+                    one = self.store.apply([write], None)
+                except ThemistoError:
+                    raise
+                except Exception as exc:
+                    self._warn(path, [Skipped(cursor[1], f"refused by the store ({exc})")])
+                    continue
+                applied.new_trajectories += one.new_trajectories
+                applied.steps += one.steps
+                applied.switches += one.switches
+                applied.duplicates += one.duplicates
+            self.store.apply([], cursor)
+            return applied
+
+    def _warn(self, path: Path, skipped: list[Skipped]) -> None:
+        if not skipped:
+            return
+        self.bad_lines += len(skipped)
+        for item in skipped[:_LOGGED_PER_JOURNAL]:
+            log.warning("themisto: skipped a journal record of %s at byte %d: %s; reading "
+                        "goes on after it", path, item.offset, item.reason)
+        if len(skipped) > _LOGGED_PER_JOURNAL:
+            log.warning("themisto: skipped %d more unreadable journal records of %s",
+                        len(skipped) - _LOGGED_PER_JOURNAL, path)

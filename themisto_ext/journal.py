@@ -25,9 +25,9 @@ import json
 import os
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from themisto_ext.contract import file_safe
 
@@ -197,37 +197,106 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+WINDOW = 16 * 1024 * 1024
+"""Bytes read per call. A record longer than this cannot be parsed and is skipped (the
+kernel bounds a step's size far below it); the window only bounds the reader's memory."""
+_SCAN = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """One record that could not be read, located for a warning."""
+
+    offset: int
+    reason: str
+
+
 @dataclass
 class JournalChunk:
     records: list[dict[str, Any]]
     end_offset: int
-    bad_lines: int
+    """Where the next read starts: after the last whole line read or skipped."""
+    skipped: list[Skipped] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    """Where each of ``records`` begins (for warnings about a record)."""
+    scanned_to: int | None = None
+    """Set while a line longer than the window is still being written: how far it has been
+    scanned without finding its end (pass it back as ``scan_from`` to go on from there)."""
+
+    @property
+    def bad_lines(self) -> int:
+        return len(self.skipped)
 
 
-def read_from(path: Path, offset: int, max_bytes: int = 16 * 1024 * 1024) -> JournalChunk:
-    """Whole records after ``offset``; an unfinished last line is left for the next read."""
+def _parse(raw: bytes) -> dict[str, Any] | str:
+    """A journal record, or why this line is not one."""
+    try:
+        record = json.loads(raw)
+    except RecursionError:
+        return "not JSON (nested too deeply)"
+    except ValueError as exc:
+        return f"not JSON ({str(exc)[:80]})"
+    if not isinstance(record, dict) or not isinstance(record.get("kind"), str):
+        return "not a journal record (no kind)"
+    return record
+
+
+def _line_end(fh: BinaryIO, start: int) -> int | None:
+    """Offset just after the first newline at or after ``start``, None if none yet."""
+    fh.seek(start)
+    position = start
+    while True:
+        block = fh.read(_SCAN)
+        if not block:
+            return None
+        found = block.find(b"\n")
+        if found >= 0:
+            return position + found + 1
+        position += len(block)
+
+
+def read_from(path: Path, offset: int, window: int = WINDOW,
+              scan_from: int | None = None) -> JournalChunk:
+    """Whole records after ``offset``; an unfinished last line is left for the next read.
+
+    A line that is not a record (bad JSON, no ``kind``, longer than ``window``) is
+    skipped and reported in ``skipped``: reading goes on after it, so one bad line never
+    stops a kernel's later records from being read.
+    """
     with path.open("rb") as fh:
         fh.seek(offset)
-        data = fh.read(max_bytes)
-    cut = data.rfind(b"\n")
-    if cut < 0:
-        return JournalChunk([], offset, 0)
-    records, bad = [], 0
-    for raw in data[: cut + 1].splitlines():
+        data = fh.read(window)
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            if len(data) < window:
+                return JournalChunk([], offset)  # only an unfinished line so far
+            # A line longer than the window: find its end without holding it.
+            end = _line_end(fh, max(scan_from or 0, offset + len(data)))
+            if end is None:
+                return JournalChunk([], offset, scanned_to=fh.tell())
+            size = end - offset
+            return JournalChunk([], end, [Skipped(offset, f"a record of {size:,} bytes, "
+                                                          f"over the {window:,}-byte window")])
+    records: list[dict[str, Any]] = []
+    offsets: list[int] = []
+    skipped: list[Skipped] = []
+    position = offset
+    for raw in data[: cut + 1].splitlines(keepends=True):
+        line_start, position = position, position + len(raw)
         if not raw.strip():
             continue
-        try:
-            record = json.loads(raw)
-        except ValueError:
-            bad += 1
-            continue
-        if isinstance(record, dict) and "kind" in record:
-            records.append(record)
+        parsed = _parse(raw)
+        if isinstance(parsed, str):
+            skipped.append(Skipped(line_start, parsed))
         else:
-            bad += 1
-    return JournalChunk(records, offset + cut + 1, bad)
+            records.append(parsed)
+            offsets.append(line_start)
+    return JournalChunk(records, offset + cut + 1, skipped, offsets)
 
 
 def journal_files(directory: Path) -> Iterator[Path]:
-    if directory.is_dir():
+    """The journals in ``directory`` (none when it does not exist or cannot be listed)."""
+    try:
         yield from sorted(directory.glob("*" + SUFFIX))
+    except OSError:
+        return

@@ -192,6 +192,7 @@ class RecordingEvent(TypedDict):
     kernel_id: str
     notebook_path: str | None
     recording: bool
+    reason: str | None
 
 
 class PredictingEvent(TypedDict):

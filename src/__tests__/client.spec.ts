@@ -51,6 +51,7 @@ function json(status: number, body: unknown): Response {
 const MODEL = {
   kernel_id: 'abc 1',
   recording: true,
+  reason: null,
   trajectory_id: 't1',
   steps: 2
 };

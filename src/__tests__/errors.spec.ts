@@ -53,6 +53,7 @@ describe('toKernelRecording', () => {
   const valid = {
     kernel_id: 'k1',
     recording: true,
+    reason: null,
     trajectory_id: null,
     steps: 2
   };
@@ -63,6 +64,13 @@ describe('toKernelRecording', () => {
       ...valid,
       trajectory_id: 't1'
     });
+  });
+
+  it('keeps the reason a kernel is not recorded, and reads none as null', () => {
+    const failing = { ...valid, recording: false, reason: 'disk full' };
+    expect(toKernelRecording(failing)).toEqual(failing);
+    const { reason: _none, ...older } = valid;
+    expect(toKernelRecording(older)).toEqual(valid);
   });
 
   it('rejects other values', () => {

@@ -121,13 +121,15 @@ export function scoredEvent(
 
 export function recordingEvent(
   recording: boolean,
-  trajectoryId: string | null = TRAJECTORY
+  trajectoryId: string | null = TRAJECTORY,
+  reason: string | null = null
 ): LiveEvent {
   return {
     type: 'recording',
     trajectory_id: trajectoryId,
     kernel_id: KERNEL,
     notebook_path: PATH,
-    recording
+    recording,
+    reason
   };
 }

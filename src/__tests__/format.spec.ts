@@ -16,6 +16,7 @@ function ready(model: Partial<IKernelRecording>): StatusView {
     model: {
       kernel_id: 'k1',
       recording: true,
+      reason: null,
       trajectory_id: 't1',
       steps: 0,
       ...model
@@ -83,12 +84,14 @@ describe('statusDataset', () => {
     expect(statusDataset(ready({ recording: true, steps: 2 }))).toEqual({
       state: 'ready',
       recording: 'true',
-      steps: '2'
+      steps: '2',
+      warning: 'false'
     });
     expect(statusDataset(ready({ recording: false, steps: 5 }))).toEqual({
       state: 'ready',
       recording: 'false',
-      steps: '5'
+      steps: '5',
+      warning: 'false'
     });
   });
 
@@ -96,7 +99,18 @@ describe('statusDataset', () => {
     expect(statusDataset({ kind: 'loading', kernelId: 'k1' })).toEqual({
       state: 'loading',
       recording: 'false',
-      steps: '0'
+      steps: '0',
+      warning: 'false'
     });
+  });
+
+  it('warns when the kernel should record and cannot', () => {
+    const failing = ready({ recording: false, reason: 'disk full', steps: 3 });
+    expect(statusDataset(failing).warning).toBe('true');
+    expect(formatStatusLabel(failing, trans)).toBe('Themisto: not recording ⚠');
+    expect(formatStatusTitle(failing, trans)).toBe(
+      'Themisto cannot record this kernel: disk full (trajectory t1, 3 steps). ' +
+        'Click to switch recording off.'
+    );
   });
 });

@@ -97,6 +97,7 @@ class FakeClient implements IThemistoClient {
     return {
       kernel_id: kernelId,
       recording: this.recording,
+      reason: null,
       trajectory_id: this.trajectory.id,
       steps: this.trajectory.steps
     };
@@ -191,7 +192,8 @@ describe('ThemistoLive', () => {
         trajectory_id: 't1',
         kernel_id: 'k1',
         notebook_path: 'a.ipynb',
-        recording: false
+        recording: false,
+        reason: null
       }
     ]
       .map(e => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`)
@@ -238,7 +240,13 @@ describe('ThemistoLive', () => {
     show(panel('a.ipynb', 'k1'));
     await api.setRecording('k1', false);
     // The read was sent before the switch, and answers after it.
-    answer({ kernel_id: 'k1', recording: true, trajectory_id: 't1', steps: 7 });
+    answer({
+      kernel_id: 'k1',
+      recording: true,
+      reason: null,
+      trajectory_id: 't1',
+      steps: 7
+    });
     await flush();
     expect(live.current?.recording).toBe(false);
     expect(live.current?.stepCount).toBe(7);

@@ -56,7 +56,8 @@ describe('parseLiveEvent', () => {
       trajectory_id: null,
       kernel_id: 'k1',
       notebook_path: 'a.ipynb',
-      recording: false
+      recording: false,
+      reason: null
     };
     expect(parseLiveEvent('recording', JSON.stringify(event))).toEqual(event);
     expect(

@@ -46,6 +46,7 @@ describe('toggleNotebookRecording', () => {
   const model = (recording: boolean): IKernelRecording => ({
     kernel_id: 'k1',
     recording,
+    reason: null,
     trajectory_id: 't1',
     steps: 1
   });
@@ -79,6 +80,14 @@ describe('toggleNotebookRecording', () => {
     await expect(toggleNotebookRecording(panel, client, live)).resolves.toBe(
       false
     );
+    expect(calls).toEqual(['put false']);
+    expect(notebookRecording(notebookModel)).toBe(false);
+  });
+
+  it('switches off a kernel that should record and cannot', async () => {
+    const { calls, client, panel, live, notebookModel } = setup(false);
+    live.store().recordingReason = 'the store cannot be written';
+    await toggleNotebookRecording(panel, client, live);
     expect(calls).toEqual(['put false']);
     expect(notebookRecording(notebookModel)).toBe(false);
   });

@@ -27,6 +27,7 @@ function knownStore(recording = true, steps = 0): NotebookLive {
   store.applyKernel({
     kernel_id: KERNEL,
     recording,
+    reason: null,
     trajectory_id: TRAJECTORY,
     steps
   });
@@ -48,6 +49,7 @@ describe('ThemistoStatusItem', () => {
       store.applyKernel({
         kernel_id: KERNEL,
         recording: !store.recording,
+        reason: null,
         trajectory_id: store.trajectoryId,
         steps: store.stepCount
       });
@@ -108,6 +110,38 @@ describe('ThemistoStatusItem', () => {
     expect(item.node.textContent).toBe('Themisto: off');
     // The count is kept for when recording is back on.
     expect(item.node.dataset.steps).toBe('3');
+  });
+
+  it('shows why recording fails, as a warning, until it works again', () => {
+    const store = knownStore(true, 3);
+    live.show(store);
+    const reason =
+      'the trajectory store /data/t.sqlite3 cannot be used (read-only)';
+    store.apply(recordingEvent(false, TRAJECTORY, reason));
+    expect(item.node.dataset.warning).toBe('true');
+    expect(item.node.dataset.recording).toBe('false');
+    expect(item.node.textContent).toBe('Themisto: not recording ⚠');
+    expect(item.node.title).toContain(reason);
+    store.apply(recordingEvent(true));
+    expect(item.node.dataset.warning).toBe('false');
+    expect(item.node.textContent).toBe('Themisto: recording · 3 steps');
+  });
+
+  it('shows the reason the server gives when the state is read', () => {
+    const store = new NotebookLive(PATH);
+    store.kernelId = KERNEL;
+    store.applyKernel({
+      kernel_id: KERNEL,
+      recording: false,
+      reason: 'the journal directory /j cannot be written',
+      trajectory_id: null,
+      steps: 0
+    });
+    live.show(store);
+    expect(item.node.dataset.warning).toBe('true');
+    expect(item.node.title).toContain(
+      'the journal directory /j cannot be written'
+    );
   });
 
   it('counts from zero when the kernel restarts', () => {

@@ -167,6 +167,7 @@ describe('NotebookLive', () => {
     store.applyKernel({
       kernel_id: KERNEL,
       recording: true,
+      reason: null,
       trajectory_id: TRAJECTORY,
       steps: 4
     });

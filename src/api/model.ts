@@ -18,9 +18,16 @@ export interface IKernelRecording {
    */
   kernel_id: string;
   /**
-   * Whether Themisto records executions of this kernel.
+   * Whether Themisto records executions of this kernel: true only while its
+   * cells reach the store.
    */
   recording: boolean;
+  /**
+   * Why the kernel is not recorded although its switch is on (the journal
+   * directory or the store cannot be written, ...); null when it is recorded
+   * or switched off.
+   */
+  reason: string | null;
   /**
    * Id of the kernel's latest trajectory, if any.
    */

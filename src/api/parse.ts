@@ -86,7 +86,7 @@ export function toKernelRecording(value: unknown): IKernelRecording | null {
   if (!isRecord(value)) {
     return null;
   }
-  const { kernel_id, recording, trajectory_id, steps } = value;
+  const { kernel_id, recording, trajectory_id, steps, reason } = value;
   if (
     typeof kernel_id !== 'string' ||
     typeof recording !== 'boolean' ||
@@ -97,7 +97,9 @@ export function toKernelRecording(value: unknown): IKernelRecording | null {
   ) {
     return null;
   }
-  return { kernel_id, recording, trajectory_id, steps };
+  // A server from before `reason` existed sends none: nothing to warn about.
+  const why = typeof reason === 'string' && reason ? reason : null;
+  return { kernel_id, recording, reason: why, trajectory_id, steps };
 }
 
 /**
@@ -334,7 +336,8 @@ export function parseLiveEvent(name: string, data: string): LiveEvent | null {
       trajectory_id: strOrNull(payload.trajectory_id),
       kernel_id: payload.kernel_id,
       notebook_path: strOrNull(payload.notebook_path),
-      recording: payload.recording
+      recording: payload.recording,
+      reason: strOrNull(payload.reason)
     };
   }
   const scope: EventScope = {

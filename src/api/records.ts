@@ -252,12 +252,19 @@ export interface LiveStep {
   error: null | StepError;
 }
 /**
- * A kernel's recording was switched on or off (from the API, the status bar or %themisto).
+ * Whether a kernel is being recorded changed: switched on or off (from the API, the status bar or %themisto), or recording failed or works again.
  */
 export interface RecordingEvent {
   type: 'recording';
   trajectory_id: string | null;
   kernel_id: string;
   notebook_path: string | null;
+  /**
+   * True only while the kernel's cells reach the store.
+   */
   recording: boolean;
+  /**
+   * Why the kernel is not recorded although its switch is on (the journal directory cannot be written, the store cannot be written, the kernel's hook failed); null when it is recorded or switched off.
+   */
+  reason: string | null;
 }

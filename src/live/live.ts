@@ -181,6 +181,7 @@ export class ThemistoLive implements IThemistoLive {
       // Another kernel: what the store knew of the previous one is void.
       store.recording = null;
       store.recordingError = null;
+      store.recordingReason = null;
     }
     this._openStream(store);
     this._setCurrent(store);

@@ -109,6 +109,21 @@ export class NotebookLive implements INotebookLive {
     }
   }
 
+  /**
+   * Why the kernel is not recorded although its switch is on (the server's
+   * `reason`); `null` when it is recorded, switched off or unknown.
+   */
+  get recordingReason(): string | null {
+    return this._recordingReason;
+  }
+
+  set recordingReason(value: string | null) {
+    if (value !== this._recordingReason) {
+      this._recordingReason = value;
+      this._changed.emit('recording');
+    }
+  }
+
   get recordingError(): string | null {
     return this._recordingError;
   }
@@ -128,6 +143,7 @@ export class NotebookLive implements INotebookLive {
   applyKernel(model: IKernelRecording): void {
     this.recordingError = null;
     this.recording = model.recording;
+    this.recordingReason = model.reason;
     if (model.trajectory_id !== null) {
       this.noteStepCount(model.trajectory_id, model.steps);
     }
@@ -290,6 +306,7 @@ export class NotebookLive implements INotebookLive {
       case 'recording':
         this.recordingError = null;
         this.recording = event.recording;
+        this.recordingReason = event.reason ?? null;
         return;
       case 'predicting':
         this._predicting(event);
@@ -455,6 +472,7 @@ export class NotebookLive implements INotebookLive {
   private _connection: ConnectionState = 'closed';
   private _recording: boolean | null = null;
   private _recordingError: string | null = null;
+  private _recordingReason: string | null = null;
   private _retired = new Set<string>();
   private _steps = new Map<number, LiveStep>();
   private _stepOrder: number[] = [];

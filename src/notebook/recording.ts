@@ -4,6 +4,7 @@
  */
 import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 
+import type { IKernelRecording } from '../api/model';
 import type { IThemistoClient, IThemistoLive } from '../tokens';
 
 /**
@@ -78,9 +79,22 @@ export async function toggleNotebookRecording(
     throw new Error('The notebook has no running kernel.');
   }
   const store = live.store(panel.context.path);
-  const known = store?.kernelId === kernelId ? store.recording : null;
-  const recording = known ?? (await client.getKernel(kernelId)).recording;
-  const next = await client.setRecording(kernelId, !recording);
-  rememberRecording(panel.context.model, next.recording);
+  // The switch is on while the kernel records, and also while recording fails
+  // (not recorded, with a reason): a click then switches it off.
+  const known =
+    store?.kernelId === kernelId && store.recording !== null
+      ? store.recording || store.recordingReason !== null
+      : null;
+  const on = known ?? switchedOn(await client.getKernel(kernelId));
+  const next = await client.setRecording(kernelId, !on);
+  rememberRecording(panel.context.model, switchedOn(next));
   return next.recording;
+}
+
+/**
+ * Whether a kernel's recording switch is on: it records, or it should and
+ * cannot (the server says why).
+ */
+function switchedOn(model: IKernelRecording): boolean {
+  return model.recording || model.reason !== null;
 }

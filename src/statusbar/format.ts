@@ -38,11 +38,14 @@ export function formatStatusLabel(
     case 'error':
       return trans.__('Themisto: unavailable');
     case 'ready':
-      return view.model.recording
-        ? trans.__(
-            'Themisto: recording · %1',
-            formatSteps(view.model.steps, trans)
-          )
+      if (view.model.recording) {
+        return trans.__(
+          'Themisto: recording · %1',
+          formatSteps(view.model.steps, trans)
+        );
+      }
+      return view.model.reason !== null
+        ? trans.__('Themisto: not recording ⚠')
         : trans.__('Themisto: off');
   }
 }
@@ -70,9 +73,16 @@ export function formatStatusTitle(
             formatSteps(model.steps, trans)
           )
         : trans.__('no trajectory');
-      return model.recording
+      if (model.recording) {
+        return trans.__(
+          'Themisto recording (%1). Click to stop recording.',
+          trajectory
+        );
+      }
+      return model.reason !== null
         ? trans.__(
-            'Themisto recording (%1). Click to stop recording.',
+            'Themisto cannot record this kernel: %1 (%2). Click to switch recording off.',
+            model.reason,
             trajectory
           )
         : trans.__(
@@ -90,6 +100,10 @@ export interface IStatusDataset {
   state: StatusView['kind'];
   recording: 'true' | 'false';
   steps: string;
+  /**
+   * `true` while the kernel should record and cannot (a reason is shown).
+   */
+  warning: 'true' | 'false';
 }
 
 /**
@@ -100,8 +114,10 @@ export function statusDataset(view: StatusView): IStatusDataset {
     return {
       state: view.kind,
       recording: view.model.recording ? 'true' : 'false',
-      steps: String(view.model.steps)
+      steps: String(view.model.steps),
+      warning:
+        !view.model.recording && view.model.reason !== null ? 'true' : 'false'
     };
   }
-  return { state: view.kind, recording: 'false', steps: '0' };
+  return { state: view.kind, recording: 'false', steps: '0', warning: 'false' };
 }

@@ -161,6 +161,7 @@ export class ThemistoStatusItem extends Widget {
       model: {
         kernel_id: kernelId,
         recording: store.recording,
+        reason: store.recordingReason,
         trajectory_id: store.trajectoryId,
         steps: store.stepCount
       }
@@ -176,6 +177,7 @@ export class ThemistoStatusItem extends Widget {
     this.node.dataset.state = data.state;
     this.node.dataset.recording = data.recording;
     this.node.dataset.steps = data.steps;
+    this.node.dataset.warning = data.warning;
   }
 
   private _live: IThemistoLive;

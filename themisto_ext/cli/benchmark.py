@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from themisto_ext.cli.args import non_negative_int, positive_float, positive_int
 from themisto_ext.prediction.prompts import CONTEXTS, TASKS
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -19,8 +20,8 @@ def register(sub: Any) -> None:
     p.add_argument("files", type=Path, nargs="+", metavar="TRAJECTORIES.jsonl")
     p.add_argument("--task", choices=TASKS, required=True)
     p.add_argument("--out", type=Path, required=True, metavar="BENCH.jsonl")
-    p.add_argument("--n", type=int, default=200, help="examples to draw (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--n", type=positive_int, default=200, help="examples to draw (default 200)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     p.add_argument("--keep-errors", action="store_true",
                    help="keep targets that raised an exception (default: drop them)")
     p.set_defaults(run=sample_command)
@@ -30,7 +31,7 @@ def register(sub: Any) -> None:
     p.add_argument("--out", type=Path, required=True, metavar="TRAJ.jsonl")
     p.add_argument("--replay", action="store_true", help="re-execute every trajectory in a "
                    "fresh recording kernel for real outputs and runtime state")
-    p.add_argument("--timeout", type=float, default=600,
+    p.add_argument("--timeout", type=positive_float, default=600,
                    help="seconds per cell when replaying (default 600)")
     p.set_defaults(run=import_june_command)
 
@@ -42,11 +43,12 @@ def register(sub: Any) -> None:
     p.add_argument("--context", default=",".join(CONTEXTS),
                    help=f"comma list of {', '.join(CONTEXTS)} (default: all)")
     p.add_argument("--out", type=Path, metavar="RESULTS/", help="results directory")
-    p.add_argument("--concurrency", type=int, default=8,
+    p.add_argument("--concurrency", type=positive_int, default=8,
                    help="calls in flight per predictor (default 8)")
     p.add_argument("--base-url", help="API base URL for openai:/anthropic: predictors")
-    p.add_argument("--timeout", type=float, default=120, help="seconds per call (default 120)")
-    p.add_argument("--budget", type=int, default=24_000,
+    p.add_argument("--timeout", type=positive_float, default=120,
+                   help="seconds per call (default 120)")
+    p.add_argument("--budget", type=positive_int, default=24_000,
                    help="prompt size limit in characters (default 24000)")
     p.add_argument("--in-order", action="store_true", help="run each trajectory's examples in "
                    "step order, so that prefix caches are reused")
@@ -58,9 +60,9 @@ def register(sub: Any) -> None:
     p.add_argument("results", type=Path, metavar="RESULTS/")
     p.add_argument("--out", type=Path, metavar="REPORT.md", help="default: standard output")
     p.add_argument("--figure", type=Path, metavar="FIG.png")
-    p.add_argument("--resamples", type=int, default=10_000,
+    p.add_argument("--resamples", type=positive_int, default=10_000,
                    help="bootstrap resamples (default 10000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default 0)")
     p.set_defaults(run=report_command)
 
 
@@ -87,8 +89,6 @@ def import_june_command(args: argparse.Namespace) -> int:
     from themisto_ext.evaluation.june import iter_summary, read_june, replay
     from themisto_ext.trajectory import write_steps
 
-    if args.timeout <= 0:
-        raise ValueError("--timeout must be positive")
     result = read_june(args.file)
     if args.replay:
         def progress(done: int, total: int) -> None:
@@ -111,8 +111,6 @@ def bench_command(args: argparse.Namespace) -> int:
     from themisto_ext.evaluation.sample import read_examples
 
     contexts = parse_contexts(args.context)
-    if args.budget <= 0:
-        raise ValueError("--budget must be positive")
     examples = read_examples(args.file)
     if args.dump_prompts:
         count = dump_prompts(examples, contexts, args.dump_prompts, args.budget)
@@ -161,8 +159,6 @@ def dump_prompts(examples: list[dict[str, Any]], contexts: list[Any], out: Path,
 def report_command(args: argparse.Namespace) -> int:
     from themisto_ext.evaluation.report import build_report, render_figure, render_markdown
 
-    if args.resamples < 1:
-        raise ValueError("--resamples must be at least 1")
     report = build_report(args.results, resamples=args.resamples, seed=args.seed)
     text = render_markdown(report)
     if args.out:

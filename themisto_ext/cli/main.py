@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from themisto_ext.cli import benchmark, predictions, trajectories
+from themisto_ext.cli.args import Parser
 
 
 class CommandError(Exception):
@@ -14,7 +15,7 @@ class CommandError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="themisto",
         description="Record notebook trajectories and work with them.",
     )

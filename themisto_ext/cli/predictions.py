@@ -6,13 +6,20 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from themisto_ext.cli.args import positive_float, positive_int
 from themisto_ext.prediction.prompts import CONTEXTS, TASKS
 from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.records import Prediction, Step
-from themisto_ext.trajectory import TrajectoryFormatError, read_steps
+from themisto_ext.trajectory import (
+    FormatProblem,
+    TrajectoryFormatError,
+    file_problems,
+    iter_lines,
+)
 
 SYSTEM_MARK = "===== SYSTEM ====="
 USER_MARK = "===== USER ====="
@@ -23,13 +30,13 @@ def _target_parser(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
     """The arguments naming one target step of a trajectory file, shared by both commands."""
     p: argparse.ArgumentParser = sub.add_parser(name, help=help)
     p.add_argument("file", type=Path, metavar="TRAJECTORY.jsonl")
-    p.add_argument("--step", type=int, required=True,
+    p.add_argument("--step", type=positive_int, required=True,
                    help="the target: the step whose output (or code) is to be predicted")
     p.add_argument("--task", choices=TASKS, required=True)
     p.add_argument("--context", choices=CONTEXTS, required=True)
     p.add_argument("--trajectory", help="trajectory id or unique prefix (when the file "
                    "holds several)")
-    p.add_argument("--budget", type=int, default=24_000,
+    p.add_argument("--budget", type=positive_int, default=24_000,
                    help="prompt size limit in characters (default 24000)")
     return p
 
@@ -43,46 +50,61 @@ def register(sub: Any) -> None:
                    "openai:MODEL or anthropic:MODEL")
     p.add_argument("--base-url", help="API base URL (default: OPENAI_BASE_URL or "
                    "ANTHROPIC_BASE_URL, else the vendor's)")
-    p.add_argument("--timeout", type=float, default=120, help="seconds (default 120)")
+    p.add_argument("--timeout", type=positive_float, default=120, help="seconds (default 120)")
     p.add_argument("--json", action="store_true", help="print the whole prediction record")
     p.set_defaults(run=predict_command)
 
 
-def _trajectory(path: Path, wanted: str | None) -> list[Step]:
+def _steps(path: Path) -> Iterator[Step]:
+    for _, item in iter_lines(path):
+        if not isinstance(item, FormatProblem):
+            yield item
+
+
+def _trajectory(path: Path, wanted: str | None, until: int) -> tuple[list[Step], str]:
+    """The chosen trajectory's steps up to step ``until``, and its range for messages.
+
+    The file is streamed (validated, then its ids read, then the steps kept): a prompt
+    needs only the history before its target, so a file of any size is read in the memory
+    of that history."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    try:
-        steps = read_steps(path)
-    except TrajectoryFormatError as exc:
-        raise ValueError(f"{path}: not a valid trajectory file: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    groups: dict[str, list[Step]] = {}
-    for step in steps:
-        groups.setdefault(step["trajectory_id"], []).append(step)
-    if not groups:
+    _, problems = file_problems(path)  # a file that is not UTF-8 is one of them
+    if problems:
+        raise ValueError(f"{path}: not a valid trajectory file: "
+                         f"{TrajectoryFormatError(problems)}") from None
+    ids = list(dict.fromkeys(step["trajectory_id"] for step in _steps(path)))
+    if not ids:
         raise ValueError(f"{path}: no steps")
     if wanted is None:
-        if len(groups) > 1:
-            raise ValueError(f"{path} holds {len(groups)} trajectories; choose one with "
-                             f"--trajectory ({', '.join(groups)})")
-        return next(iter(groups.values()))
-    matches = [tid for tid in groups if tid.startswith(wanted)]
-    if len(matches) != 1:
-        raise ValueError(f"no trajectory {wanted!r} in {path}" if not matches else
-                         f"{wanted!r} matches {len(matches)} trajectories in {path}; "
-                         "give more of it")
-    return groups[matches[0]]
+        if len(ids) > 1:
+            raise ValueError(f"{path} holds {len(ids)} trajectories; choose one with "
+                             f"--trajectory ({', '.join(ids)})")
+        chosen = ids[0]
+    else:
+        matches = [tid for tid in ids if tid.startswith(wanted)]
+        if len(matches) != 1:
+            raise ValueError(f"no trajectory {wanted!r} in {path}" if not matches else
+                             f"{wanted!r} matches {len(matches)} trajectories in {path}; "
+                             "give more of it")
+        chosen = matches[0]
+    kept: list[Step] = []
+    first = last = None
+    for step in _steps(path):
+        if step["trajectory_id"] == chosen:
+            first = step["step"] if first is None else first
+            last = step["step"]
+            if step["step"] <= until:
+                kept.append(step)
+    return kept, f"steps {first}-{last}"
 
 
 def _target(args: argparse.Namespace) -> tuple[list[Step], int]:
-    if args.budget <= 0:
-        raise ValueError("--budget must be positive")
-    steps = _trajectory(args.file, args.trajectory)
+    steps, span = _trajectory(args.file, args.trajectory, args.step)
     index = next((i for i, s in enumerate(steps) if s["step"] == args.step), None)
     if index is None:
-        raise ValueError(f"no step {args.step} in trajectory {steps[0]['trajectory_id']} "
-                         f"(steps {steps[0]['step']}-{steps[-1]['step']})")
+        tid = args.trajectory if not steps else steps[0]["trajectory_id"]
+        raise ValueError(f"no step {args.step} in trajectory {tid} ({span})")
     return steps, index
 
 

@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import IO, Any
 
+from themisto_ext.cli.args import positive_float
 from themisto_ext.contract import default_store_path, journal_dir_for
 from themisto_ext.replay import (
     ReplayError,
@@ -24,7 +25,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("record", help="execute a notebook headlessly and record its trajectory")
     p.add_argument("notebook", type=Path)
     p.add_argument("--out", type=Path, help="also write the trajectory as JSONL here")
-    p.add_argument("--timeout", type=float, default=600, help="seconds per cell (default 600)")
+    p.add_argument("--timeout", type=positive_float, default=600,
+                   help="seconds per cell (default 600)")
     p.add_argument("--stop-on-error", action="store_true",
                    help="stop at the first cell that raises (default: continue)")
     p.add_argument("--kernel", default="python3", help="kernel name (default python3)")
@@ -48,9 +50,11 @@ def register(sub: Any) -> None:
     p.set_defaults(run=validate)
 
 
-def _store(args: argparse.Namespace) -> tuple[TrajectoryStore, Path]:
+def _store(args: argparse.Namespace, readonly: bool) -> tuple[TrajectoryStore, Path]:
+    """The store to use; a command that only reads opens it read-only, so that it never
+    creates a store (nor its folder) and never writes to a file that is not one."""
     path = Path(args.store) if args.store else default_store_path()
-    return open_store(path), path
+    return open_store(path, readonly=readonly), path
 
 
 def record(args: argparse.Namespace) -> int:
@@ -58,7 +62,7 @@ def record(args: argparse.Namespace) -> int:
     if not args.ignore_metadata and metadata_disables_recording(read_notebook(nb_path)):
         raise ReplayError(f"{nb_path}: recording is off in the notebook's metadata "
                           "(themisto.recording = false); pass --ignore-metadata to record")
-    store, store_path = _store(args)
+    store, store_path = _store(args, readonly=False)
     result = record_notebook(nb_path, store, journal_dir_for(store_path),
                              timeout=args.timeout, stop_on_error=args.stop_on_error,
                              kernel_name=args.kernel)
@@ -70,13 +74,15 @@ def record(args: argparse.Namespace) -> int:
     if args.out:
         count = _export(store, ids, str(args.out))
         print(f"wrote {count} steps to {args.out}")
-    return 0 if result.stopped_early is None else 1
+    if result.missing:
+        print(f"themisto record: error: {result.missing}", file=sys.stderr)
+    return 0 if result.stopped_early is None and not result.missing else 1
 
 
 def list_(args: argparse.Namespace) -> int:
     from themisto_ext.store import TrajectoryFilter
 
-    store, _ = _store(args)
+    store, _ = _store(args, readonly=True)
     rows = store.list_trajectories(TrajectoryFilter(notebook_path=args.notebook), limit=10**9)
     if args.json:
         for t in rows:
@@ -115,7 +121,7 @@ def _export(store: TrajectoryStore, ids: list[str], out: str) -> int:
 def export(args: argparse.Namespace) -> int:
     if bool(args.ids) == bool(args.all):
         raise ValueError("give trajectory ids or --all (not both)")
-    store, _ = _store(args)
+    store, _ = _store(args, readonly=True)
     ids = [t.id for t in store.list_trajectories(limit=10**9)] if args.all \
         else _resolve(store, args.ids)
     count = _export(store, ids, args.out)

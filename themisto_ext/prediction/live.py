@@ -22,16 +22,31 @@ from themisto_ext.events import (
 )
 from themisto_ext.ingest import IngestResult
 from themisto_ext.prediction.clients.base import Predictor
+from themisto_ext.prediction.prompts.build import cell_limit
 from themisto_ext.prediction.run import Superseded, predict
 from themisto_ext.prediction.scoring import scored
 from themisto_ext.records import Context, Prediction, Step, Task
 from themisto_ext.store import TrajectoryStore
+from themisto_ext.trajectory.text import clip
 
 log = logging.getLogger("themisto_ext.live")
 
 FRESH_SECONDS = 60.0
 """Older cells are history being caught up on (a server restart), not live work."""
 HISTORY_CACHE = 32
+_UNREAD = ("outputs", "hash_index")
+"""Step fields no prompt and no predictor reads."""
+
+
+def _slim(step: Step, limit: int) -> Step:
+    """A step as a prompt whose cells show at most ``limit`` characters reads it: without
+    the fields nothing here reads, its output cut exactly as the prompt cuts it (``clip``
+    of a text already within the limit returns it unchanged). A history then holds about
+    ``limit`` characters of output per step, not the whole output: 1,000 cells of 150 KB
+    held 2 x 150 KB each (output and outputs) in every cached history."""
+    slim = {k: v for k, v in step.items() if k not in _UNREAD}
+    slim["output"] = clip(step["output"], limit)
+    return slim  # type: ignore[return-value]  # a Step without two fields nobody reads
 
 
 def _age(timestamp: str | None) -> float:
@@ -53,7 +68,8 @@ class LivePredictions:
         self.budget_chars = budget_chars
         self.budgets = dict(budgets or {})
         """Prompt budgets of particular predictors, by name (others get ``budget_chars``)."""
-        self._histories: OrderedDict[str, list[Step]] = OrderedDict()
+        self._histories: OrderedDict[tuple[str, int], list[Step]] = OrderedDict()
+        """Steps of recent trajectories as prompts read them, by (trajectory, cell limit)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._next_cell: dict[str, set[asyncio.Task[None]]] = {}
         """Next-cell predictions still under way, by trajectory."""
@@ -111,22 +127,32 @@ class LivePredictions:
 
     # ------------------------------------------------------------ work
 
-    def _history(self, trajectory_id: str) -> list[Step]:
-        if trajectory_id not in self._histories:
-            self._histories[trajectory_id] = list(self.store.iter_steps(trajectory_id))
+    def _history(self, trajectory_id: str, budget: int) -> list[Step]:
+        """The trajectory's steps as prompts of this budget read them (see ``_slim``)."""
+        key = (trajectory_id, cell_limit(budget))
+        if key not in self._histories:
+            self._histories[key] = [_slim(s, key[1]) for s in self.store.iter_steps(trajectory_id)]
             while len(self._histories) > HISTORY_CACHE:
                 self._histories.popitem(last=False)
-        self._histories.move_to_end(trajectory_id)
-        return self._histories[trajectory_id]
+        self._histories.move_to_end(key)
+        return self._histories[key]
 
     def _remember(self, step: Step) -> None:
-        cached = self._histories.get(step["trajectory_id"])
-        if cached is not None and (not cached or cached[-1]["step"] < step["step"]):
-            cached.append(step)
+        for (trajectory_id, limit), cached in self._histories.items():
+            if trajectory_id == step["trajectory_id"] and (
+                    not cached or cached[-1]["step"] < step["step"]):
+                cached.append(_slim(step, limit))
+
+    def forget(self, trajectory_id: str) -> None:
+        """Drop what is cached of a trajectory that ended or was deleted."""
+        for key in [k for k in self._histories if k[0] == trajectory_id]:
+            del self._histories[key]
+        self._next_cell.pop(trajectory_id, None)
 
     def _landed(self, trajectory_id: str, target_step: int) -> Step | None:
-        return next((s for s in reversed(self._history(trajectory_id))
-                     if s["step"] == target_step), None)
+        """The target step whole (histories hold cut outputs), if it has landed."""
+        found = next(iter(self.store.iter_steps(trajectory_id, target_step - 1, 1)), None)
+        return found if found is not None and found["step"] == target_step else None
 
     def _scope(self, trajectory_id: str) -> Scope:
         trajectory = self.store.get_trajectory(trajectory_id)
@@ -135,7 +161,9 @@ class LivePredictions:
     async def _run(self, predictor: Predictor, context: Context, trajectory_id: str, task: Task,
                    target_step: int, code: str | None, cell_id: str | None) -> None:
         try:
-            history = [s for s in self._history(trajectory_id) if s["step"] < target_step]
+            budget = self.budgets.get(predictor.name, self.budget_chars)
+            history = [s for s in self._history(trajectory_id, budget)
+                       if s["step"] < target_step]
             scope = self._scope(trajectory_id)
             self.events.publish(predicting_event(scope, task, context, predictor.name,
                                                  target_step, cell_id))
@@ -143,7 +171,7 @@ class LivePredictions:
                 predictor, history, task, context, trajectory_id=trajectory_id,
                 target_step=target_step, target_code=code,
                 session=f"{trajectory_id}:{context}",
-                budget_chars=self.budgets.get(predictor.name, self.budget_chars),
+                budget_chars=budget,
                 kernel_id=scope.kernel_id, notebook_path=scope.notebook_path, cell_id=cell_id)
             if isinstance(outcome, Superseded):
                 return  # a newer request of the session replaced it: nothing to show

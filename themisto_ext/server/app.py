@@ -28,7 +28,7 @@ from themisto_ext.server import api
 from themisto_ext.server.api.events import close_streams
 from themisto_ext.server.core import SETTINGS_KEY, Themisto
 from themisto_ext.server.provisioner import NAME as PROVISIONER_NAME
-from themisto_ext.store import open_store
+from themisto_ext.store import GuardedStore, open_store
 
 _CAPTURE = CaptureSettings()
 
@@ -69,6 +69,9 @@ class ThemistoExtension(ExtensionApp):
     value_budget = Float(_CAPTURE.value_budget,
                          help="Seconds one value's repr or size may take.").tag(config=True)
     ingest_interval = Float(0.05, help="Seconds between scans of the kernel journals.").tag(
+        config=True)
+    store_retry = Float(5.0, help="Seconds between attempts to open, or write to, a store "
+                                  "that could not be used (steps wait in the journals).").tag(
         config=True)
     predictors = List(
         Unicode(),
@@ -130,7 +133,10 @@ class ThemistoExtension(ExtensionApp):
         )
 
     def initialize_settings(self) -> None:
-        store = open_store(self.store_path)
+        # Never fails on the store: the server starts whatever state its path is in, and
+        # the API and the recording status say why the store cannot be used meanwhile.
+        path = self.store_path
+        store = GuardedStore(lambda: open_store(path), retry=self.store_retry)
         events = EventBus()
         predictors = self._make_predictors()
         local = {p.name: self.local_prediction_budget for p in predictors
@@ -141,7 +147,8 @@ class ThemistoExtension(ExtensionApp):
         self.themisto = Themisto(store=store, journal_dir=Path(self.journal_dir),
                                  recording=self.recording, live=live, events=events,
                                  live_predictions=self.live_predictions,
-                                 max_body_bytes=self.max_body_bytes)
+                                 max_body_bytes=self.max_body_bytes,
+                                 running_kernels=self._running_kernels)
         self.settings[SETTINGS_KEY] = self.themisto
         if self.autoload:
             # Kernels inherit the server's environment: this is how they learn where to
@@ -150,6 +157,11 @@ class ThemistoExtension(ExtensionApp):
             os.environ[CAPTURE_ENV] = self.capture_settings().to_env()
             self._use_provisioner()
         self.log.info("themisto: store %s, journals %s", self.store_path, self.journal_dir)
+
+    def _running_kernels(self) -> list[str]:
+        assert self.serverapp is not None
+        ids: list[str] = self.serverapp.kernel_manager.list_kernel_ids()
+        return ids
 
     def _make_predictors(self) -> list[Predictor]:
         made = []
@@ -187,8 +199,13 @@ class ThemistoExtension(ExtensionApp):
         self.handlers.extend(api.routes())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
-        await self.themisto.start(self.ingest_interval)
+        themisto = getattr(self, "themisto", None)
+        if themisto is not None:  # None: initialize_settings failed, and said so
+            await themisto.start(self.ingest_interval)
 
     async def stop_extension(self) -> None:
-        close_streams(self.themisto.events)
-        await self.themisto.stop()
+        themisto = getattr(self, "themisto", None)
+        if themisto is None:
+            return
+        close_streams(themisto.events)
+        await themisto.stop()

@@ -1,5 +1,6 @@
 """What the server does, without Jupyter: ingest kernel journals into the store, publish
-what lands on the live stream, hand it to live predictions, switch kernels' recording.
+what lands on the live stream, hand it to live predictions, switch kernels' recording and
+say truthfully whether each kernel is being recorded.
 
 The extension app (``app.py``) configures and owns one ``Themisto``; the REST handlers
 (``api/``) reach it through the tornado settings and call one method per request.
@@ -8,10 +9,16 @@ The extension app (``app.py``) configures and owns one ``Themisto``; the REST ha
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import glob
 import logging
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
-from themisto_ext.contract import read_switch, switch_path, write_switch
+from themisto_ext.contract import read_status, read_switch, status_path, switch_path, write_switch
+from themisto_ext.errors import JournalUnavailable, StoreUnavailable
 from themisto_ext.events import (
     EventBus,
     Scope,
@@ -28,12 +35,40 @@ log = logging.getLogger("themisto_ext.server")
 
 SETTINGS_KEY = "themisto"
 """Where handlers find the ``Themisto`` in the tornado settings."""
+STATUS_EVERY = 1.0
+"""Seconds between checks of every running kernel's recording status (a change is
+published as a ``recording`` event)."""
+TRIM_AFTER = 32 * 1024 * 1024
+"""Journal bytes ingested after which the C allocator is asked to give freed memory back.
+
+Steps pass through the server as large strings (JSON lines, parsed steps, events) that
+are freed once stored and published, but glibc's malloc keeps freed blocks of this size
+in its heaps: 1,000 cells of 150 KB left RSS 100 MB above its start with nothing held
+(tracemalloc: the Python heap back at its start). ``malloc_trim`` returns them (measured:
+-96 MB after 300 such cells; benchmarks/server_memory.py)."""
+
+
+def release_memory() -> None:
+    """Give the heap's free pages back to the OS (glibc only; elsewhere nothing)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+@dataclass(frozen=True)
+class KernelState:
+    """Whether a kernel is being recorded, and if not although it should be, why."""
+
+    recording: bool
+    reason: str | None = None
 
 
 class Themisto:
     def __init__(self, *, store: TrajectoryStore, journal_dir: Path, recording: bool,
                  live: LivePredictions, events: EventBus, live_predictions: bool,
-                 max_body_bytes: int) -> None:
+                 max_body_bytes: int,
+                 running_kernels: Callable[[], Iterable[str]] | None = None) -> None:
         self.store = store
         self.journal_dir = journal_dir
         self.recording_default = recording
@@ -41,30 +76,62 @@ class Themisto:
         self.events = events
         self.live_predictions = live_predictions
         self.max_body_bytes = max_body_bytes
+        self.running_kernels = running_kernels
+        """The ids of the kernels this server runs (None: unknown, e.g. without Jupyter)."""
         self.ingestor = JournalIngestor(journal_dir, store)
+        self.ingestor.windows_per_pass = 1  # the loop comes back 50 ms later for the rest
         self._ingest_lock = asyncio.Lock()
         self._ingest_task: asyncio.Task[None] | None = None
+        self._ingest_problem: str | None = None
+        self._published: dict[str, KernelState] = {}
+        self._untrimmed = self._tick_bytes = 0
 
     # ------------------------------------------------------------ lifecycle
 
     async def start(self, interval: float) -> None:
-        await self.ingest_now()  # whatever kernels wrote while no server was running
+        await self._ingest_once()  # whatever kernels wrote while no server was running
         self._ingest_task = asyncio.create_task(self._ingest_forever(interval))
 
     async def stop(self) -> None:
         if self._ingest_task is not None:
             self._ingest_task.cancel()
-        await self.ingest_now()
+        await self._ingest_once()
         await self.live.aclose()
         self.store.close()
 
     async def _ingest_forever(self, interval: float) -> None:
+        loop = asyncio.get_running_loop()
+        next_status = loop.time()
         while True:
             await asyncio.sleep(interval)
-            try:
-                await self.ingest_now()
-            except Exception:
-                log.exception("themisto: journal ingestion failed; retrying")
+            await self._ingest_once()
+            if loop.time() >= next_status:
+                next_status = loop.time() + STATUS_EVERY
+                self.publish_changes()
+                # trimmed while steps keep coming, and once more when they stop
+                busy, self._tick_bytes = self._tick_bytes, 0
+                if self._untrimmed >= TRIM_AFTER or (self._untrimmed and not busy):
+                    self._untrimmed = 0
+                    await asyncio.to_thread(release_memory)
+
+    async def _ingest_once(self) -> None:
+        """One ingestion pass that never raises: a failure is logged once per cause (not
+        per pass) and reported as every kernel's recording status."""
+        try:
+            await self.ingest_now()
+        except StoreUnavailable as exc:
+            self._ingest_failed(str(exc), logged=True)  # the store has said it once
+        except Exception as exc:
+            self._ingest_failed(f"journal ingestion failed: {exc}", logged=False)
+        else:
+            if self._ingest_problem is not None:
+                log.warning("themisto: journal ingestion works again")
+                self._ingest_problem = None
+
+    def _ingest_failed(self, reason: str, logged: bool) -> None:
+        if reason != self._ingest_problem and not logged:
+            log.exception("themisto: %s; retrying", reason)
+        self._ingest_problem = reason
 
     # ------------------------------------------------------------ ingestion
 
@@ -86,24 +153,108 @@ class Themisto:
             self.live.on_ingest(result)
         else:
             self.live.score_only(result)
+        for tid in result.ended:
+            self.live.forget(tid)
+        self._untrimmed += result.read_bytes
+        self._tick_bytes += result.read_bytes
         return result
 
-    # ------------------------------------------------------------ per-kernel switch
+    # ------------------------------------------------------------ recording status
 
     def kernel_recording(self, kernel_id: str) -> bool:
+        """The kernel's switch (its own, else the configured default)."""
         switched = read_switch(switch_path(self.journal_dir, kernel_id))
         return self.recording_default if switched is None else switched
 
-    def set_kernel_recording(self, kernel_id: str, on: bool) -> None:
-        write_switch(switch_path(self.journal_dir, kernel_id), on)
-        latest = self.store.latest_for_kernel(kernel_id)
+    def kernel_state(self, kernel_id: str) -> KernelState:
+        """Recorded or not, and why not when it should be: the API never says a kernel is
+        recorded when its steps cannot reach the store."""
+        if not self.kernel_recording(kernel_id):
+            return KernelState(False)
+        if self.running_kernels is not None and kernel_id not in set(self.running_kernels()):
+            return KernelState(False, f"no kernel {kernel_id} is running on this server")
+        problem = self.journal_problem()
+        if problem is None:
+            status = read_status(status_path(self.journal_dir, kernel_id))
+            if status is not None and not status.ok:
+                problem = status.reason or "the kernel cannot record"
+        problem = problem or self.store_problem()
+        return KernelState(problem is None, problem)
+
+    def journal_problem(self) -> str | None:
+        """Why kernels cannot write their journals here, if they cannot."""
+        try:
+            self.journal_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return f"the journal directory {self.journal_dir} cannot be created " \
+                   f"({exc.strerror or exc})"
+        if not os.access(self.journal_dir, os.W_OK | os.X_OK):
+            return f"the journal directory {self.journal_dir} cannot be written"
+        return None
+
+    def store_problem(self) -> str | None:
+        """Why what kernels record cannot reach the store now, if it cannot."""
+        problem: str | None = getattr(self.store, "problem", None) or self._ingest_problem
+        return problem
+
+    def publish_changes(self) -> None:
+        """Publish a ``recording`` event for every running kernel whose state changed."""
+        if self.running_kernels is None:
+            return
+        running = set(self.running_kernels())
+        for kernel_id in list(self._published):
+            if kernel_id not in running:
+                del self._published[kernel_id]
+        for kernel_id in running:
+            state = self.kernel_state(kernel_id)
+            if self._published.get(kernel_id) != state:
+                known = kernel_id in self._published
+                self._published[kernel_id] = state
+                if known or state.reason is not None:
+                    self._publish_state(kernel_id, state)
+
+    def _publish_state(self, kernel_id: str, state: KernelState) -> None:
+        try:
+            latest = self.store.latest_for_kernel(kernel_id)
+        except StoreUnavailable:
+            latest = None
         scope = Scope.of(latest.to_json(), latest.id) if latest else None
-        self.events.publish(recording_event(kernel_id, on, scope))
+        self.events.publish(recording_event(kernel_id, state.recording, scope, state.reason))
+
+    def set_kernel_recording(self, kernel_id: str, on: bool) -> KernelState:
+        try:
+            write_switch(switch_path(self.journal_dir, kernel_id), on)
+        except OSError as exc:
+            raise JournalUnavailable(
+                f"cannot switch recording: {self.journal_problem() or exc.strerror}") from exc
+        state = self.kernel_state(kernel_id)
+        self._published[kernel_id] = state
+        self._publish_state(kernel_id, state)
+        return state
 
     # ------------------------------------------------------------ deletion
 
-    def delete_trajectory(self, trajectory_id: str) -> None:
-        """Delete from the store and remove the kernel's journal: deleted means gone."""
-        self.store.delete_trajectory(trajectory_id)
-        for journal in self.journal_dir.glob(f"*--{trajectory_id}{SUFFIX}"):
-            journal.unlink(missing_ok=True)
+    async def delete_trajectory(self, trajectory_id: str) -> None:
+        """Delete from the store and empty the kernel's journal: deleted means gone.
+
+        A running kernel goes on recording: it keeps appending to its journal (emptied,
+        not removed, so that its open file stays the journal) and its later cells are
+        stored under the same trajectory id, numbered on. A journal whose trajectory has
+        ended is removed.
+        """
+        async with self._ingest_lock:
+            trajectory = self.store.get_trajectory(trajectory_id)
+            ended = trajectory is not None and trajectory.ended_at is not None
+            self.store.delete_trajectory(trajectory_id)
+            for journal in self.journal_dir.glob(f"*--{glob.escape(trajectory_id)}{SUFFIX}"):
+                try:
+                    if ended:
+                        journal.unlink(missing_ok=True)
+                    else:
+                        os.truncate(journal, 0)
+                except OSError as exc:
+                    raise JournalUnavailable(
+                        f"trajectory {trajectory_id} was deleted from the store, but its "
+                        f"journal {journal} could not be emptied ({exc.strerror})") from exc
+                self.ingestor.forget(journal.name)
+            self.live.forget(trajectory_id)

@@ -103,6 +103,10 @@ class TrajectoryStore(Protocol):
 
     def journal_cursors(self) -> dict[str, int]: ...
 
+    def forget_journal(self, journal: str) -> None:
+        """Drop a journal's cursor: it is gone, or a new file now has its name."""
+        ...
+
     def list_trajectories(
         self, where: TrajectoryFilter | None = None, limit: int = 100, offset: int = 0
     ) -> list[Trajectory]: ...

@@ -15,6 +15,7 @@ from themisto_ext.store.base import (
     NewStep,
     NewTrajectory,
     StoreError,
+    StoreUnavailable,
     Trajectory,
     TrajectoryEnded,
     TrajectoryFilter,
@@ -81,29 +82,105 @@ def _row_to_trajectory(row: tuple[Any, ...]) -> Trajectory:
     return Trajectory(*row)
 
 
+_HEADER = b"SQLite format 3\x00"
+
+_UNAVAILABLE = {
+    3: "permission denied",        # SQLITE_PERM
+    5: "busy",                     # SQLITE_BUSY
+    6: "locked",                   # SQLITE_LOCKED
+    8: "read-only",                # SQLITE_READONLY
+    10: "disk I/O error",          # SQLITE_IOERR
+    13: "disk full",               # SQLITE_FULL
+    14: "cannot open its files",   # SQLITE_CANTOPEN
+}
+"""SQLite result codes (primary, low byte) that mean "cannot be used right now", not a bug."""
+
+
+def _failure(path: Path, exc: sqlite3.Error) -> StoreError:
+    """The store's error for a SQLite one: unavailable (503, retried) or a plain error."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    what = _UNAVAILABLE.get(code & 0xFF) if code is not None else next(
+        (name for word, name in (("readonly", "read-only"), ("locked", "locked"),
+                                 ("disk", "disk")) if word in str(exc)), None)
+    if what is not None:
+        return StoreUnavailable(f"the trajectory store {path} cannot be used ({what}: {exc})")
+    return StoreError(f"trajectory store {path}: {exc}")
+
+
+def _not_a_store(path: Path) -> str | None:
+    """Why an existing file at ``path`` must not be opened as a store (never overwritten)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(_HEADER))
+    except IsADirectoryError:
+        return "is a directory"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if not head:
+        return "is an empty file, not a trajectory store"
+    if head != _HEADER:
+        return "is not a trajectory store (not a SQLite database)"
+    return None
+
+
 class SQLiteStore:
-    def __init__(self, path: Path | str) -> None:
+    """``readonly``: for commands that only read: nothing is created, migrated or written
+    (a missing store is an error, not a new empty one)."""
+
+    def __init__(self, path: Path | str, readonly: bool = False) -> None:
         self.path = Path(path)
+        self.readonly = readonly
+        if self.path.exists():
+            problem = _not_a_store(self.path)
+            if problem:
+                raise StoreError(f"cannot open the trajectory store at {self.path}: it "
+                                 f"{problem}; nothing was changed")
+        elif readonly:
+            raise StoreError(f"no trajectory store at {self.path}")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False,
-                                       isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            if readonly:
+                self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                           timeout=30, check_same_thread=False,
+                                           isolation_level=None)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False,
+                                           isolation_level=None)
+            self._check_ours()  # before anything is written, even the journal mode
+            if not readonly:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open the trajectory store at {self.path}: {exc}") from exc
+            if not readonly:
+                self._migrate()
+        except sqlite3.Error as exc:
+            failure = _failure(self.path, exc)
+            raise type(failure)(f"cannot open the trajectory store at {self.path}: {exc}") \
+                from exc
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot open the trajectory store at {self.path}: "
+                                   f"{exc.strerror or exc}") from exc
         self._lock = threading.RLock()
+
+    def _check_ours(self) -> None:
+        """Refuse a SQLite database that some other program made (never add our tables)."""
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {name for (name,) in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if version == 0 and tables:
+            raise StoreError(f"{self.path} is a SQLite database but not a trajectory store "
+                             "(it has other tables); nothing was changed")
+        if self.readonly and version == 0:
+            raise StoreError(f"{self.path} is an empty database, not a trajectory store")
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {version}, newer than this themisto_ext "
+                f"understands ({SCHEMA_VERSION}); upgrade themisto_ext")
 
     # ------------------------------------------------------------ schema
 
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path} has schema version {version}, newer than this themisto_ext "
-                f"understands ({SCHEMA_VERSION}); upgrade themisto_ext")
         for number in range(version, SCHEMA_VERSION):
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -132,7 +209,7 @@ class SQLiteStore:
                 self._db.execute("COMMIT")
                 return result
             except sqlite3.Error as exc:
-                raise StoreError(f"trajectory store {self.path}: {exc}") from exc
+                raise _failure(self.path, exc) from exc
 
     # ------------------------------------------------------------ writes
 
@@ -216,10 +293,14 @@ class SQLiteStore:
             try:
                 return self._db.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise StoreError(f"trajectory store {self.path}: {exc}") from exc
+                raise _failure(self.path, exc) from exc
 
     def journal_cursors(self) -> dict[str, int]:
         return dict(self._query("SELECT journal, offset FROM journal_cursors"))
+
+    def forget_journal(self, journal: str) -> None:
+        self._transaction(lambda db: db.execute(
+            "DELETE FROM journal_cursors WHERE journal = ?", (journal,)))
 
     @staticmethod
     def _where(where: TrajectoryFilter | None) -> tuple[str, list[Any]]:

@@ -96,11 +96,16 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.2f} s" if seconds < 60 else f"{seconds / 60:.1f} min"
 
 
+def cell_limit(budget_chars: int) -> int:
+    """The most characters of one history cell's code or output a prompt of this budget shows."""
+    return int(budget_chars * _CELL_SHARE)
+
+
 def render_cell(step: Step, context: Context, budget_chars: int,
                 before: Mapping[str, Variable] | None = None) -> str:
     """One history cell, from the step and the state before it (``before``, for ``full``):
     nothing later changes it, so the prefix only grows."""
-    limit = int(budget_chars * _CELL_SHARE)
+    limit = cell_limit(budget_chars)
     attrs = f'step="{step["step"]}"'
     changes = ""
     if context == "full":

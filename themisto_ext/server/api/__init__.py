@@ -5,7 +5,7 @@ from __future__ import annotations
 from jupyter_server.utils import url_path_join
 from tornado.web import RequestHandler
 
-from themisto_ext.server.api.base import API_PREFIX, API_VERSION
+from themisto_ext.server.api.base import API_PREFIX, API_VERSION, NotFoundHandler
 from themisto_ext.server.api.events import EventsHandler
 from themisto_ext.server.api.kernels import KernelHandler
 from themisto_ext.server.api.predictions import (
@@ -22,12 +22,13 @@ from themisto_ext.server.api.trajectories import (
     VersionHandler,
 )
 
-_ID = r"(?P<trajectory_id>[0-9A-Za-z_\-]+)"
+_ID = r"(?P<trajectory_id>[^/]+)"
+"""Ids are matched loosely and checked by the handlers, so that every id gets a JSON 404."""
 
 
 def routes() -> list[tuple[str, type[RequestHandler]]]:
     def path(suffix: str) -> str:
-        return url_path_join(API_PREFIX, suffix)
+        return url_path_join(API_PREFIX, suffix) + "/?"  # with or without a final slash
 
     return [
         (path(""), VersionHandler),
@@ -37,10 +38,11 @@ def routes() -> list[tuple[str, type[RequestHandler]]]:
         (path(f"trajectories/{_ID}/predictions"), TrajectoryPredictionsHandler),
         (path("predictors"), PredictorsHandler),
         (path("predictions"), PredictionsHandler),
-        (path(r"predictions/(?P<prediction_id>[0-9A-Za-z_\-]+)"), PredictionHandler),
+        (path(r"predictions/(?P<prediction_id>[^/]+)"), PredictionHandler),
         (path("export"), ExportHandler),
         (path("events"), EventsHandler),
-        (path(r"kernels/(?P<kernel_id>[\w\-\.]+)"), KernelHandler),
+        (path(r"kernels/(?P<kernel_id>[^/]+)"), KernelHandler),
+        (url_path_join(API_PREFIX, r"(?P<rest>.*)"), NotFoundHandler),
     ]
 
 

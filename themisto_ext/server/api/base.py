@@ -10,10 +10,17 @@ from typing import Any
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from themisto_ext.errors import FormatError, StoreUnavailable, ThemistoError
+from themisto_ext.errors import (
+    FormatError,
+    JournalUnavailable,
+    StoreUnavailable,
+    ThemistoError,
+)
 from themisto_ext.server.core import SETTINGS_KEY, Themisto
 
 API_PREFIX = "/themisto/api"
+MAX_DEPTH = 32
+"""Deepest JSON body accepted: the API's bodies are flat; deeper ones are refused with 400."""
 API_VERSION = "1"
 AUTH_RESOURCE = "themisto"
 
@@ -36,7 +43,11 @@ class ThemistoHandler(APIHandler):
         # The one place where themisto's errors become HTTP statuses; anything else is a
         # bug and stays a 500 with its traceback in the log.
         if isinstance(e, ThemistoError):
-            e = web.HTTPError(_status_of(e), str(e))
+            try:  # raised, so that the error page reads this one (sys.exc_info)
+                raise web.HTTPError(_status_of(e), str(e)) from e
+            except web.HTTPError as mapped:
+                super()._handle_request_exception(mapped)
+            return
         super()._handle_request_exception(e)
 
     async def prepare(self) -> None:  # type: ignore[override]  # jupyter_server's is untyped
@@ -48,6 +59,17 @@ class ThemistoHandler(APIHandler):
             raise web.HTTPError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                                 f"request body over the {limit}-byte limit")
 
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        if status_code == HTTPStatus.METHOD_NOT_ALLOWED:  # RFC 9110: say what is allowed
+            self.set_header("Allow", ", ".join(self.allowed_methods()))
+        super().write_error(status_code, **kwargs)
+
+    @classmethod
+    def allowed_methods(cls) -> list[str]:
+        return [method for method in ("GET", "PUT", "POST", "DELETE", "PATCH")
+                if getattr(cls, method.lower()) is not getattr(web.RequestHandler,
+                                                               method.lower())]
+
     def set_default_headers(self) -> None:
         super().set_default_headers()
         self.set_header("X-Themisto-API-Version", API_VERSION)
@@ -55,8 +77,12 @@ class ThemistoHandler(APIHandler):
     def json_body(self) -> dict[str, Any]:
         try:
             body = json.loads(self.request.body or b"{}")
+        except RecursionError:
+            raise bad_request("body", f"nested deeper than {MAX_DEPTH} levels") from None
         except ValueError as exc:
             raise bad_request("body", f"not JSON ({exc})") from exc
+        if _depth(body) > MAX_DEPTH:
+            raise bad_request("body", f"nested deeper than {MAX_DEPTH} levels")
         if not isinstance(body, dict):
             raise bad_request("body", "must be a JSON object")
         return body
@@ -79,9 +105,34 @@ class ThemistoHandler(APIHandler):
         self.finish(json.dumps(data, ensure_ascii=False))
 
 
+def _depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How deeply ``value`` nests, counted up to ``limit + 1`` (without recursion)."""
+    deepest, level = 0, [(value, 1)]
+    while level:
+        node, depth = level.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        children = node.values() if isinstance(node, dict) else node \
+            if isinstance(node, list) else ()
+        level.extend((child, depth + 1) for child in children
+                     if isinstance(child, (dict, list)))
+    return deepest
+
+
+class NotFoundHandler(ThemistoHandler):
+    """Any other path under the API: a JSON 404 (ids that no route takes end here too)."""
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        await super().prepare()
+        if not self.current_user:
+            raise web.HTTPError(HTTPStatus.FORBIDDEN)
+        raise web.HTTPError(HTTPStatus.NOT_FOUND, f"no such API path: {self.request.path}")
+
+
 def _status_of(error: ThemistoError) -> int:
     if isinstance(error, FormatError):
         return HTTPStatus.BAD_REQUEST
-    if isinstance(error, StoreUnavailable):
+    if isinstance(error, (StoreUnavailable, JournalUnavailable)):
         return HTTPStatus.SERVICE_UNAVAILABLE
     return HTTPStatus.INTERNAL_SERVER_ERROR

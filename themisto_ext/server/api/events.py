@@ -20,7 +20,10 @@ from themisto_ext.records import HelloEvent, LiveEvent
 from themisto_ext.server.api.base import ThemistoHandler
 
 KEEPALIVE = 15.0
-QUEUE_LIMIT = 10_000
+QUEUE_BYTES = 32 * 1024 * 1024
+"""Most bytes of events waiting for one reader; a reader further behind has its stream
+ended (it reconnects). A count would not bound memory: a step event carries the cell's
+output, and 10,000 waiting events of 150 KB held 1.5 GB."""
 _CLOSE = object()
 """Put in a stream's queue to end it: the server stops, or the reader fell too far behind."""
 
@@ -28,6 +31,11 @@ _CLOSE = object()
 def close_streams(events: EventBus) -> None:
     """End every open live stream (the server is stopping)."""
     events.close()
+
+
+def _message(event: LiveEvent, retry: int | None = None) -> str:
+    head = f"retry: {retry}\n" if retry is not None else ""
+    return f"{head}event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
 
 
 class EventsHandler(ThemistoHandler):
@@ -41,18 +49,24 @@ class EventsHandler(ThemistoHandler):
             ("kernel_id", self.get_argument("kernel", None)),
             ("trajectory_id", self.get_argument("trajectory", None)),
         ) if value is not None}
-        queue: asyncio.Queue[Any] = asyncio.Queue(QUEUE_LIMIT)
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        waiting = [0, False]  # bytes queued, closed
 
         def listener(event: LiveEvent) -> None:
-            if all(event.get(key) == value for key, value in filters.items()):
-                try:
-                    queue.put_nowait(event)
-                except asyncio.QueueFull:  # a stalled reader: end its stream, it reconnects
-                    close()
+            if waiting[1] or not all(event.get(key) == value
+                                     for key, value in filters.items()):
+                return
+            message = _message(event)
+            if waiting[0] + len(message) > QUEUE_BYTES:  # a stalled reader: end its stream
+                close()
+                return
+            waiting[0] += len(message)
+            queue.put_nowait(message)
 
         def close() -> None:
             while not queue.empty():
                 queue.get_nowait()
+            waiting[:] = [0, True]
             queue.put_nowait(_CLOSE)
 
         unsubscribe = self.themisto.events.subscribe(listener, on_close=close)
@@ -61,17 +75,17 @@ class EventsHandler(ThemistoHandler):
         self.set_header("X-Accel-Buffering", "no")
         try:
             hello: HelloEvent = {"type": "hello", "filters": filters}
-            await self._send(hello, retry=2000)
+            await self._send(_message(hello, retry=2000))
             while True:
                 try:
-                    event = await asyncio.wait_for(queue.get(), KEEPALIVE)
+                    message = await asyncio.wait_for(queue.get(), KEEPALIVE)
                 except TimeoutError:
-                    self.write(": keep-alive\n\n")
-                    await self.flush()
+                    await self._send(": keep-alive\n\n")
                     continue
-                if event is _CLOSE:
+                if message is _CLOSE:
                     break
-                await self._send(event)
+                waiting[0] -= len(message)
+                await self._send(message)
         except StreamClosedError:
             pass  # the client went away
         finally:
@@ -79,8 +93,6 @@ class EventsHandler(ThemistoHandler):
         if not self._finished:
             self.finish()
 
-    async def _send(self, event: LiveEvent, retry: int | None = None) -> None:
-        head = f"retry: {retry}\n" if retry is not None else ""
-        data = json.dumps(event, ensure_ascii=False)
-        self.write(f"{head}event: {event['type']}\ndata: {data}\n\n")
+    async def _send(self, message: str) -> None:
+        self.write(message)
         await self.flush()

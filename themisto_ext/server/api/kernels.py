@@ -1,4 +1,5 @@
-"""``/kernels/{kernel_id}``: a kernel's recording switch and current step count."""
+"""``/kernels/{kernel_id}``: whether a kernel is recorded (and why not), its switch, its
+current step count."""
 
 from __future__ import annotations
 
@@ -7,15 +8,21 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from themisto_ext.errors import StoreUnavailable
 from themisto_ext.server.api.base import ThemistoHandler, bad_request
+from themisto_ext.server.core import KernelState
 
 
 class KernelHandler(ThemistoHandler):
-    def _model(self, kernel_id: str) -> dict[str, Any]:
-        latest = self.themisto.store.latest_for_kernel(kernel_id)
+    def _model(self, kernel_id: str, state: KernelState) -> dict[str, Any]:
+        try:
+            latest = self.themisto.store.latest_for_kernel(kernel_id)
+        except StoreUnavailable:
+            latest = None  # the state says why
         return {
             "kernel_id": kernel_id,
-            "recording": self.themisto.kernel_recording(kernel_id),
+            "recording": state.recording,
+            "reason": state.reason,
             "trajectory_id": latest.id if latest else None,
             "steps": latest.steps if latest else 0,
         }
@@ -23,8 +30,11 @@ class KernelHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, kernel_id: str) -> None:
-        await self.themisto.ingest_now()
-        self.send_json(self._model(kernel_id))
+        try:
+            await self.themisto.ingest_now()
+        except StoreUnavailable:
+            pass  # answered below: not recorded, and why
+        self.send_json(self._model(kernel_id, self.themisto.kernel_state(kernel_id)))
 
     @web.authenticated
     @authorized
@@ -32,5 +42,5 @@ class KernelHandler(ThemistoHandler):
         recording = self.json_body().get("recording")
         if not isinstance(recording, bool):
             raise bad_request("recording", "must be true or false")
-        self.themisto.set_kernel_recording(kernel_id, recording)
-        self.send_json(self._model(kernel_id))
+        state = self.themisto.set_kernel_recording(kernel_id, recording)
+        self.send_json(self._model(kernel_id, state))

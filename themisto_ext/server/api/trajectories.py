@@ -16,7 +16,8 @@ from themisto_ext.store import Trajectory, TrajectoryFilter, TrajectoryStore
 
 MAX_PAGE = 1000
 NDJSON = "application/x-ndjson; charset=utf-8"
-_FILENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,120}\.jsonl$")
+_FILENAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,120}\.jsonl")
+"""Matched whole (``fullmatch``: a ``$`` would let a final line break into the header)."""
 
 
 class VersionHandler(ThemistoHandler):
@@ -77,7 +78,7 @@ class TrajectoryHandler(ThemistoHandler):
     @authorized
     async def delete(self, trajectory_id: str) -> None:
         known_trajectory(self, trajectory_id)
-        self.themisto.delete_trajectory(trajectory_id)
+        await self.themisto.delete_trajectory(trajectory_id)
         self.set_status(HTTPStatus.NO_CONTENT)
         self.finish()
 
@@ -123,7 +124,7 @@ class ExportHandler(ThemistoHandler):
     @authorized
     async def get(self) -> None:
         filename = self.get_argument("filename", "themisto-trajectories.jsonl")
-        if not _FILENAME.match(filename):
+        if not _FILENAME.fullmatch(filename):
             raise bad_request("filename", "must be a plain file name ending in .jsonl")
         ids = self._ids()
         self.set_header("Content-Type", NDJSON)
