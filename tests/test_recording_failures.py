@@ -113,8 +113,6 @@ async def test_a_truncated_journal_keeps_recording(jp_fetch, jp_serverapp):
         client.stop_channels()
 
 
-@pytest.mark.xfail(strict=True, reason="needs the kernel-side journal writer that begins a "
-                                       "deleted journal again (issue 11, kernel half)")
 async def test_deleted_journal_keeps_recording(jp_fetch, jp_serverapp):
     kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
     try:
