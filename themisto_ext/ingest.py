@@ -53,7 +53,7 @@ def _well_formed(record: dict[str, Any]) -> bool:
     return True
 
 
-def interpret(records: list[dict[str, Any]], source: str) -> list[Write]:
+def interpret(records: list[dict[str, Any]], source: str, user: str = "") -> list[Write]:
     """The store writes that journal records stand for, in order (unknown kinds skipped)."""
     writes: list[Write] = []
     for record in records:
@@ -64,7 +64,7 @@ def interpret(records: list[dict[str, Any]], source: str) -> list[Write]:
         elif kind == "trajectory":
             writes.append(NewTrajectory(tid, str(record.get("kernel_id", "unknown")),
                                         record.get("notebook_path"),
-                                        str(record.get("started_at", "")), source))
+                                        str(record.get("started_at", "")), source, user))
         elif kind == "end":
             writes.append(TrajectoryEnded(tid, record.get("at"),
                                           str(record.get("reason", "shutdown"))))
@@ -74,12 +74,23 @@ def interpret(records: list[dict[str, Any]], source: str) -> list[Write]:
     return writes
 
 
+def cursor_scope(journal_dir: Path, user: str) -> str:
+    """Where a journal's cursor is kept: per user and journal directory, so that servers
+    sharing one database never share a cursor (their journal names are random anyway)."""
+    return f"{user}@{journal_dir.resolve()}"
+
+
 class JournalIngestor:
-    def __init__(self, journal_dir: Path, store: TrajectoryStore, source: str = "kernel") -> None:
+    def __init__(self, journal_dir: Path, store: TrajectoryStore, source: str = "kernel",
+                 user: str = "") -> None:
         self.journal_dir = journal_dir
         self.store = store
         self.source = source
-        self._offsets = store.journal_cursors()
+        self.user = user
+        """The owner of every trajectory this ingestor starts."""
+        self._scope = cursor_scope(journal_dir, user) + "/"
+        self._offsets = {key[len(self._scope):]: offset for key, offset
+                         in store.journal_cursors(self._scope).items()}
         self.bad_lines = 0
 
     def poll(self, only: Path | None = None) -> IngestResult:
@@ -92,7 +103,9 @@ class JournalIngestor:
             except OSError:
                 continue
             key = path.name
-            offset = self._offsets.get(key, 0)
+            offset = self._offsets.get(key)
+            if offset is None:  # a store written before scopes keyed by the bare name
+                offset = self._offsets[key] = self.store.journal_cursors(key).get(key, 0)
             if size <= offset:
                 continue
             while offset < size:
@@ -104,8 +117,8 @@ class JournalIngestor:
                 if bad:
                     self.bad_lines += bad
                     log.warning("themisto: skipped %d malformed journal line(s) in %s", bad, path)
-                applied = self.store.apply(interpret(records, self.source),
-                                           (key, chunk.end_offset))
+                applied = self.store.apply(interpret(records, self.source, self.user),
+                                           (self._scope + key, chunk.end_offset))
                 total.new_trajectories += applied.new_trajectories
                 total.steps += applied.steps
                 total.switches += applied.switches

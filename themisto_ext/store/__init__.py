@@ -18,13 +18,21 @@ from themisto_ext.store.base import (
     Write,
 )
 from themisto_ext.store.sqlite import SQLiteStore
+from themisto_ext.store.url import POSTGRESQL, SQLITE, StoreURL, parse_store_url
 
 
-def open_store(location: str | Path) -> TrajectoryStore:
-    """Open the store at ``location`` (a SQLite file path; other backends by URL later)."""
-    return SQLiteStore(location)
+def open_store(location: str | Path | StoreURL) -> TrajectoryStore:
+    """Open the store at ``location``: ``sqlite:///path`` or a plain path (a SQLite file),
+    or ``postgresql://user@host:port/db`` (password from PGPASSWORD or ~/.pgpass)."""
+    url = location if isinstance(location, StoreURL) else parse_store_url(location)
+    if url.engine == POSTGRESQL:
+        from themisto_ext.store.postgres import PostgresStore  # psycopg only when used
+
+        return PostgresStore(url)
+    return SQLiteStore(url.path)
 
 
-__all__ = ["Applied", "NewStep", "NewTrajectory", "RecordingSwitched", "SQLiteStore",
-           "StoreError", "StoreUnavailable", "Trajectory", "TrajectoryEnded",
-           "TrajectoryFilter", "TrajectoryStore", "Write", "open_store"]
+__all__ = ["POSTGRESQL", "SQLITE", "Applied", "NewStep", "NewTrajectory", "RecordingSwitched",
+           "SQLiteStore", "StoreError", "StoreURL", "StoreUnavailable", "Trajectory",
+           "TrajectoryEnded", "TrajectoryFilter", "TrajectoryStore", "Write", "open_store",
+           "parse_store_url"]
