@@ -22,6 +22,7 @@ from themisto_ext.events import (
 from themisto_ext.ingest import IngestResult, JournalIngestor
 from themisto_ext.journal import SUFFIX
 from themisto_ext.prediction.live import LivePredictions
+from themisto_ext.server.access import AccessPolicy
 from themisto_ext.store import TrajectoryStore
 
 log = logging.getLogger("themisto_ext.server")
@@ -33,15 +34,18 @@ SETTINGS_KEY = "themisto"
 class Themisto:
     def __init__(self, *, store: TrajectoryStore, journal_dir: Path, recording: bool,
                  live: LivePredictions, events: EventBus, live_predictions: bool,
-                 max_body_bytes: int) -> None:
+                 max_body_bytes: int, access: AccessPolicy | None = None) -> None:
         self.store = store
+        self.access = access or AccessPolicy(server_user="")
+        self.user = self.access.server_user
+        """The owner of every trajectory this server's kernels record."""
         self.journal_dir = journal_dir
         self.recording_default = recording
         self.live = live
         self.events = events
         self.live_predictions = live_predictions
         self.max_body_bytes = max_body_bytes
-        self.ingestor = JournalIngestor(journal_dir, store)
+        self.ingestor = JournalIngestor(journal_dir, store, user=self.user)
         self._ingest_lock = asyncio.Lock()
         self._ingest_task: asyncio.Task[None] | None = None
 
@@ -96,7 +100,7 @@ class Themisto:
 
     def set_kernel_recording(self, kernel_id: str, on: bool) -> None:
         write_switch(switch_path(self.journal_dir, kernel_id), on)
-        latest = self.store.latest_for_kernel(kernel_id)
+        latest = self.store.latest_for_kernel(kernel_id, self.user)
         scope = Scope.of(latest.to_json(), latest.id) if latest else None
         self.events.publish(recording_event(kernel_id, on, scope))
 

@@ -11,6 +11,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from themisto_ext.errors import FormatError, StoreUnavailable, ThemistoError
+from themisto_ext.server.access import Access
 from themisto_ext.server.core import SETTINGS_KEY, Themisto
 
 API_PREFIX = "/themisto/api"
@@ -31,6 +32,11 @@ class ThemistoHandler(APIHandler):
     def themisto(self) -> Themisto:
         core: Themisto = self.settings[SETTINGS_KEY]
         return core
+
+    @property
+    def access(self) -> Access:
+        """Whose trajectories this request may see (``server/access.py``)."""
+        return self.themisto.access.for_request(self)
 
     def _handle_request_exception(self, e: BaseException) -> None:
         # The one place where themisto's errors become HTTP statuses; anything else is a

@@ -12,7 +12,7 @@ from themisto_ext.server.api.base import ThemistoHandler, bad_request
 
 class KernelHandler(ThemistoHandler):
     def _model(self, kernel_id: str) -> dict[str, Any]:
-        latest = self.themisto.store.latest_for_kernel(kernel_id)
+        latest = self.themisto.store.latest_for_kernel(kernel_id, self.themisto.user)
         return {
             "kernel_id": kernel_id,
             "recording": self.themisto.kernel_recording(kernel_id),

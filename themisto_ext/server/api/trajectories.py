@@ -43,6 +43,7 @@ class TrajectoriesHandler(ThemistoHandler):
         where = TrajectoryFilter(
             notebook_path=self.get_argument("notebook", None),
             kernel_id=self.get_argument("kernel", None),
+            user=self.access.owner_filter(self.get_argument("user", None)),
             started_after=self._timestamp("started_after"),
             started_before=self._timestamp("started_before"),
         )
@@ -59,10 +60,9 @@ class TrajectoriesHandler(ThemistoHandler):
 
 
 def known_trajectory(handler: ThemistoHandler, trajectory_id: str) -> Trajectory:
-    found = handler.themisto.store.get_trajectory(trajectory_id)
-    if found is None:
-        raise web.HTTPError(HTTPStatus.NOT_FOUND, f"no trajectory {trajectory_id!r}")
-    return found
+    """The trajectory if this request may read it, else 404 (unknown or another user's)."""
+    return handler.access.readable(handler.themisto.store.get_trajectory(trajectory_id),
+                                   trajectory_id)
 
 
 class TrajectoryHandler(ThemistoHandler):
@@ -76,7 +76,8 @@ class TrajectoryHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def delete(self, trajectory_id: str) -> None:
-        known_trajectory(self, trajectory_id)
+        if known_trajectory(self, trajectory_id).user != self.access.viewer:
+            raise web.HTTPError(HTTPStatus.FORBIDDEN, "only its owner may delete a trajectory")
         self.themisto.delete_trajectory(trajectory_id)
         self.set_status(HTTPStatus.NO_CONTENT)
         self.finish()
@@ -116,7 +117,8 @@ class ExportHandler(ThemistoHandler):
             for tid in ids:
                 known_trajectory(self, tid)
             return ids
-        where = TrajectoryFilter(notebook_path=notebook) if notebook else None
+        where = TrajectoryFilter(notebook_path=notebook,
+                                 user=self.access.owner_filter(self.get_argument("user", None)))
         return [t.id for t in store.list_trajectories(where, limit=10**9)]
 
     @web.authenticated
