@@ -1,0 +1,102 @@
+"""Ownership through a real jupyter_server: a user's API serves their own trajectories only;
+read-all users read everyone's; a server on PostgreSQL records into the shared database.
+
+The two-user JupyterHub deployment is tests/test_jupyterhub.py."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from test_api import api, body, predicted, seed  # noqa: F401  # the api fixture
+from test_store import start, step
+
+from themisto_ext.ingest import interpret
+from themisto_ext.server.access import AccessPolicy
+
+
+def add_foreign(jp_serverapp, owner: str = "bob", tid: str = "bob1") -> None:
+    """A trajectory another user's server recorded into the same store."""
+    store = jp_serverapp.web_app.settings["themisto"].store
+    store.apply(interpret([start(tid, "kb", "2026-03-01T00:00:00+00:00"), step(tid, 1),
+                           step(tid, 2)], "kernel", owner), None)
+    store.save_prediction(predicted(tid, 2))
+
+
+class TestOwnUser:
+    @pytest.fixture
+    def jp_server_config(self, themisto_config) -> dict:
+        return themisto_config(user="alice")
+
+    async def test_api_serves_only_the_viewers_trajectories(self, api, jp_serverapp):  # noqa: F811
+        await seed(jp_serverapp, {"a1": 2})
+        add_foreign(jp_serverapp)
+        listing = body(await api("trajectories"))
+        assert [t["id"] for t in listing["trajectories"]] == ["a1"] and listing["total"] == 1
+        assert listing["trajectories"][0]["user"] == "alice"
+        for path in ("trajectories/bob1", "trajectories/bob1/steps",
+                     "trajectories/bob1/predictions", "predictions/p-bob1-2"):
+            assert (await api(path)).code == 404, path
+        assert (await api("trajectories/bob1", method="DELETE")).code == 404
+        assert (await api("trajectories", query=[("user", "bob")])).code == 403
+        assert (await api("export", query=[("trajectory", "bob1")])).code == 404
+        exported = (await api("export", query=[("all", "true")])).body.decode().splitlines()
+        assert {json.loads(line)["trajectory_id"] for line in exported} == {"a1"}
+
+
+class TestReadAll:
+    @pytest.fixture
+    def jp_server_config(self, themisto_config) -> dict:
+        return themisto_config(user="alice", read_all_users=["alice"])
+
+    async def test_read_all_users_read_and_export_everyones(self, api, jp_serverapp):  # noqa: F811
+        await seed(jp_serverapp, {"a1": 2})
+        add_foreign(jp_serverapp)
+        listing = body(await api("trajectories"))
+        assert {t["id"]: t["user"] for t in listing["trajectories"]} == {"a1": "alice",
+                                                                         "bob1": "bob"}
+        only_bob = body(await api("trajectories", query=[("user", "bob")]))
+        assert [t["id"] for t in only_bob["trajectories"]] == ["bob1"]
+        assert len(body(await api("trajectories/bob1/steps"))["steps"]) == 2
+        assert (await api("predictions/p-bob1-2")).code == 200
+        exported = (await api("export", query=[("all", "true"), ("user", "bob")])).body
+        assert len(exported.decode().splitlines()) == 2
+        everything = (await api("export", query=[("all", "true")])).body.decode().splitlines()
+        assert len(everything) == 4
+        # reading everyone's is reading: deleting stays the owner's
+        assert (await api("trajectories/bob1", method="DELETE")).code == 403
+
+
+def hub_request(name: str, scopes: list[str]) -> SimpleNamespace:
+    from jupyterhub.singleuser.extension import JupyterHubUser
+
+    return SimpleNamespace(current_user=JupyterHubUser({"name": name, "scopes": scopes}))
+
+
+def test_hub_users_are_viewers_and_the_scope_grants_read_all():
+    policy = AccessPolicy("alice", frozenset({"carol"}))
+    alice = policy.for_request(hub_request("alice", ["access:servers!user=alice"]))
+    assert (alice.viewer, alice.read_all) == ("alice", False)
+    admin = policy.for_request(hub_request("admin", ["custom:themisto:read-all"]))
+    assert (admin.viewer, admin.read_all) == ("admin", True)
+    assert policy.for_request(hub_request("carol", [])).read_all
+    scoped = policy.for_request(hub_request("dave", ["custom:themisto:read-all!user=x"]))
+    assert not scoped.read_all  # a filtered grant is not everyone's
+    assert not AccessPolicy("alice", read_all_scope="").for_request(
+        hub_request("admin", ["custom:themisto:read-all"])).read_all
+
+
+class TestOnPostgres:
+    @pytest.fixture
+    def jp_server_config(self, themisto_config, pg_cluster) -> dict:
+        return themisto_config(user="alice", store_url=pg_cluster.create_database())
+
+    async def test_a_server_records_into_postgresql(self, api, jp_serverapp):  # noqa: F811
+        await seed(jp_serverapp, {"pg1": 3})
+        add_foreign(jp_serverapp)
+        listing = body(await api("trajectories"))
+        assert [(t["id"], t["steps"], t["user"]) for t in listing["trajectories"]] == [
+            ("pg1", 3, "alice")]
+        steps = body(await api("trajectories/pg1/steps"))["steps"]
+        assert [s["step"] for s in steps] == [1, 2, 3]
