@@ -6,7 +6,6 @@ Jupyter.
 
 from __future__ import annotations
 
-import getpass
 import os
 from pathlib import Path
 from typing import Any, cast
@@ -19,6 +18,7 @@ from themisto_ext.contract import (
     JOURNAL_DIR_ENV,
     CaptureSettings,
     default_store_path,
+    default_user,
     journal_dir_for,
 )
 from themisto_ext.events import EventBus
@@ -133,13 +133,7 @@ class ThemistoExtension(ExtensionApp):
 
     @default("user")
     def _default_user(self) -> str:
-        hub_user = os.environ.get("JUPYTERHUB_USER")
-        if hub_user:
-            return hub_user
-        try:
-            return getpass.getuser()
-        except (KeyError, OSError):  # no passwd entry (some containers)
-            return str(os.getuid())
+        return default_user()
 
     @default("predictors")
     def _default_predictors(self) -> list[str]:

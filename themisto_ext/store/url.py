@@ -74,8 +74,8 @@ def parse_store_url(location: str | Path) -> StoreURL:
         try:
             parts.port  # noqa: B018  # raises on a port that is not a number
         except ValueError:
-            raise StoreError(f"bad PostgreSQL URL {StoreURL(POSTGRESQL, text).display!r}: "
-                             "the port is not a number") from None
+            raise StoreError(f"bad PostgreSQL URL for host {parts.hostname!r}: the port is "
+                             "not a number") from None
         if not parts.path.strip("/"):
             raise StoreError(f"PostgreSQL URL {StoreURL(POSTGRESQL, text).display!r} names "
                              "no database: postgresql://user@host:port/DATABASE")
