@@ -343,3 +343,55 @@ def test_wrong_postgres_password_is_a_clear_error(pg_cluster, monkeypatch):
     with pytest.raises(StoreError, match="password authentication failed") as raised:
         open_store(pg_cluster.url())
     assert "wrong-password" not in str(raised.value)
+
+
+INGEST_FOREVER = """
+import sys, time
+from pathlib import Path
+from themisto_ext.ingest import JournalIngestor
+from themisto_ext.store import open_store
+ingestor = JournalIngestor(Path(sys.argv[2]), open_store(sys.argv[1]), user="alice")
+while True:
+    ingestor.poll()
+    time.sleep(0.002)
+"""
+
+
+def test_a_server_killed_mid_ingest_loses_and_duplicates_nothing(tmp_path: Path, store_url,
+                                                                 opened):
+    """SIGKILL the ingesting process twice while the kernel keeps writing; after a restart
+    every step is stored exactly once and the step count agrees."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    journal_dir = tmp_path / "journal"
+    writer = JournalWriter(journal_dir, "k", "t")
+    writer.append(start("t"))
+
+    def server() -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", INGEST_FOREVER, store_url,
+                                 str(journal_dir)])
+
+    process = server()
+    total = 3000
+    for batch in range(30):
+        for n in range(batch * 100 + 1, batch * 100 + 101):
+            writer.append(step("t", n))
+        time.sleep(0.02)
+        if batch in (10, 20):
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            process = server()
+    store = opened()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        trajectory = store.get_trajectory("t")
+        if trajectory is not None and trajectory.steps >= total:
+            break
+        time.sleep(0.1)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert [s["step"] for s in store.iter_steps("t")] == list(range(1, total + 1))
+    assert store.get_trajectory("t").steps == total
