@@ -395,3 +395,27 @@ def test_a_server_killed_mid_ingest_loses_and_duplicates_nothing(tmp_path: Path,
     process.wait()
     assert [s["step"] for s in store.iter_steps("t")] == list(range(1, total + 1))
     assert store.get_trajectory("t").steps == total
+
+
+def test_one_users_open_write_does_not_stall_another(pg_cluster):
+    """No global lock on PostgreSQL: while one server's transaction on alice's trajectory is
+    still open, bob's server stores his steps at once."""
+    import time
+
+    import psycopg
+
+    url = pg_cluster.create_database()
+    store = open_store(url)
+    apply(store, [start("a", "ka")], "kernel", None, "alice")
+    apply(store, [start("b", "kb")], "kernel", None, "bob")
+    with psycopg.connect(url) as held:  # a transaction left open mid-ingest
+        held.execute("INSERT INTO steps (trajectory_id, step, data) VALUES ('a', 1, '{}')")
+        held.execute("UPDATE trajectories SET steps = steps + 1 WHERE id = 'a'")
+        held.execute("""INSERT INTO journal_cursors (journal, "offset") VALUES ('ja', 1)""")
+        began = time.perf_counter()
+        result = apply(store, [step("b", n) for n in range(1, 101)], "kernel", ("jb", 9))
+        waited = time.perf_counter() - began
+        assert len(result.steps) == 100 and waited < 1.0
+        held.rollback()
+    assert store.get_trajectory("b").steps == 100 and store.get_trajectory("a").steps == 0
+    store.close()
