@@ -8,14 +8,15 @@ fsync on, as deployed; tests/pg.py) or, for comparison, one shared SQLite file. 
     ~2.5 kB, server_api.py's), the aggregate steps/s the 8 servers ingest (target >= 5,000),
     while 2 servers are SIGKILLed and restarted mid-run; then the count check: every step
     stored exactly once (0 lost, 0 duplicated, step counters agree);
-  * probe latency under that load: one step appended to a probe journal per server every
+  * probe latency under a paced load (default 1,000 steps/s in all, ~30 per kernel: far
+    above a person's cell rate): one step appended to a probe journal per server every
     0.25 s, time until the server's API returns it (p50/p95; targets 100 ms / 500 ms);
   * real kernels: N kernels per server (ipykernel with the capture hook) executing cells
     back to back; executed vs ingested cells/s, and cell end (the step's ended_at) -> step
     readable via GET /trajectories?kernel= (p50/p95).
 
     python benchmarks/multiuser.py [--engine postgresql|sqlite] [--servers 8] [--kernels 4]
-        [--steps 2500] [--real-kernels 2] [--cells 20]
+        [--steps 2500] [--rate 1000] [--real-kernels 4] [--cells 20]
 """
 
 from __future__ import annotations
@@ -69,21 +70,23 @@ def stored_steps(store: TrajectoryStore) -> int:
     return sum(t.steps for t in store.list_trajectories(limit=10**9))
 
 
-def probe(server: Server, index: int, stop: threading.Event, delays: list[float]) -> None:
-    """Append one step every 0.25 s to a probe journal; time until the API serves it."""
+def probe(servers: list[Server], index: int, stop: threading.Event,
+          delays: list[float]) -> None:
+    """Append one step every 0.25 s to a probe journal; time until the API serves it (from
+    the server as it is now: a restarted one listens on a new port)."""
     tid = f"probe{index}"
-    writer = JournalWriter(journal_dir(server), f"probe-kernel{index}", tid)
+    writer = JournalWriter(journal_dir(servers[index]), f"probe-kernel{index}", tid)
     writer.append({"kind": "trajectory", "trajectory_id": tid, "kernel_id": f"probe{index}",
                    "notebook_path": "probe.ipynb", "started_at": "2026-01-01T00:00:00+00:00"})
     n = 0
-    with httpx.Client(headers=server.headers, timeout=10) as http:
+    with httpx.Client(headers=servers[index].headers, timeout=10) as http:
         while not stop.is_set():
             n += 1
             written = time.perf_counter()
             writer.append(fake_step(tid, n))
             while not stop.is_set():
                 try:
-                    r = http.get(f"{server.url}/themisto/api/trajectories/{tid}/steps",
+                    r = http.get(f"{servers[index].url}/themisto/api/trajectories/{tid}/steps",
                                  params={"since_step": n - 1, "limit": 1})
                     if r.status_code == 200 and r.json()["steps"]:
                         delays.append(time.perf_counter() - written)
@@ -95,30 +98,42 @@ def probe(server: Server, index: int, stop: threading.Event, delays: list[float]
     writer.close()
 
 
-def synthetic(work: Path, url: str, servers: list[Server], kernels: int, steps: int) -> None:
+def synthetic(work: Path, url: str, servers: list[Server], kernels: int, steps: int, *,
+              prefix: str, rate: float | None = None) -> None:
+    """Unpaced (``rate`` None): as fast as writers write, two servers SIGKILLed and restarted
+    at 40%; paced: ``rate`` steps/s in all, probes timing append -> readable via the API."""
     store = open_store(url)
-    lines = [[(json.dumps(fake_step(f"s{i}k{k}", n), separators=(",", ":")) + "\n").encode()
-              for n in range(1, steps + 1)] for i in range(len(servers)) for k in range(kernels)]
+    lines = [[(json.dumps(fake_step(f"{prefix}{i}k{k}", n), separators=(",", ":")) + "\n")
+              .encode() for n in range(1, steps + 1)]
+             for i in range(len(servers)) for k in range(kernels)]
     total = len(servers) * kernels * steps
     stop = threading.Event()
     delays: list[float] = []
-    probes = [threading.Thread(target=probe, args=(s, i, stop, delays), daemon=True)
-              for i, s in enumerate(servers)]
+    probes = [threading.Thread(target=probe, args=(servers, i, stop, delays), daemon=True)
+              for i in range(len(servers))] if rate else []
+    per_write = 50 if rate is None else 1
+    tick = 0.0 if rate is None else kernels * len(servers) / rate
 
     def write(i: int) -> None:
         writers = []
         for k in range(kernels):
-            tid = f"s{i}k{k}"
-            w = JournalWriter(journal_dir(servers[i]), f"kernel{k}", tid)
+            tid = f"{prefix}{i}k{k}"
+            w = JournalWriter(journal_dir(servers[i]), f"{prefix}kernel{k}", tid)
             w.append({"kind": "trajectory", "trajectory_id": tid, "kernel_id": f"kernel{k}",
                       "notebook_path": "bench.ipynb",
                       "started_at": "2026-01-01T00:00:00+00:00"})
             writers.append(w)
-        for start in range(0, steps, 50):  # 50 steps per write, kernels interleaved
+        began = time.perf_counter()
+        for n, start in enumerate(range(0, steps, per_write)):  # kernels interleaved
+            if tick:
+                time.sleep(max(0.0, began + n * tick - time.perf_counter()))
             for k, w in enumerate(writers):
-                os.write(w._fd, b"".join(lines[i * kernels + k][start:start + 50]))
+                os.write(w._fd, b"".join(lines[i * kernels + k][start:start + per_write]))
         for w in writers:
             w.close()
+
+    def restart(i: int) -> None:
+        servers[i] = start_server(work, url, i)
 
     for t in probes:
         t.start()
@@ -127,24 +142,24 @@ def synthetic(work: Path, url: str, servers: list[Server], kernels: int, steps: 
     writers = [threading.Thread(target=write, args=(i,)) for i in range(len(servers))]
     for t in writers:
         t.start()
-    killed = False
-    samples = []
+    killed_at = restarted_at = None
+    at_kill = at_restart = 0
     while True:
         time.sleep(0.25)
         done = stored_steps(store) - before
-        samples.append((time.perf_counter() - t0, done))
-        if not killed and done >= 0.4 * total:
+        if rate is None and killed_at is None and done >= 0.4 * total:
             # kill two servers mid-ingest; restart them a second later on the same journals
             for i in (0, 1):
                 servers[i].proc.send_signal(signal.SIGKILL)
                 servers[i].proc.wait()
-            killed_at = time.perf_counter() - t0
+            killed_at, at_kill = time.perf_counter() - t0, done
             time.sleep(1.0)
-            for i in (0, 1):
-                servers[i] = start_server(work, url, i)
-            killed = True
-            print(f"  killed servers 0 and 1 at {killed_at:.1f} s ({done:,} steps stored), "
-                  f"restarted them at {time.perf_counter() - t0:.1f} s")
+            restarts = [threading.Thread(target=restart, args=(i,)) for i in (0, 1)]
+            for t in restarts:
+                t.start()
+            for t in restarts:
+                t.join()
+            restarted_at, at_restart = time.perf_counter() - t0, stored_steps(store) - before
         if done >= total or time.perf_counter() - t0 > 600:
             break
     elapsed = time.perf_counter() - t0
@@ -153,23 +168,28 @@ def synthetic(work: Path, url: str, servers: list[Server], kernels: int, steps: 
     stop.set()
     for t in probes:
         t.join(15)
-    rows = [t for t in store.list_trajectories(limit=10**9) if not t.id.startswith("probe")]
+    rows = [t for t in store.list_trajectories(limit=10**9) if t.id.startswith(prefix)]
     per = {t.id: (t.steps, sum(1 for _ in store.iter_step_lines(t.id))) for t in rows}
     stored = sum(n for _, n in per.values())
-    lost = total - stored
     mismatched = sum(1 for counter, n in per.values() if counter != n)
-    owners_ok = all(t.user == f"user{t.id[1:].split('k')[0]}" for t in rows)
-    print(f"synthetic: {len(servers)} servers x {kernels} journals x {steps} steps = {total:,} "
-          f"steps ingested in {elapsed:.1f} s = {total / elapsed:,.0f} steps/s aggregate "
-          "(target >= 5,000)")
-    print(f"  check: {len(rows)} trajectories, {stored:,} steps stored, {lost} lost, "
+    owners_ok = all(t.user == f"user{t.id[len(prefix):].split('k')[0]}" for t in rows)
+    pace = "as fast as written" if rate is None else f"paced at {rate:,.0f} steps/s"
+    print(f"synthetic ({pace}): {len(servers)} servers x {kernels} journals x {steps} steps = "
+          f"{total:,} steps in {elapsed:.1f} s = {total / elapsed:,.0f} steps/s aggregate")
+    if killed_at is not None and restarted_at is not None:
+        print(f"  all {len(servers)} up: {at_kill:,} steps in {killed_at:.1f} s = "
+              f"{at_kill / killed_at:,.0f} steps/s (target >= 5,000); servers 0 and 1 "
+              f"SIGKILLed at {killed_at:.1f} s, "
+              f"back at {restarted_at:.1f} s; after: {(total - at_restart):,} steps in "
+              f"{elapsed - restarted_at:.1f} s = "
+              f"{(total - at_restart) / max(elapsed - restarted_at, 1e-9):,.0f} steps/s")
+    print(f"  check: {len(rows)} trajectories, {stored:,} steps stored, {total - stored} lost, "
           f"{mismatched} step counters disagreeing with the rows (duplicates), owners "
           f"{'right' if owners_ok else 'WRONG'}")
     if delays:
-        print(f"  probe latency under this load (append -> readable via the API), "
-              f"{len(delays)} samples: p50 {pct(delays, .5) * 1000:.0f} ms, p95 "
-              f"{pct(delays, .95) * 1000:.0f} ms, max {max(delays) * 1000:.0f} ms "
-              "(targets 100 ms / 500 ms)")
+        print(f"  probe latency (append -> readable via the API), {len(delays)} samples: p50 "
+              f"{pct(delays, .5) * 1000:.0f} ms, p95 {pct(delays, .95) * 1000:.0f} ms, max "
+              f"{max(delays) * 1000:.0f} ms (targets 100 ms / 500 ms)")
     store.close()
 
 
@@ -235,7 +255,10 @@ def main() -> int:
     parser.add_argument("--servers", type=int, default=8)
     parser.add_argument("--kernels", type=int, default=4)
     parser.add_argument("--steps", type=int, default=2500)
-    parser.add_argument("--real-kernels", type=int, default=2,
+    parser.add_argument("--rate", type=float, default=1000,
+                        help="aggregate steps/s of the paced run with probes (0: skip)")
+    parser.add_argument("--paced-steps", type=int, default=300)
+    parser.add_argument("--real-kernels", type=int, default=4,
                         help="real kernels per server (0: skip)")
     parser.add_argument("--cells", type=int, default=20)
     args = parser.parse_args()
@@ -248,8 +271,12 @@ def main() -> int:
         servers: list[Server] = []
         try:
             servers = start_servers(work, url, args.servers)
-            synthetic(work, url, servers, args.kernels, args.steps)
-            print(f"  load after the synthetic run: {os.getloadavg()[0]:.2f}")
+            synthetic(work, url, servers, args.kernels, args.steps, prefix="s")
+            print(f"  load after: {os.getloadavg()[0]:.2f}")
+            if args.rate:
+                synthetic(work, url, servers, args.kernels, args.paced_steps, prefix="paced",
+                          rate=args.rate)
+                print(f"  load after: {os.getloadavg()[0]:.2f}")
             if args.real_kernels:
                 real_kernels(servers, args.real_kernels, args.cells)
                 print(f"  load after the real-kernel run: {os.getloadavg()[0]:.2f}")
