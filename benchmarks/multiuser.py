@@ -66,8 +66,8 @@ def journal_dir(server: Server) -> Path:
     return server.home / "data" / "themisto" / "journal"
 
 
-def stored_steps(store: TrajectoryStore) -> int:
-    return sum(t.steps for t in store.list_trajectories(limit=10**9))
+def stored_steps(store: TrajectoryStore, prefix: str) -> int:
+    return sum(t.steps for t in store.list_trajectories(limit=10**9) if t.id.startswith(prefix))
 
 
 def probe(servers: list[Server], index: int, stop: threading.Event,
@@ -137,7 +137,6 @@ def synthetic(work: Path, url: str, servers: list[Server], kernels: int, steps: 
 
     for t in probes:
         t.start()
-    before = stored_steps(store)
     t0 = time.perf_counter()
     writers = [threading.Thread(target=write, args=(i,)) for i in range(len(servers))]
     for t in writers:
@@ -146,7 +145,7 @@ def synthetic(work: Path, url: str, servers: list[Server], kernels: int, steps: 
     at_kill = at_restart = 0
     while True:
         time.sleep(0.25)
-        done = stored_steps(store) - before
+        done = stored_steps(store, prefix)
         if rate is None and killed_at is None and done >= 0.4 * total:
             # kill two servers mid-ingest; restart them a second later on the same journals
             for i in (0, 1):
@@ -159,7 +158,7 @@ def synthetic(work: Path, url: str, servers: list[Server], kernels: int, steps: 
                 t.start()
             for t in restarts:
                 t.join()
-            restarted_at, at_restart = time.perf_counter() - t0, stored_steps(store) - before
+            restarted_at, at_restart = time.perf_counter() - t0, stored_steps(store, prefix)
         if done >= total or time.perf_counter() - t0 > 600:
             break
     elapsed = time.perf_counter() - t0
@@ -203,6 +202,7 @@ def real_kernels(servers: list[Server], kernels: int, cells: int) -> None:
             client = BlockingKernelClient(
                 connection_file=str(server.home / "runtime" / f"kernel-{kid}.json"))
             client.load_connection_file()
+            client.hb_channel.time_to_dead = 30.0  # a loaded machine misses 1 s heartbeats
             client.start_channels()
             client.wait_for_ready(timeout=120)
             clients.append((server, kid, client))
