@@ -74,8 +74,13 @@ class PostgresStore:
                 self._migrate(conn)
             self._pool = ConnectionPool(url.target, min_size=1, max_size=pool_size,
                                         kwargs=options, name="themisto", open=False)
+        except (psycopg.Error, OSError) as exc:
+            raise StoreError(f"cannot open the trajectory store at {url.display}: "
+                             f"{_reason(exc)}") from None
+        try:
             self._pool.open(wait=True, timeout=connect_timeout)
         except (psycopg.Error, PoolTimeout, OSError) as exc:
+            self._pool.close()  # its worker threads would otherwise outlive the error
             raise StoreError(f"cannot open the trajectory store at {url.display}: "
                              f"{_reason(exc)}") from None
 
