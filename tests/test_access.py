@@ -9,6 +9,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from jupyter_server.auth.identity import IdentityProvider, User
 from test_api import api, body, predicted, seed  # noqa: F401  # the api fixture
 from test_store import start, step
 
@@ -100,3 +101,29 @@ class TestOnPostgres:
             ("pg1", 3, "alice")]
         steps = body(await api("trajectories/pg1/steps"))["steps"]
         assert [s["step"] for s in steps] == [1, 2, 3]
+
+
+class NamedIdentityProvider(IdentityProvider):
+    """An identity provider that names its users, as JupyterHub's does: whoever holds the
+    token is "mallory", who may reach this server but is not its user."""
+
+    def generate_anonymous_user(self, handler):
+        return User(username="mallory")
+
+
+class TestAnotherUsersServer:
+    @pytest.fixture
+    def jp_server_config(self, themisto_config) -> dict:
+        config = themisto_config(user="alice")
+        config["ServerApp"]["identity_provider_class"] = NamedIdentityProvider
+        return config
+
+    async def test_a_named_visitor_sees_nothing_of_the_servers_user(self, api, jp_serverapp):  # noqa: F811
+        await seed(jp_serverapp, {"a1": 2})
+        listing = body(await api("trajectories"))
+        assert listing["trajectories"] == [] and listing["total"] == 0
+        assert (await api("trajectories/a1")).code == 404
+        assert (await api("trajectories", query=[("user", "alice")])).code == 403
+        assert (await api("events")).code == 403  # alice's live stream
+        exported = (await api("export", query=[("all", "true")])).body
+        assert exported == b""
