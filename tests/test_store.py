@@ -263,6 +263,9 @@ def test_postgres_schema_is_versioned_and_reopens(pg_cluster):
     assert store.schema_version == SCHEMA_VERSION
     store.close()
     with psycopg.connect(url, autocommit=True) as conn:
+        compression = conn.execute("SELECT attcompression FROM pg_attribute WHERE attrelid = "
+                                   "'steps'::regclass AND attname = 'data'").fetchone()[0]
+        assert compression == "l"  # lz4 (Debian's PostgreSQL 15 is built with it)
         conn.execute("UPDATE themisto_schema SET version = %s", (SCHEMA_VERSION + 1,))
     with pytest.raises(StoreError, match="newer than this themisto_ext"):
         open_store(url)

