@@ -21,7 +21,7 @@ def add_foreign(jp_serverapp, owner: str = "bob", tid: str = "bob1") -> None:
     """A trajectory another user's server recorded into the same store."""
     store = jp_serverapp.web_app.settings["themisto"].store
     store.apply(interpret([start(tid, "kb", "2026-03-01T00:00:00+00:00"), step(tid, 1),
-                           step(tid, 2)], "kernel", owner), None)
+                           step(tid, 2)], "kernel", user=owner), None)
     store.save_prediction(predicted(tid, 2))
 
 
@@ -127,3 +127,16 @@ class TestAnotherUsersServer:
         assert (await api("events")).code == 403  # alice's live stream
         exported = (await api("export", query=[("all", "true")])).body
         assert exported == b""
+
+
+def test_a_sqlite_stores_unowned_trajectories_are_its_users():
+    """A SQLite file is one user's: what it holds from before owners (adoption failed, e.g.
+    on a read-only file) is read by the server's user, and by no named visitor."""
+    policy = AccessPolicy("alice", single_user_store=True)
+    alice = policy.for_request(SimpleNamespace(current_user=None, identity_provider=None))
+    assert alice.may_read("") and alice.owner_filter(None) == ("alice", "")
+    visitor = policy.for_request(hub_request("mallory", []))
+    assert not visitor.may_read("") and visitor.owner_filter(None) == "mallory"
+    shared = AccessPolicy("alice").for_request(SimpleNamespace(current_user=None,
+                                                                identity_provider=None))
+    assert not shared.may_read("") and shared.owner_filter(None) == "alice"

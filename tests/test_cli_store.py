@@ -21,7 +21,7 @@ def seed(url: str, owners: dict[str, str], steps: int = 3) -> None:
     for n, (tid, owner) in enumerate(owners.items()):
         records = [start(tid, f"k{n}", f"2026-01-0{n + 1}T00:00:00+00:00")]
         records += [step(tid, i) for i in range(1, steps + 1)]
-        store.apply(interpret(records, "kernel", owner), None)
+        store.apply(interpret(records, "kernel", user=owner), None)
     store.close()
 
 
@@ -77,7 +77,7 @@ def test_migrate_copies_resumes_and_is_idempotent(tmp_path: Path, pg_cluster, ta
     seed(source, {"old": "", "new": "alice"}, steps=2500)
     store = open_store(source)
     store.save_prediction(predicted("old", 3))
-    store.apply(interpret([start("old2", "k0", "2026-02-01T00:00:00+00:00")], "kernel", ""),
+    store.apply(interpret([start("old2", "k0", "2026-02-01T00:00:00+00:00")], "kernel", user=""),
                 None)  # a restart of old's kernel: linked, with an event
     store.close()
     target = (pg_cluster.create_database() if target_engine == "postgresql"

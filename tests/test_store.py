@@ -29,7 +29,7 @@ def start(tid: str, kernel: str = "k", at: str = "2026-01-01T00:00:00+00:00") ->
 
 
 def apply(store: TrajectoryStore, records: list[dict], source: str, cursor, user: str = ""):
-    return store.apply(interpret(records, source, user), cursor)
+    return store.apply(interpret(records, source, user=user), cursor)
 
 
 def step(tid: str, n: int) -> dict:
@@ -115,6 +115,7 @@ def test_paging_filters_and_delete(store):
     assert [t.id for t in store.list_trajectories(limit=1, offset=1)] == ["b"]
     assert [t.id for t in store.list_trajectories(TrajectoryFilter(user="bob"))] == ["c"]
     assert store.count_trajectories(TrajectoryFilter(user="alice")) == 2
+    assert store.count_trajectories(TrajectoryFilter(user=("bob", "carol"))) == 1
     assert store.delete_trajectory("a") and not store.delete_trajectory("a")
     assert list(store.iter_steps("a")) == []
 

@@ -58,6 +58,7 @@ def test_many_servers_with_duplicate_journals_store_each_step_once(tmp_path: Pat
         except BaseException as exc:
             errors.append(exc)
 
+    opened()  # created once: six first opens of one new SQLite file would race
     threads = [threading.Thread(target=ingest, args=(tmp_path / u / c, u))
                for u in users for c in ("a", "b")]
     for t in threads:

@@ -31,18 +31,22 @@ READ_ALL_SCOPE = "custom:themisto:read-all"
 class Access:
     viewer: str
     read_all: bool
+    unowned_too: bool = False
+    """Also trajectories recorded before owners were ('' owner): the server's user's, on a
+    SQLite store (one user's file) that could not be given to them (a read-only file)."""
 
     def may_read(self, owner: str) -> bool:
-        return self.read_all or owner == self.viewer
+        return self.read_all or owner == self.viewer or (self.unowned_too and owner == "")
 
-    def owner_filter(self, requested: str | None) -> str | None:
-        """The owner to list (``None``: everyone) for a request that asked for ``requested``."""
+    def owner_filter(self, requested: str | None) -> str | tuple[str, ...] | None:
+        """The owners to list (``None``: everyone) for a request that asked for
+        ``requested``."""
         if self.read_all:
             return requested
         if requested not in (None, self.viewer):
             raise web.HTTPError(HTTPStatus.FORBIDDEN, f"user: {self.viewer!r} may read only "
                                 "their own trajectories")
-        return self.viewer
+        return (self.viewer, "") if self.unowned_too else self.viewer
 
     def readable(self, trajectory: Trajectory | None, trajectory_id: str) -> Trajectory:
         """The trajectory, or 404 for an unknown id and for another user's (which must not
@@ -58,6 +62,8 @@ class AccessPolicy:
     """The user this server records as (the owner of its kernels' trajectories)."""
     read_all_users: frozenset[str] = frozenset()
     read_all_scope: str = READ_ALL_SCOPE
+    single_user_store: bool = False
+    """A SQLite store: what it holds without an owner is the server's user's."""
 
     def for_request(self, handler: web.RequestHandler) -> Access:
         user: Any = getattr(handler, "current_user", None)
@@ -66,10 +72,13 @@ class AccessPolicy:
             name = str(hub_user.get("name") or user.username)
             scopes = hub_user.get("scopes") or []
             by_scope = bool(self.read_all_scope) and self.read_all_scope in scopes
-            return Access(name, by_scope or name in self.read_all_users)
+            return self._access(name, by_scope or name in self.read_all_users)
         provider = getattr(handler, "identity_provider", None)
         if provider is None or type(provider).__module__.startswith("jupyter_server."):
             name = self.server_user  # the token's holder: this server's user
         else:
             name = str(getattr(user, "username", "") or self.server_user)
-        return Access(name, name in self.read_all_users)
+        return self._access(name, name in self.read_all_users)
+
+    def _access(self, name: str, read_all: bool) -> Access:
+        return Access(name, read_all, self.single_user_store and name == self.server_user)

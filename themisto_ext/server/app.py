@@ -166,11 +166,13 @@ class ThemistoExtension(ExtensionApp):
     def initialize_settings(self) -> None:
         url = parse_store_url(self.store_url)
         store = open_store(url)
-        if url.engine == SQLITE:
+        single_user = url.engine == SQLITE
+        if single_user:
             # A SQLite file is one user's: what it recorded before owners were recorded
             # is this user's. (A shared database gets owners from `themisto migrate`.)
             store.adopt_unowned(self.user)
-        access = AccessPolicy(self.user, frozenset(self.read_all_users), self.read_all_scope)
+        access = AccessPolicy(self.user, frozenset(self.read_all_users), self.read_all_scope,
+                              single_user_store=single_user)
         events = EventBus()
         predictors = self._make_predictors()
         local = {p.name: self.local_prediction_budget for p in predictors

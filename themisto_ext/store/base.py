@@ -45,7 +45,8 @@ class Trajectory:
 class TrajectoryFilter:
     notebook_path: str | None = None
     kernel_id: str | None = None
-    user: str | None = None
+    user: str | tuple[str, ...] | None = None
+    """One owner, or any of several."""
     started_after: str | None = None
     started_before: str | None = None
 

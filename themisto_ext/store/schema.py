@@ -154,7 +154,10 @@ def where_clause(where: TrajectoryFilter | None, mark: str) -> tuple[str, list[A
                               ("user_name", "=", where.user),
                               ("started_at", ">=", where.started_after),
                               ("started_at", "<", where.started_before)):
-        if value is not None:
+        if isinstance(value, tuple):
+            clauses.append(f"{column} IN ({', '.join([mark] * len(value))})")
+            params.extend(value)
+        elif value is not None:
             clauses.append(f"{column} {op} {mark}")
             params.append(value)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
