@@ -134,7 +134,7 @@ def test_a_sqlite_stores_unowned_trajectories_are_its_users():
     on a read-only file) is read by the server's user, and by no named visitor."""
     policy = AccessPolicy("alice", single_user_store=True)
     alice = policy.for_request(SimpleNamespace(current_user=None, identity_provider=None))
-    assert alice.may_read("") and alice.owner_filter(None) == ("alice", "")
+    assert alice.may_read("") and alice.owns("") and alice.owner_filter(None) == ("alice", "")
     visitor = policy.for_request(hub_request("mallory", []))
     assert not visitor.may_read("") and visitor.owner_filter(None) == "mallory"
     shared = AccessPolicy("alice").for_request(SimpleNamespace(current_user=None,

@@ -35,8 +35,11 @@ class Access:
     """Also trajectories recorded before owners were ('' owner): the server's user's, on a
     SQLite store (one user's file) that could not be given to them (a read-only file)."""
 
+    def owns(self, owner: str) -> bool:
+        return owner == self.viewer or (self.unowned_too and owner == "")
+
     def may_read(self, owner: str) -> bool:
-        return self.read_all or owner == self.viewer or (self.unowned_too and owner == "")
+        return self.read_all or self.owns(owner)
 
     def owner_filter(self, requested: str | None) -> str | tuple[str, ...] | None:
         """The owners to list (``None``: everyone) for a request that asked for

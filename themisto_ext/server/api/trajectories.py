@@ -76,7 +76,7 @@ class TrajectoryHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def delete(self, trajectory_id: str) -> None:
-        if known_trajectory(self, trajectory_id).user != self.access.viewer:
+        if not self.access.owns(known_trajectory(self, trajectory_id).user):
             raise web.HTTPError(HTTPStatus.FORBIDDEN, "only its owner may delete a trajectory")
         self.themisto.delete_trajectory(trajectory_id)
         self.set_status(HTTPStatus.NO_CONTENT)
