@@ -4,10 +4,20 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 apt_install chromium chromium
+# A throw-away PostgreSQL cluster for the store suite (tests/pg.py runs initdb/pg_ctl as the
+# postgres user); Debian keeps the server binaries off PATH, under /usr/lib/postgresql/N/bin.
+pg_ctl_bin="$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | sort -V | tail -1 || true)"
+apt_install "${pg_ctl_bin:-pg_ctl}" postgresql
 ensure_venv test
 log "installing front-end dependencies"
 jlpm install --immutable >/dev/null 2>&1 || jlpm install
 (cd ui-tests && (jlpm install --immutable >/dev/null 2>&1 || jlpm install))
+# JupyterHub's proxy for tests/test_jupyterhub.py, local to the work tree (never global).
+if [ ! -x .test-tools/node_modules/.bin/configurable-http-proxy ]; then
+  log "installing configurable-http-proxy into .test-tools/"
+  npm install --prefix .test-tools --no-audit --no-fund --loglevel=error \
+    configurable-http-proxy@5.3.0 >/dev/null
+fi
 
 REPORTS="$ROOT/.artifacts"
 rm -rf "$REPORTS"; mkdir -p "$REPORTS"

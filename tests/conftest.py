@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 import pytest
 from contract import ApiContract, check_response
 from jupyter_client.manager import KernelManager
+from pg import PASSWORD, Cluster
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from themisto_ext.contract import AUTOLOAD_ARG, CAPTURE_ENV, JOURNAL_DIR_ENV, CaptureSettings
@@ -73,6 +74,32 @@ def recording_kernel(tmp_path: Path) -> Iterator[RecordingKernel]:
     kernel = RecordingKernel(tmp_path / "journal", "test-kernel", CaptureSettings())
     yield kernel
     kernel.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """One throw-away PostgreSQL for the whole run (see tests/pg.py); each test that needs
+    a database creates its own in it."""
+    cluster = Cluster().start()
+    previous = os.environ.get("PGPASSWORD")
+    os.environ["PGPASSWORD"] = PASSWORD  # how deployments pass it: never in the URL
+    try:
+        yield cluster
+    finally:
+        if previous is None:
+            os.environ.pop("PGPASSWORD", None)
+        else:
+            os.environ["PGPASSWORD"] = previous
+        cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh empty store of each engine: the same tests pass on both."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.sqlite3'}"
+    cluster: Cluster = request.getfixturevalue("pg_cluster")
+    return cluster.create_database()
 
 
 @pytest.fixture

@@ -109,6 +109,9 @@ def test_prompts_import_nothing_above_them():
     ("themisto_ext.prediction", (*BASE, "themisto_ext.store", "themisto_ext.ingest",
                                  "themisto_ext.events")),
     ("themisto_ext.replay", (*BASE, "themisto_ext.ingest", "themisto_ext.store")),
+    # whose trajectories a request may see: a rule over the store's records, nothing more
+    ("themisto_ext.server.access", (*BASE, "themisto_ext.store")),
+    ("themisto_ext.cli.migrate", (*BASE, "themisto_ext.store")),
 ])
 def test_each_layer_imports_only_what_flows_into_it(layer, allowed):
     assert offenders((layer,), allowed) == []

@@ -1,7 +1,10 @@
+"""The store suite: every test that is not about one engine's files runs on SQLite AND on a
+real PostgreSQL (``store_url`` is parametrized in conftest.py)."""
+
 from __future__ import annotations
 
 import sqlite3
-import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -9,8 +12,15 @@ from test_trajectory_format import make_step
 
 from themisto_ext.ingest import JournalIngestor, interpret
 from themisto_ext.journal import JournalWriter
-from themisto_ext.store import SQLiteStore, StoreError, TrajectoryFilter
-from themisto_ext.store.sqlite import SCHEMA_VERSION
+from themisto_ext.store import (
+    SQLiteStore,
+    StoreError,
+    Trajectory,
+    TrajectoryFilter,
+    TrajectoryStore,
+    open_store,
+)
+from themisto_ext.store.schema import SCHEMA_VERSION
 
 
 def start(tid: str, kernel: str = "k", at: str = "2026-01-01T00:00:00+00:00") -> dict:
@@ -18,16 +28,34 @@ def start(tid: str, kernel: str = "k", at: str = "2026-01-01T00:00:00+00:00") ->
             "notebook_path": "nb.ipynb", "started_at": at}
 
 
-def apply(store: SQLiteStore, records: list[dict], source: str, cursor):
-    return store.apply(interpret(records, source), cursor)
+def apply(store: TrajectoryStore, records: list[dict], source: str, cursor, user: str = ""):
+    return store.apply(interpret(records, source, user=user), cursor)
 
 
 def step(tid: str, n: int) -> dict:
     return {"kind": "step", **make_step(tid, n)}
 
 
-def test_apply_is_idempotent_and_ordered(tmp_path: Path):
-    store = SQLiteStore(tmp_path / "s.sqlite3")
+@pytest.fixture
+def opened(store_url: str) -> Iterator[Callable[[], TrajectoryStore]]:
+    """Open the test's store (again): a second server, a restarted one."""
+    stores: list[TrajectoryStore] = []
+
+    def open_() -> TrajectoryStore:
+        stores.append(open_store(store_url))
+        return stores[-1]
+
+    yield open_
+    for store in stores:
+        store.close()
+
+
+@pytest.fixture
+def store(opened) -> TrajectoryStore:
+    return opened()
+
+
+def test_apply_is_idempotent_and_ordered(store):
     records = [start("t1"), step("t1", 2), step("t1", 1)]
     first = apply(store, records, "kernel", ("j", 10))
     again = apply(store, records, "kernel", ("j", 5))
@@ -38,8 +66,20 @@ def test_apply_is_idempotent_and_ordered(tmp_path: Path):
     assert store.get_trajectory("t1").steps == 2
 
 
-def test_restart_ends_previous_trajectory(tmp_path: Path):
-    store = SQLiteStore(tmp_path / "s.sqlite3")
+def test_a_step_twice_in_one_batch_is_stored_once(store):
+    result = apply(store, [start("t"), step("t", 1), step("t", 1), step("t", 2)], "kernel", None)
+    assert [s["step"] for s in result.steps] == [1, 2] and result.duplicates == 1
+    assert store.get_trajectory("t").steps == 2
+
+
+def test_steps_of_an_unknown_trajectory_are_dropped(store):
+    result = apply(store, [step("ghost", 1), {"kind": "recording", "trajectory_id": "ghost",
+                                              "at": "x", "on": False}], "kernel", ("j", 3))
+    assert result.steps == [] and result.switches == []
+    assert store.journal_cursors() == {"j": 3}
+
+
+def test_restart_ends_previous_trajectory(store):
     apply(store, [start("old", at="2026-01-01T00:00:00+00:00")], "kernel", None)
     apply(store, [start("new", at="2026-01-01T01:00:00+00:00")], "kernel", None)
     old, new = store.get_trajectory("old"), store.get_trajectory("new")
@@ -49,19 +89,140 @@ def test_restart_ends_previous_trajectory(tmp_path: Path):
     assert store.events("new")[0]["kind"] == "restart"
 
 
-def test_paging_filters_and_delete(tmp_path: Path):
-    store = SQLiteStore(tmp_path / "s.sqlite3")
+def test_restart_links_only_the_same_users_kernel(store):
+    """Two users' servers share the database; their kernels may share an id."""
+    apply(store, [start("alice-1", at="2026-01-01T00:00:00+00:00")], "kernel", None, "alice")
+    apply(store, [start("bob-1", at="2026-01-01T01:00:00+00:00")], "kernel", None, "bob")
+    alice, bob = store.get_trajectory("alice-1"), store.get_trajectory("bob-1")
+    assert bob.restart_of is None and alice.ended_at is None
+    assert (alice.user, bob.user) == ("alice", "bob")
+    assert bob.to_json()["user"] == "bob"
+    assert store.latest_for_kernel("k", user="alice").id == "alice-1"
+    assert store.latest_for_kernel("k", user="carol") is None
+
+
+def test_paging_filters_and_delete(store):
     apply(store, [start("a", "k1"), start("b", "k2", "2026-02-01T00:00:00+00:00")]
-                        + [step("a", n) for n in range(1, 1201)], "kernel", None)
+          + [step("a", n) for n in range(1, 1201)], "kernel", None, "alice")
+    apply(store, [start("c", "k3", "2026-03-01T00:00:00+00:00")], "kernel", None, "bob")
     assert [s["step"] for s in store.iter_steps("a", since_step=1195)] == [1196, 1197, 1198,
                                                                            1199, 1200]
     assert len(list(store.iter_steps("a", limit=700))) == 700
+    assert [n for n, _ in store.iter_step_lines("a", since_step=1999)] == []
     assert [t.id for t in store.list_trajectories(TrajectoryFilter(kernel_id="k2"))] == ["b"]
     assert [t.id for t in store.list_trajectories(
-        TrajectoryFilter(started_after="2026-01-15"))] == ["b"]
+        TrajectoryFilter(started_after="2026-01-15"))] == ["b", "c"]
     assert [t.id for t in store.list_trajectories(limit=1, offset=1)] == ["b"]
+    assert [t.id for t in store.list_trajectories(TrajectoryFilter(user="bob"))] == ["c"]
+    assert store.count_trajectories(TrajectoryFilter(user="alice")) == 2
+    assert store.count_trajectories(TrajectoryFilter(user=("bob", "carol"))) == 1
     assert store.delete_trajectory("a") and not store.delete_trajectory("a")
     assert list(store.iter_steps("a")) == []
+
+
+def test_switches_and_end_are_events(store):
+    apply(store, [start("t"), {"kind": "recording", "trajectory_id": "t", "at": "a1",
+                               "on": False},
+                  {"kind": "end", "trajectory_id": "t", "at": "a2", "reason": "shutdown"}],
+          "kernel", None)
+    assert store.events("t") == [{"at": "a1", "kind": "recording", "detail": "off"}]
+    assert store.get_trajectory("t").end_reason == "shutdown"
+
+
+def test_predictions_are_saved_replaced_and_listed(store):
+    apply(store, [start("t"), step("t", 1)], "kernel", None)
+    base = {"trajectory_id": "t", "task": "output", "reference": None, "scores": None}
+    assert store.save_prediction({**base, "id": "p2", "target_step": 2})
+    assert store.save_prediction({**base, "id": "p1", "target_step": 1})
+    assert store.save_prediction({**base, "id": "p3", "target_step": 2})
+    assert not store.save_prediction({**base, "id": "px", "trajectory_id": "gone",
+                                      "target_step": 1})
+    assert [p["id"] for p in store.predictions("t")] == ["p1", "p2", "p3"]
+    assert store.save_prediction({**base, "id": "p2", "target_step": 2, "reference": "1",
+                                  "scores": {"em": 1}})
+    assert [p["id"] for p in store.predictions("t", unscored=True)] == ["p1", "p3"]
+    # a replaced record goes last among its step's (SQLite's REPLACE; PostgreSQL the same)
+    assert [p["id"] for p in store.predictions("t", since_step=1, target_step=2)] == ["p3",
+                                                                                       "p2"]
+    assert store.get_prediction("p2")["reference"] == "1"
+    assert store.get_prediction("nope") is None
+    store.delete_trajectory("t")
+    assert store.get_prediction("p1") is None
+
+
+def test_import_copies_records_exactly_and_resumes(store):
+    record = Trajectory("t", "k", "nb.ipynb", "2026-01-01", "2026-01-02", "restart", "t0",
+                        steps=99, source="kernel", user="alice")
+    events = [{"at": "2026-01-01", "kind": "restart", "detail": "t0"}]
+    assert store.import_trajectory(record, events)
+    assert not store.import_trajectory(record, events)  # resumed: unchanged
+    lines = [(n, f'{{"step":{n}}}') for n in range(1, 11)]
+    assert store.import_step_lines("t", lines[:6]) == 6
+    assert store.import_step_lines("t", lines) == 4
+    got = store.get_trajectory("t")
+    assert got == Trajectory("t", "k", "nb.ipynb", "2026-01-01", "2026-01-02", "restart",
+                             "t0", steps=10, source="kernel", user="alice")
+    assert store.events("t") == events
+    assert list(store.iter_step_lines("t", since_step=8)) == lines[8:]
+
+
+def test_unowned_trajectories_are_adopted(store):
+    apply(store, [start("old")], "kernel", None)
+    apply(store, [start("mine", "k2")], "kernel", None, "alice")
+    assert store.adopt_unowned("bob") == 1
+    assert {t.id: t.user for t in store.list_trajectories()} == {"old": "bob", "mine": "alice"}
+
+
+def test_ingestor_reads_whole_lines_and_resumes(tmp_path: Path, opened):
+    journal_dir = tmp_path / "journal"
+    writer = JournalWriter(journal_dir, "k", "t")
+    writer.append(start("t"))
+    writer.append(step("t", 1))
+    with writer.path.open("a") as fh:
+        fh.write('{"kind": "step", "trajectory_id": "t", "st')  # a line still being written
+    store = opened()
+    ingestor = JournalIngestor(journal_dir, store, user="alice")
+    assert len(ingestor.poll().steps) == 1
+    with writer.path.open("a") as fh:
+        fh.write('ep": 2}\nnot json\n')
+    writer.append(step("t", 3))
+    result = ingestor.poll()
+    assert [s["step"] for s in result.steps] == [3] and ingestor.bad_lines == 2
+    # a new ingestor (a restarted server) continues from the stored cursor
+    writer.append(step("t", 4))
+    assert [s["step"] for s in JournalIngestor(journal_dir, opened(), user="alice")
+            .poll().steps] == [4]
+    assert store.get_trajectory("t").user == "alice"
+
+
+def test_cursors_are_per_server(tmp_path: Path, opened):
+    """Two servers (users) whose journals have the same name keep separate cursors."""
+    for user in ("alice", "bob"):
+        writer = JournalWriter(tmp_path / user / "journal", "k", f"t-{user}")
+        writer.append(start(f"t-{user}"))
+        writer.append(step(f"t-{user}", 1))
+    store = opened()
+    for user in ("alice", "bob"):
+        assert len(JournalIngestor(tmp_path / user / "journal", store, user=user)
+                   .poll().steps) == 1
+    keys = sorted(store.journal_cursors())
+    assert len(keys) == 2 and keys[0].startswith("alice@") and keys[1].startswith("bob@")
+
+
+def test_legacy_bare_cursor_is_honoured(tmp_path: Path, opened):
+    """A store written before cursors were scoped keys them by the journal's file name."""
+    writer = JournalWriter(tmp_path / "journal", "k", "t")
+    writer.append(start("t"))
+    writer.append(step("t", 1))
+    store = opened()
+    apply(store, [start("t"), step("t", 1)], "kernel", (writer.path.name,
+                                                       writer.path.stat().st_size))
+    writer.append(step("t", 2))
+    result = JournalIngestor(tmp_path / "journal", store).poll()
+    assert [s["step"] for s in result.steps] == [2] and result.duplicates == 0
+
+
+# ---------------------------------------------------------------- engine-specific files
 
 
 def test_schema_is_versioned_and_reopens(tmp_path: Path):
@@ -76,6 +237,41 @@ def test_schema_is_versioned_and_reopens(tmp_path: Path):
         SQLiteStore(path)
 
 
+def test_sqlite_store_from_before_owners_migrates(tmp_path: Path):
+    """A version-2 file (no owners) opens: its trajectories get the '' owner."""
+    from themisto_ext.store.schema import MIGRATIONS
+
+    path = tmp_path / "v2.sqlite3"
+    db = sqlite3.connect(path)
+    for migration in MIGRATIONS[:2]:
+        for statement in migration.statements("sqlite"):
+            db.execute(statement)
+    db.execute("INSERT INTO trajectories (id, kernel_id, started_at) VALUES ('t', 'k', 'x')")
+    db.execute("PRAGMA user_version = 2")
+    db.commit()
+    db.close()
+    store = SQLiteStore(path)
+    assert store.get_trajectory("t").user == ""
+    assert store.adopt_unowned("me") == 1 and store.get_trajectory("t").user == "me"
+
+
+def test_postgres_schema_is_versioned_and_reopens(pg_cluster):
+    import psycopg
+
+    url = pg_cluster.create_database()
+    store = open_store(url)
+    apply(store, [start("t"), step("t", 1)], "kernel", None)
+    assert store.schema_version == SCHEMA_VERSION
+    store.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        compression = conn.execute("SELECT attcompression FROM pg_attribute WHERE attrelid = "
+                                   "'steps'::regclass AND attname = 'data'").fetchone()[0]
+        assert compression == "l"  # lz4 (Debian's PostgreSQL 15 is built with it)
+        conn.execute("UPDATE themisto_schema SET version = %s", (SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreError, match="newer than this themisto_ext"):
+        open_store(url)
+
+
 def test_unopenable_store_is_a_clear_error(tmp_path: Path):
     bad = tmp_path / "not-a-db.sqlite3"
     bad.write_bytes(b"this is not sqlite" * 100)
@@ -83,43 +279,17 @@ def test_unopenable_store_is_a_clear_error(tmp_path: Path):
         SQLiteStore(bad)
 
 
-def test_ingestor_reads_whole_lines_and_resumes(tmp_path: Path):
-    journal_dir = tmp_path / "journal"
-    writer = JournalWriter(journal_dir, "k", "t")
-    writer.append(start("t"))
-    writer.append(step("t", 1))
-    with writer.path.open("a") as fh:
-        fh.write('{"kind": "step", "trajectory_id": "t", "st')  # a line still being written
-    store = SQLiteStore(tmp_path / "s.sqlite3")
-    ingestor = JournalIngestor(journal_dir, store)
-    assert len(ingestor.poll().steps) == 1
-    with writer.path.open("a") as fh:
-        fh.write('ep": 2}\nnot json\n')
-    writer.append(step("t", 3))
-    result = ingestor.poll()
-    assert [s["step"] for s in result.steps] == [3] and ingestor.bad_lines == 2
-    # a new ingestor (a restarted server) continues from the stored cursor
-    writer.append(step("t", 4))
-    assert [s["step"] for s in JournalIngestor(journal_dir, store).poll().steps] == [4]
+def test_unreachable_postgres_is_a_clear_error_without_password(pg_cluster):
+    from pg import free_port
+
+    url = f"postgresql://someone:hunter2@127.0.0.1:{free_port()}/db"
+    with pytest.raises(StoreError, match="cannot open the trajectory store") as raised:
+        open_store(url)
+    assert "hunter2" not in str(raised.value) and "someone@127.0.0.1" in str(raised.value)
 
 
-def test_two_ingesters_at_once_never_duplicate(tmp_path: Path):
-    journal_dir = tmp_path / "journal"
-    writer = JournalWriter(journal_dir, "k", "t")
-    writer.append(start("t"))
-    for n in range(1, 501):
-        writer.append(step("t", n))
-    path = tmp_path / "s.sqlite3"
-    SQLiteStore(path)
-    results = []
-
-    def ingest() -> None:
-        results.append(len(JournalIngestor(journal_dir, SQLiteStore(path)).poll().steps))
-
-    threads = [threading.Thread(target=ingest) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sum(results) == 500
-    assert SQLiteStore(path).get_trajectory("t").steps == 500
+def test_wrong_postgres_password_is_a_clear_error(pg_cluster, monkeypatch):
+    monkeypatch.setenv("PGPASSWORD", "wrong-password")
+    with pytest.raises(StoreError, match="password authentication failed") as raised:
+        open_store(pg_cluster.url())
+    assert "wrong-password" not in str(raised.value)

@@ -12,6 +12,7 @@ the kernel can import it cheaply.
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import json
 import os
@@ -163,6 +164,17 @@ def default_home() -> Path:
 def default_store_path() -> Path:
     env = os.environ.get(STORE_PATH_ENV)
     return Path(env) if env else default_home() / "trajectories.sqlite3"
+
+
+def default_user() -> str:
+    """Who records: the JupyterHub user when running under a hub, else the login name."""
+    hub_user = os.environ.get("JUPYTERHUB_USER")
+    if hub_user:
+        return hub_user
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        return str(os.getuid())
 
 
 def journal_dir_for(store_path: Path) -> Path:

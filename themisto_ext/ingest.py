@@ -73,13 +73,14 @@ def _well_formed(record: dict[str, Any]) -> bool:
 
 
 def interpret(records: list[dict[str, Any]], source: str,
-              started: set[str] | None = None) -> list[Write]:
+              started: set[str] | None = None, user: str = "") -> list[Write]:
     """The store writes that journal records stand for, in order (unknown kinds skipped).
 
     ``started`` holds the trajectories this journal has started so far; a step of any
     other first starts its trajectory from the step's own fields. That is how a journal
     that lost its head (deleted through the API while the kernel runs, truncated, or
-    removed and begun again by the kernel) goes on being recorded.
+    removed and begun again by the kernel) goes on being recorded. ``user`` owns every
+    trajectory started.
     """
     writes: list[Write] = []
     for record in records:
@@ -88,7 +89,7 @@ def interpret(records: list[dict[str, Any]], source: str,
             if started is not None and tid not in started:
                 started.add(tid)
                 writes.append(NewTrajectory(tid, record["kernel_id"], record.get("notebook_path"),
-                                            record["started_at"], source))
+                                            record["started_at"], source, user))
             step: Step = {k: v for k, v in record.items() if k != "kind"}  # type: ignore[assignment]
             writes.append(NewStep(step))
         elif kind == "trajectory":
@@ -96,7 +97,7 @@ def interpret(records: list[dict[str, Any]], source: str,
                 started.add(tid)
             writes.append(NewTrajectory(tid, str(record.get("kernel_id", "unknown")),
                                         _text(record.get("notebook_path")),
-                                        str(record.get("started_at", "")), source))
+                                        str(record.get("started_at", "")), source, user))
         elif kind == "end":
             writes.append(TrajectoryEnded(tid, _text(record.get("at")),
                                           str(record.get("reason", "shutdown"))))
@@ -104,6 +105,12 @@ def interpret(records: list[dict[str, Any]], source: str,
             writes.append(RecordingSwitched(tid, str(record.get("at", "")),
                                             bool(record.get("on"))))
     return writes
+
+
+def cursor_scope(journal_dir: Path, user: str) -> str:
+    """Where a journal's cursor is kept: per user and journal directory, so that servers
+    sharing one database never share (nor forget) each other's cursors."""
+    return f"{user}@{journal_dir.resolve()}"
 
 
 def _text(value: Any) -> str | None:
@@ -138,10 +145,14 @@ class _Journal:
 
 
 class JournalIngestor:
-    def __init__(self, journal_dir: Path, store: TrajectoryStore, source: str = "kernel") -> None:
+    def __init__(self, journal_dir: Path, store: TrajectoryStore, source: str = "kernel",
+                 user: str = "") -> None:
         self.journal_dir = journal_dir
         self.store = store
         self.source = source
+        self.user = user
+        """The owner of every trajectory this ingestor starts."""
+        self._scope = cursor_scope(journal_dir, user) + "/"
         self._offsets: dict[str, int] | None = None
         self._journals: dict[str, _Journal] = {}
         self.bad_lines = 0
@@ -155,7 +166,8 @@ class JournalIngestor:
 
     def _cursors(self) -> dict[str, int]:
         if self._offsets is None:  # read lazily: the store may be unavailable at first
-            self._offsets = self.store.journal_cursors()
+            self._offsets = {key[len(self._scope):]: offset for key, offset
+                             in self.store.journal_cursors(self._scope).items()}
         return self._offsets
 
     def poll(self, only: Path | None = None) -> IngestResult:
@@ -181,7 +193,8 @@ class JournalIngestor:
         """Read the journal named ``key`` from its start next time (it is gone or new)."""
         offsets = self._cursors()
         if key in offsets or key in self._journals:
-            self.store.forget_journal(key)
+            self.store.forget_journal(self._scope + key)
+            self.store.forget_journal(key)  # as a store written before scopes keyed it
             offsets.pop(key, None)
             self._journals.pop(key, None)
 
@@ -192,7 +205,9 @@ class JournalIngestor:
             return
         key = path.name
         state = self._journals.setdefault(key, _Journal())
-        offset = self._cursors().get(key, 0)
+        offset = self._cursors().get(key)
+        if offset is None:  # a store written before scopes keyed it by the bare name
+            offset = self._cursors()[key] = self.store.journal_cursors(key).get(key, 0)
         identity = (info.st_dev, info.st_ino)
         if info.st_size < offset or state.identity not in (None, identity) or (
                 0 < offset < info.st_size and not self._same_bytes(path, offset, state)):
@@ -219,8 +234,8 @@ class JournalIngestor:
                                                "of the wrong shape"))
             self._warn(path, skipped)
             total.read_bytes += chunk.end_offset - offset
-            writes = interpret(records, self.source, state.started)
-            applied = self._apply(writes, (key, chunk.end_offset), path)
+            writes = interpret(records, self.source, state.started, self.user)
+            applied = self._apply(writes, (self._scope + key, chunk.end_offset), path)
             total.ended += [w.trajectory_id for w in writes if isinstance(w, TrajectoryEnded)]
             total.new_trajectories += applied.new_trajectories
             total.steps += applied.steps

@@ -101,6 +101,7 @@ class TrajectoryInfo(TypedDict):
     restart_of: str | None
     steps: int
     source: str
+    user: str
 
 
 # ---------------------------------------------------------------- prediction

@@ -111,6 +111,7 @@ def record_notebook(
     stop_on_error: bool = False,
     kernel_name: str = "python3",
     settings: CaptureSettings | None = None,
+    user: str = "",
 ) -> ReplayResult:
     nb = read_notebook(path)
     kernel_id = f"record-{uuid.uuid4().hex[:12]}"
@@ -130,7 +131,7 @@ def record_notebook(
     except TimeoutError as exc:
         stopped = f"timed out: {exc}"
 
-    ingestor = JournalIngestor(journal_dir, store, source="record")
+    ingestor = JournalIngestor(journal_dir, store, source="record", user=user)
     steps, trajectories, switched_off = 0, [], 0
     for journal in sorted(journal_dir.glob(f"{kernel_id}--*{SUFFIX}")):
         result = ingestor.poll(only=journal)

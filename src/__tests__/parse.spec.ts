@@ -32,7 +32,8 @@ describe('parseLiveEvent', () => {
       end_reason: null,
       restart_of: 't0',
       steps: 0,
-      source: 'kernel'
+      source: 'kernel',
+      user: 'alice'
     };
     expect(
       parseLiveEvent(

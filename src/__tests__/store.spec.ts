@@ -131,7 +131,8 @@ describe('NotebookLive', () => {
         end_reason: null,
         restart_of: 't1',
         steps: 0,
-        source: 'kernel'
+        source: 'kernel',
+        user: 'alice'
       }
     });
     expect(store.trajectoryId).toBe('t2');

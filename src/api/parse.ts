@@ -156,7 +156,8 @@ export function toTrajectory(
     end_reason: strOrNull(record.end_reason),
     restart_of: strOrNull(record.restart_of),
     steps: num(record.steps),
-    source: str(record.source)
+    source: str(record.source),
+    user: str(record.user)
   };
 }
 

@@ -167,6 +167,10 @@ export interface Trajectory {
    * kernel (live), record (themisto record) or import
    */
   source: string;
+  /**
+   * Who ran it: the Jupyter identity of the server that recorded it (under JupyterHub, the hub user); empty for trajectories recorded before owners were recorded.
+   */
+  user: string;
 }
 /**
  * One prediction: a predictor's answer for the output (task output) or the code (task next-cell) of step target_step, made from the steps before it only. reference and scores are filled when that step lands; error when the model call failed. The live stream leaves out prompt and raw (GET /themisto/api/predictions/{id} has them).

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from themisto_ext.cli import benchmark, predictions, trajectories
+from themisto_ext.cli import benchmark, migrate, predictions, trajectories
 from themisto_ext.cli.args import Parser
 
 
@@ -19,12 +19,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="themisto",
         description="Record notebook trajectories and work with them.",
     )
-    parser.add_argument("--store", help="trajectory store (SQLite file); default: the one "
-                        "the Jupyter server extension uses")
+    parser.add_argument("--store", help="trajectory store: a SQLite file, sqlite:///PATH or "
+                        "postgresql://USER@HOST:PORT/DB (password from PGPASSWORD or "
+                        "~/.pgpass); default: the SQLite file the Jupyter server extension "
+                        "uses by default")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     trajectories.register(sub)
     predictions.register(sub)
     benchmark.register(sub)
+    migrate.register(sub)
     return parser
 
 

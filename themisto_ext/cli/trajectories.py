@@ -10,14 +10,21 @@ from pathlib import Path
 from typing import IO, Any
 
 from themisto_ext.cli.args import positive_float
-from themisto_ext.contract import default_store_path, journal_dir_for
+from themisto_ext.contract import default_store_path, default_user, journal_dir_for
 from themisto_ext.replay import (
     ReplayError,
     metadata_disables_recording,
     read_notebook,
     record_notebook,
 )
-from themisto_ext.store import TrajectoryStore, open_store
+from themisto_ext.store import (
+    SQLITE,
+    StoreURL,
+    TrajectoryFilter,
+    TrajectoryStore,
+    open_store,
+    parse_store_url,
+)
 from themisto_ext.trajectory import file_problems, write_steps
 
 
@@ -32,16 +39,20 @@ def register(sub: Any) -> None:
     p.add_argument("--kernel", default="python3", help="kernel name (default python3)")
     p.add_argument("--ignore-metadata", action="store_true",
                    help="record even if the notebook's metadata turns recording off")
+    p.add_argument("--user", default=None, help="record as this user (default: "
+                   "JUPYTERHUB_USER, else the login name)")
     p.set_defaults(run=record)
 
     p = sub.add_parser("list", help="list stored trajectories")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument("--notebook", help="only trajectories of this notebook path")
+    p.add_argument("--user", help="only trajectories this user recorded")
     p.set_defaults(run=list_)
 
     p = sub.add_parser("export", help="export trajectories as benchmark-format JSONL")
     p.add_argument("ids", nargs="*", help="trajectory ids (or unique prefixes)")
     p.add_argument("--all", action="store_true", help="export every stored trajectory")
+    p.add_argument("--user", help="with --all: only trajectories this user recorded")
     p.add_argument("--out", required=True, help="output file, or - for standard output")
     p.set_defaults(run=export)
 
@@ -50,11 +61,12 @@ def register(sub: Any) -> None:
     p.set_defaults(run=validate)
 
 
-def _store(args: argparse.Namespace, readonly: bool) -> tuple[TrajectoryStore, Path]:
-    """The store to use; a command that only reads opens it read-only, so that it never
-    creates a store (nor its folder) and never writes to a file that is not one."""
-    path = Path(args.store) if args.store else default_store_path()
-    return open_store(path, readonly=readonly), path
+def _store(args: argparse.Namespace, readonly: bool) -> tuple[TrajectoryStore, StoreURL]:
+    """``--store``: a SQLite file, ``sqlite:///PATH`` or ``postgresql://...``. A command that
+    only reads opens it read-only, so that it never creates a store (nor its folder) and
+    never writes to a file that is not one."""
+    url = parse_store_url(args.store if args.store else default_store_path())
+    return open_store(url, readonly=readonly), url
 
 
 def record(args: argparse.Namespace) -> int:
@@ -62,13 +74,15 @@ def record(args: argparse.Namespace) -> int:
     if not args.ignore_metadata and metadata_disables_recording(read_notebook(nb_path)):
         raise ReplayError(f"{nb_path}: recording is off in the notebook's metadata "
                           "(themisto.recording = false); pass --ignore-metadata to record")
-    store, store_path = _store(args, readonly=False)
-    result = record_notebook(nb_path, store, journal_dir_for(store_path),
+    store, url = _store(args, readonly=False)
+    # Journals beside a SQLite store; for a database, in this machine's themisto directory.
+    journals = journal_dir_for(url.path if url.engine == SQLITE else default_store_path())
+    result = record_notebook(nb_path, store, journals,
                              timeout=args.timeout, stop_on_error=args.stop_on_error,
-                             kernel_name=args.kernel)
+                             kernel_name=args.kernel, user=args.user or default_user())
     ids = result.trajectory_ids
     print(f"recorded {result.steps} steps from {result.code_cells} code cells of {nb_path} "
-          f"({result.errors} raised) into trajectory {', '.join(ids)} in {store_path}")
+          f"({result.errors} raised) into trajectory {', '.join(ids)} in {url.display}")
     if result.stopped_early:
         print(f"note: {result.stopped_early}", file=sys.stderr)
     if args.out:
@@ -80,17 +94,17 @@ def record(args: argparse.Namespace) -> int:
 
 
 def list_(args: argparse.Namespace) -> int:
-    from themisto_ext.store import TrajectoryFilter
-
     store, _ = _store(args, readonly=True)
-    rows = store.list_trajectories(TrajectoryFilter(notebook_path=args.notebook), limit=10**9)
+    rows = store.list_trajectories(TrajectoryFilter(notebook_path=args.notebook,
+                                                    user=args.user), limit=10**9)
     if args.json:
         for t in rows:
             print(json.dumps(t.to_json()))
         return 0
-    header = ("ID", "KERNEL", "NOTEBOOK", "STEPS", "STARTED", "ENDED")
-    table = [header] + [(t.id, t.kernel_id, t.notebook_path or "-", str(t.steps),
-                         t.started_at[:19], (t.ended_at or "-")[:19]) for t in rows]
+    header = ("ID", "USER", "KERNEL", "NOTEBOOK", "STEPS", "STARTED", "ENDED")
+    table = [header] + [(t.id, t.user or "-", t.kernel_id, t.notebook_path or "-",
+                         str(t.steps), t.started_at[:19], (t.ended_at or "-")[:19])
+                        for t in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     for r in table:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
@@ -121,8 +135,11 @@ def _export(store: TrajectoryStore, ids: list[str], out: str) -> int:
 def export(args: argparse.Namespace) -> int:
     if bool(args.ids) == bool(args.all):
         raise ValueError("give trajectory ids or --all (not both)")
+    if args.user is not None and not args.all:
+        raise ValueError("--user goes with --all")
     store, _ = _store(args, readonly=True)
-    ids = [t.id for t in store.list_trajectories(limit=10**9)] if args.all \
+    ids = [t.id for t in store.list_trajectories(TrajectoryFilter(user=args.user),
+                                                 limit=10**9)] if args.all \
         else _resolve(store, args.ids)
     count = _export(store, ids, args.out)
     if args.out != "-":

@@ -18,6 +18,7 @@ from themisto_ext.contract import (
     JOURNAL_DIR_ENV,
     CaptureSettings,
     default_store_path,
+    default_user,
     journal_dir_for,
 )
 from themisto_ext.events import EventBus
@@ -25,10 +26,18 @@ from themisto_ext.prediction.clients import Predictor, local_model_available, ma
 from themisto_ext.prediction.live import LivePredictions
 from themisto_ext.prediction.prompts import CONTEXTS, Context
 from themisto_ext.server import api
+from themisto_ext.server.access import READ_ALL_SCOPE, AccessPolicy
 from themisto_ext.server.api.events import close_streams
 from themisto_ext.server.core import SETTINGS_KEY, Themisto
 from themisto_ext.server.provisioner import NAME as PROVISIONER_NAME
-from themisto_ext.store import GuardedStore, open_store
+from themisto_ext.store import (
+    SQLITE,
+    GuardedStore,
+    StoreError,
+    TrajectoryStore,
+    open_store,
+    parse_store_url,
+)
 
 _CAPTURE = CaptureSettings()
 
@@ -39,7 +48,29 @@ class ThemistoExtension(ExtensionApp):
 
     store_path = Unicode(
         help="SQLite file of the trajectory store (default: <jupyter data dir>/themisto/"
-             "trajectories.sqlite3)."
+             "trajectories.sqlite3); store_url, when set, takes precedence."
+    ).tag(config=True)
+    store_url = Unicode(
+        help="The trajectory store: sqlite:///PATH (default: sqlite:///<store_path>) or "
+             "postgresql://USER@HOST:PORT/DATABASE, one database many servers share (the "
+             "password comes from PGPASSWORD or ~/.pgpass, never from the URL into logs)."
+    ).tag(config=True)
+    user = Unicode(
+        help="The user this server records as: every trajectory its kernels record is "
+             "theirs, and with jupyter_server's own token or password login (which names "
+             "nobody) whoever holds the token reads as them. Default: JUPYTERHUB_USER, "
+             "else the login name."
+    ).tag(config=True)
+    read_all_users = List(
+        Unicode(), default_value=[],
+        help="Users who may read and export every user's trajectories (others see only "
+             "their own).",
+    ).tag(config=True)
+    read_all_scope = Unicode(
+        READ_ALL_SCOPE,
+        help="Under JupyterHub: a scope whose holders may read and export every user's "
+             "trajectories (declare it in c.JupyterHub.custom_scopes and grant it by a "
+             "role); empty to rely on read_all_users only.",
     ).tag(config=True)
     journal_dir = Unicode(
         help="Directory where kernels append their journals (default: 'journal' beside "
@@ -106,6 +137,14 @@ class ThemistoExtension(ExtensionApp):
     def _default_store_path(self) -> str:
         return str(default_store_path())
 
+    @default("store_url")
+    def _default_store_url(self) -> str:
+        return f"sqlite:///{self.store_path}"
+
+    @default("user")
+    def _default_user(self) -> str:
+        return default_user()
+
     @default("predictors")
     def _default_predictors(self) -> list[str]:
         return ["local"] if local_model_available() else ["baseline"]
@@ -119,7 +158,9 @@ class ThemistoExtension(ExtensionApp):
 
     @default("journal_dir")
     def _default_journal_dir(self) -> str:
-        return str(journal_dir_for(Path(self.store_path)))
+        url = parse_store_url(self.store_url)
+        # Beside a SQLite store; for a database, in this server's own data directory.
+        return str(journal_dir_for(url.path if url.engine == SQLITE else Path(self.store_path)))
 
     # ------------------------------------------------------------ setup
 
@@ -133,10 +174,26 @@ class ThemistoExtension(ExtensionApp):
         )
 
     def initialize_settings(self) -> None:
-        # Never fails on the store: the server starts whatever state its path is in, and
+        # Never fails on the store: the server starts whatever state its store is in, and
         # the API and the recording status say why the store cannot be used meanwhile.
-        path = self.store_path
-        store = GuardedStore(lambda: open_store(path), retry=self.store_retry)
+        url = parse_store_url(self.store_url)
+        single_user = url.engine == SQLITE
+        user = self.user
+
+        def opener() -> TrajectoryStore:
+            store = open_store(url)
+            if single_user:
+                # A SQLite file is one user's: what it recorded before owners were recorded
+                # is this user's. (A shared database gets owners from `themisto migrate`.)
+                try:
+                    store.adopt_unowned(user)
+                except StoreError:
+                    pass  # a read-only file: AccessPolicy counts unowned as this user's
+            return store
+
+        store = GuardedStore(opener, retry=self.store_retry)
+        access = AccessPolicy(self.user, frozenset(self.read_all_users), self.read_all_scope,
+                              single_user_store=single_user)
         events = EventBus()
         predictors = self._make_predictors()
         local = {p.name: self.local_prediction_budget for p in predictors
@@ -148,7 +205,7 @@ class ThemistoExtension(ExtensionApp):
                                  recording=self.recording, live=live, events=events,
                                  live_predictions=self.live_predictions,
                                  max_body_bytes=self.max_body_bytes,
-                                 running_kernels=self._running_kernels)
+                                 running_kernels=self._running_kernels, access=access)
         self.settings[SETTINGS_KEY] = self.themisto
         if self.autoload:
             # Kernels inherit the server's environment: this is how they learn where to
@@ -156,7 +213,8 @@ class ThemistoExtension(ExtensionApp):
             os.environ[JOURNAL_DIR_ENV] = self.journal_dir
             os.environ[CAPTURE_ENV] = self.capture_settings().to_env()
             self._use_provisioner()
-        self.log.info("themisto: store %s, journals %s", self.store_path, self.journal_dir)
+        self.log.info("themisto: store %s, journals %s, recording as user %r", url.display,
+                      self.journal_dir, self.user)
 
     def _running_kernels(self) -> list[str]:
         assert self.serverapp is not None

@@ -29,6 +29,7 @@ from themisto_ext.events import (
 from themisto_ext.ingest import IngestResult, JournalIngestor
 from themisto_ext.journal import SUFFIX
 from themisto_ext.prediction.live import LivePredictions
+from themisto_ext.server.access import AccessPolicy
 from themisto_ext.store import TrajectoryStore
 
 log = logging.getLogger("themisto_ext.server")
@@ -67,9 +68,12 @@ class KernelState:
 class Themisto:
     def __init__(self, *, store: TrajectoryStore, journal_dir: Path, recording: bool,
                  live: LivePredictions, events: EventBus, live_predictions: bool,
-                 max_body_bytes: int,
+                 max_body_bytes: int, access: AccessPolicy | None = None,
                  running_kernels: Callable[[], Iterable[str]] | None = None) -> None:
         self.store = store
+        self.access = access or AccessPolicy(server_user="")
+        self.user = self.access.server_user
+        """The owner of every trajectory this server's kernels record."""
         self.journal_dir = journal_dir
         self.recording_default = recording
         self.live = live
@@ -78,7 +82,7 @@ class Themisto:
         self.max_body_bytes = max_body_bytes
         self.running_kernels = running_kernels
         """The ids of the kernels this server runs (None: unknown, e.g. without Jupyter)."""
-        self.ingestor = JournalIngestor(journal_dir, store)
+        self.ingestor = JournalIngestor(journal_dir, store, user=self.user)
         self.ingestor.windows_per_pass = 1  # the loop comes back 50 ms later for the rest
         self._ingest_lock = asyncio.Lock()
         self._ingest_task: asyncio.Task[None] | None = None
@@ -215,7 +219,7 @@ class Themisto:
 
     def _publish_state(self, kernel_id: str, state: KernelState) -> None:
         try:
-            latest = self.store.latest_for_kernel(kernel_id)
+            latest = self.store.latest_for_kernel(kernel_id, self.user)
         except StoreUnavailable:
             latest = None
         scope = Scope.of(latest.to_json(), latest.id) if latest else None

@@ -19,16 +19,25 @@ from themisto_ext.store.base import (
 )
 from themisto_ext.store.guarded import GuardedStore
 from themisto_ext.store.sqlite import SQLiteStore
+from themisto_ext.store.url import POSTGRESQL, SQLITE, StoreURL, parse_store_url
 
 
-def open_store(location: str | Path, readonly: bool = False) -> TrajectoryStore:
-    """Open the store at ``location`` (a SQLite file path; other backends by URL later).
+def open_store(location: str | Path | StoreURL, readonly: bool = False) -> TrajectoryStore:
+    """Open the store at ``location``: ``sqlite:///path`` or a plain path (a SQLite file),
+    or ``postgresql://user@host:port/db`` (password from PGPASSWORD or ~/.pgpass).
 
-    ``readonly``: for commands that only read; a missing store or a file that is not one
-    is an error, and nothing is created or changed."""
-    return SQLiteStore(location, readonly=readonly)
+    ``readonly``: for commands that only read; a missing SQLite store or a file that is
+    not one is an error, and nothing is created or changed (a database is never created
+    by opening it: it must exist)."""
+    url = location if isinstance(location, StoreURL) else parse_store_url(location)
+    if url.engine == POSTGRESQL:
+        from themisto_ext.store.postgres import PostgresStore  # psycopg only when used
+
+        return PostgresStore(url)
+    return SQLiteStore(url.path, readonly=readonly)
 
 
-__all__ = ["Applied", "GuardedStore", "NewStep", "NewTrajectory", "RecordingSwitched",
-           "SQLiteStore", "StoreError", "StoreUnavailable", "Trajectory", "TrajectoryEnded",
-           "TrajectoryFilter", "TrajectoryStore", "Write", "open_store"]
+__all__ = ["POSTGRESQL", "SQLITE", "Applied", "GuardedStore", "NewStep", "NewTrajectory",
+           "RecordingSwitched", "SQLiteStore", "StoreError", "StoreURL", "StoreUnavailable",
+           "Trajectory", "TrajectoryEnded", "TrajectoryFilter", "TrajectoryStore", "Write",
+           "open_store", "parse_store_url"]

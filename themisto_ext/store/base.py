@@ -1,5 +1,5 @@
-"""The storage interface. SQLite implements it today; a PostgreSQL backend for multi-user
-hubs implements the same methods.
+"""The storage interface. SQLite (``sqlite.py``, one file, one user) and PostgreSQL
+(``postgres.py``, one database shared by many Jupyter servers) implement the same methods.
 
 The store stores: it knows trajectories, steps, their events and predictions, not the
 journal's record kinds. ``ingest.py`` reads journals and hands the store typed writes.
@@ -28,13 +28,16 @@ class Trajectory:
     restart_of: str | None = None
     steps: int = 0
     source: str = "kernel"
+    user: str = ""
+    """Who ran it: the Jupyter identity of the server that recorded it ('' before owners
+    were recorded)."""
 
     def to_json(self) -> TrajectoryInfo:
         return {
             "id": self.id, "kernel_id": self.kernel_id, "notebook_path": self.notebook_path,
             "started_at": self.started_at, "ended_at": self.ended_at,
             "end_reason": self.end_reason, "restart_of": self.restart_of, "steps": self.steps,
-            "source": self.source,
+            "source": self.source, "user": self.user,
         }
 
 
@@ -42,6 +45,8 @@ class Trajectory:
 class TrajectoryFilter:
     notebook_path: str | None = None
     kernel_id: str | None = None
+    user: str | tuple[str, ...] | None = None
+    """One owner, or any of several."""
     started_after: str | None = None
     started_before: str | None = None
 
@@ -55,6 +60,9 @@ class NewTrajectory:
     notebook_path: str | None
     started_at: str
     source: str
+    user: str = ""
+    """The owner: a restart links only trajectories of the same kernel id AND user (two
+    users' servers may share a database and, by chance or by copy, a kernel id)."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,9 @@ class TrajectoryStore(Protocol):
         """
         ...
 
-    def journal_cursors(self) -> dict[str, int]: ...
+    def journal_cursors(self, prefix: str = "") -> dict[str, int]:
+        """How far each journal was read, for the journal keys that start with ``prefix``."""
+        ...
 
     def forget_journal(self, journal: str) -> None:
         """Drop a journal's cursor: it is gone, or a new file now has its name."""
@@ -113,7 +123,9 @@ class TrajectoryStore(Protocol):
 
     def get_trajectory(self, trajectory_id: str) -> Trajectory | None: ...
 
-    def latest_for_kernel(self, kernel_id: str) -> Trajectory | None: ...
+    def latest_for_kernel(self, kernel_id: str, user: str | None = None) -> Trajectory | None:
+        """The kernel's newest trajectory (of ``user``'s, when given)."""
+        ...
 
     def count_trajectories(self, where: TrajectoryFilter | None = None) -> int: ...
 
@@ -144,5 +156,19 @@ class TrajectoryStore(Protocol):
     ) -> list[Prediction]: ...
 
     def get_prediction(self, prediction_id: str) -> Prediction | None: ...
+
+    def adopt_unowned(self, user: str) -> int:
+        """Give trajectories recorded before owners were recorded ('' owner) to ``user``."""
+        ...
+
+    def import_trajectory(self, trajectory: Trajectory, events: list[dict[str, str]]) -> bool:
+        """Copy a trajectory record as it is (no restart linking), its step count starting at
+        0; False (nothing changed) when the id is already stored. For ``themisto migrate``."""
+        ...
+
+    def import_step_lines(self, trajectory_id: str, lines: list[tuple[int, str]]) -> int:
+        """Copy stored step lines (as ``iter_step_lines`` gives them); returns how many were
+        new. Steps already stored are skipped, so a copy can be resumed."""
+        ...
 
     def close(self) -> None: ...

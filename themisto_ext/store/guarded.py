@@ -91,8 +91,8 @@ class GuardedStore:
     def apply(self, writes: list[Write], cursor: tuple[str, int] | None) -> Applied:
         return self._call(lambda s: s.apply(writes, cursor), write=True)
 
-    def journal_cursors(self) -> dict[str, int]:
-        return self._call(lambda s: s.journal_cursors())
+    def journal_cursors(self, prefix: str = "") -> dict[str, int]:
+        return self._call(lambda s: s.journal_cursors(prefix))
 
     def forget_journal(self, journal: str) -> None:
         self._call(lambda s: s.forget_journal(journal), write=True)
@@ -104,8 +104,8 @@ class GuardedStore:
     def get_trajectory(self, trajectory_id: str) -> Trajectory | None:
         return self._call(lambda s: s.get_trajectory(trajectory_id))
 
-    def latest_for_kernel(self, kernel_id: str) -> Trajectory | None:
-        return self._call(lambda s: s.latest_for_kernel(kernel_id))
+    def latest_for_kernel(self, kernel_id: str, user: str | None = None) -> Trajectory | None:
+        return self._call(lambda s: s.latest_for_kernel(kernel_id, user))
 
     def count_trajectories(self, where: TrajectoryFilter | None = None) -> int:
         return self._call(lambda s: s.count_trajectories(where))
@@ -134,6 +134,15 @@ class GuardedStore:
 
     def get_prediction(self, prediction_id: str) -> Prediction | None:
         return self._call(lambda s: s.get_prediction(prediction_id))
+
+    def adopt_unowned(self, user: str) -> int:
+        return self._call(lambda s: s.adopt_unowned(user), write=True)
+
+    def import_trajectory(self, trajectory: Trajectory, events: list[dict[str, str]]) -> bool:
+        return self._call(lambda s: s.import_trajectory(trajectory, events), write=True)
+
+    def import_step_lines(self, trajectory_id: str, lines: list[tuple[int, str]]) -> int:
+        return self._call(lambda s: s.import_step_lines(trajectory_id, lines), write=True)
 
     def close(self) -> None:
         if self._store is not None:

@@ -6,6 +6,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import astuple, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,61 +22,12 @@ from themisto_ext.store.base import (
     TrajectoryFilter,
     Write,
 )
+from themisto_ext.store.schema import COLUMNS, MIGRATIONS, SCHEMA_VERSION, where_clause
 from themisto_ext.trajectory import dumps_step
 
-_MIGRATIONS: list[str] = [
-    # 1: trajectories, their steps (full JSON), events, and ingestion cursors
-    """
-    CREATE TABLE trajectories (
-        id TEXT PRIMARY KEY,
-        kernel_id TEXT NOT NULL,
-        notebook_path TEXT,
-        started_at TEXT NOT NULL,
-        ended_at TEXT,
-        end_reason TEXT,
-        restart_of TEXT,
-        steps INTEGER NOT NULL DEFAULT 0,
-        source TEXT NOT NULL DEFAULT 'kernel'
-    );
-    CREATE INDEX trajectories_kernel ON trajectories (kernel_id, started_at);
-    CREATE INDEX trajectories_notebook ON trajectories (notebook_path, started_at);
-    CREATE TABLE steps (
-        trajectory_id TEXT NOT NULL REFERENCES trajectories (id) ON DELETE CASCADE,
-        step INTEGER NOT NULL,
-        data TEXT NOT NULL,
-        PRIMARY KEY (trajectory_id, step)
-    ) WITHOUT ROWID;
-    CREATE TABLE events (
-        trajectory_id TEXT NOT NULL REFERENCES trajectories (id) ON DELETE CASCADE,
-        at TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        detail TEXT
-    );
-    CREATE INDEX events_trajectory ON events (trajectory_id);
-    CREATE TABLE journal_cursors (
-        journal TEXT PRIMARY KEY,
-        offset INTEGER NOT NULL
-    );
-    """,
-    # 2: predictions, each tied to the step it predicts
-    """
-    CREATE TABLE predictions (
-        id TEXT PRIMARY KEY,
-        trajectory_id TEXT NOT NULL REFERENCES trajectories (id) ON DELETE CASCADE,
-        target_step INTEGER NOT NULL,
-        task TEXT NOT NULL,
-        scored INTEGER NOT NULL DEFAULT 0,
-        data TEXT NOT NULL
-    );
-    CREATE INDEX predictions_target ON predictions (trajectory_id, target_step);
-    """,
-]
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
-SCHEMA_VERSION = len(_MIGRATIONS)
-
-_COLUMNS = (
-    "id, kernel_id, notebook_path, started_at, ended_at, end_reason, restart_of, steps, source"
-)
+_COLUMNS = COLUMNS
 
 
 def _row_to_trajectory(row: tuple[Any, ...]) -> Trajectory:
@@ -188,9 +140,8 @@ class SQLiteStore:
                 if self._db.execute("PRAGMA user_version").fetchone()[0] > number:
                     self._db.execute("COMMIT")
                     continue
-                for statement in _MIGRATIONS[number].split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
+                for statement in MIGRATIONS[number].statements("sqlite"):
+                    self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version = {number + 1}")
                 self._db.execute("COMMIT")
             except BaseException:
@@ -260,12 +211,13 @@ class SQLiteStore:
         if db.execute("SELECT 1 FROM trajectories WHERE id = ?", (tid,)).fetchone():
             return
         previous = db.execute(
-            "SELECT id FROM trajectories WHERE kernel_id = ? AND started_at <= ? "
-            "ORDER BY started_at DESC LIMIT 1", (kernel_id, started)).fetchone()
+            "SELECT id FROM trajectories WHERE kernel_id = ? AND user_name = ? "
+            "AND started_at <= ? ORDER BY started_at DESC LIMIT 1",
+            (kernel_id, start.user, started)).fetchone()
         restart_of = previous[0] if previous else None
         db.execute(
-            f"INSERT INTO trajectories ({_COLUMNS}) VALUES (?, ?, ?, ?, NULL, NULL, ?, 0, ?)",
-            (tid, kernel_id, start.notebook_path, started, restart_of, start.source))
+            f"INSERT INTO trajectories ({_COLUMNS}) VALUES (?, ?, ?, ?, NULL, NULL, ?, 0, ?, ?)",
+            (tid, kernel_id, start.notebook_path, started, restart_of, start.source, start.user))
         if restart_of:
             # A kernel restart ends the previous process's trajectory and starts this one.
             db.execute("UPDATE trajectories SET ended_at = ?, end_reason = 'restart' "
@@ -295,8 +247,9 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise _failure(self.path, exc) from exc
 
-    def journal_cursors(self) -> dict[str, int]:
-        return dict(self._query("SELECT journal, offset FROM journal_cursors"))
+    def journal_cursors(self, prefix: str = "") -> dict[str, int]:
+        return dict(self._query("SELECT journal, offset FROM journal_cursors "
+                                "WHERE substr(journal, 1, ?) = ?", (len(prefix), prefix)))
 
     def forget_journal(self, journal: str) -> None:
         self._transaction(lambda db: db.execute(
@@ -304,17 +257,7 @@ class SQLiteStore:
 
     @staticmethod
     def _where(where: TrajectoryFilter | None) -> tuple[str, list[Any]]:
-        where = where or TrajectoryFilter()
-        clauses: list[str] = []
-        params: list[Any] = []
-        for column, op, value in (("notebook_path", "=", where.notebook_path),
-                                  ("kernel_id", "=", where.kernel_id),
-                                  ("started_at", ">=", where.started_after),
-                                  ("started_at", "<", where.started_before)):
-            if value is not None:
-                clauses.append(f"{column} {op} ?")
-                params.append(value)
-        return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+        return where_clause(where, "?")
 
     def list_trajectories(
         self, where: TrajectoryFilter | None = None, limit: int = 100, offset: int = 0
@@ -333,9 +276,10 @@ class SQLiteStore:
         rows = self._query(f"SELECT {_COLUMNS} FROM trajectories WHERE id = ?", (trajectory_id,))
         return _row_to_trajectory(rows[0]) if rows else None
 
-    def latest_for_kernel(self, kernel_id: str) -> Trajectory | None:
-        rows = self._query(f"SELECT {_COLUMNS} FROM trajectories WHERE kernel_id = ? "
-                           "ORDER BY started_at DESC LIMIT 1", (kernel_id,))
+    def latest_for_kernel(self, kernel_id: str, user: str | None = None) -> Trajectory | None:
+        clause, params = self._where(TrajectoryFilter(kernel_id=kernel_id, user=user))
+        rows = self._query(f"SELECT {_COLUMNS} FROM trajectories{clause} "
+                           "ORDER BY started_at DESC LIMIT 1", tuple(params))
         return _row_to_trajectory(rows[0]) if rows else None
 
     def events(self, trajectory_id: str) -> list[dict[str, str]]:
@@ -401,6 +345,43 @@ class SQLiteStore:
         rows = self._query("SELECT data FROM predictions WHERE id = ?", (prediction_id,))
         found: Prediction | None = json.loads(rows[0][0]) if rows else None
         return found
+
+    # ------------------------------------------------------------ owners and copies
+
+    def adopt_unowned(self, user: str) -> int:
+        def work(db: sqlite3.Connection) -> int:
+            return db.execute("UPDATE trajectories SET user_name = ? WHERE user_name = ''",
+                              (user,)).rowcount
+
+        adopted: int = self._transaction(work)
+        return adopted
+
+    def import_trajectory(self, trajectory: Trajectory, events: list[dict[str, str]]) -> bool:
+        def work(db: sqlite3.Connection) -> bool:
+            row = astuple(replace(trajectory, steps=0))
+            marks = ", ".join("?" * len(row))
+            if not db.execute(f"INSERT OR IGNORE INTO trajectories ({_COLUMNS}) "
+                              f"VALUES ({marks})", row).rowcount:
+                return False
+            for event in events:
+                self._event(db, trajectory.id, event["at"], event["kind"], event["detail"])
+            return True
+
+        imported: bool = self._transaction(work)
+        return imported
+
+    def import_step_lines(self, trajectory_id: str, lines: list[tuple[int, str]]) -> int:
+        def work(db: sqlite3.Connection) -> int:
+            before = db.total_changes
+            db.executemany("INSERT OR IGNORE INTO steps (trajectory_id, step, data) "
+                           "VALUES (?, ?, ?)", [(trajectory_id, n, line) for n, line in lines])
+            added = db.total_changes - before
+            db.execute("UPDATE trajectories SET steps = steps + ? WHERE id = ?",
+                       (added, trajectory_id))
+            return added
+
+        added: int = self._transaction(work)
+        return added
 
     def close(self) -> None:
         with self._lock:

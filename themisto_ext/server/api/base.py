@@ -16,6 +16,7 @@ from themisto_ext.errors import (
     StoreUnavailable,
     ThemistoError,
 )
+from themisto_ext.server.access import Access
 from themisto_ext.server.core import SETTINGS_KEY, Themisto
 
 API_PREFIX = "/themisto/api"
@@ -38,6 +39,11 @@ class ThemistoHandler(APIHandler):
     def themisto(self) -> Themisto:
         core: Themisto = self.settings[SETTINGS_KEY]
         return core
+
+    @property
+    def access(self) -> Access:
+        """Whose trajectories this request may see (``server/access.py``)."""
+        return self.themisto.access.for_request(self)
 
     def _handle_request_exception(self, e: BaseException) -> None:
         # The one place where themisto's errors become HTTP statuses; anything else is a

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from http import HTTPStatus
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -44,6 +45,11 @@ class EventsHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
+        owner = self.themisto.user
+        if not self.access.may_read(owner):
+            # Every event on this server's bus is about its own kernels, so its user's.
+            raise web.HTTPError(HTTPStatus.FORBIDDEN, f"this server's live stream carries "
+                                f"{owner!r}'s trajectories")
         filters = {key: value for key, value in (
             ("notebook_path", self.get_argument("notebook", None)),
             ("kernel_id", self.get_argument("kernel", None)),

@@ -16,7 +16,7 @@ from themisto_ext.server.core import KernelState
 class KernelHandler(ThemistoHandler):
     def _model(self, kernel_id: str, state: KernelState) -> dict[str, Any]:
         try:
-            latest = self.themisto.store.latest_for_kernel(kernel_id)
+            latest = self.themisto.store.latest_for_kernel(kernel_id, self.themisto.user)
         except StoreUnavailable:
             latest = None  # the state says why
         return {

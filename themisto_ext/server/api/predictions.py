@@ -38,7 +38,8 @@ class PredictionHandler(ThemistoHandler):
     @authorized
     async def get(self, prediction_id: str) -> None:
         found = self.themisto.store.get_prediction(prediction_id)
-        if found is None:
+        owner = found and self.themisto.store.get_trajectory(found["trajectory_id"])
+        if not found or not owner or not self.access.may_read(owner.user):
             raise web.HTTPError(HTTPStatus.NOT_FOUND, f"no prediction {prediction_id!r}")
         self.send_json(found)
 
@@ -58,7 +59,7 @@ class PredictionsHandler(ThemistoHandler):
         if task == "output" and not isinstance(code, str):
             raise bad_request("code", "the output task needs the cell's code")
         await self.themisto.ingest_now()
-        trajectory = self.themisto.store.latest_for_kernel(kernel_id)
+        trajectory = self.themisto.store.latest_for_kernel(kernel_id, self.themisto.user)
         if trajectory is None:
             raise web.HTTPError(HTTPStatus.NOT_FOUND, f"kernel {kernel_id!r} has recorded nothing")
         started = self.themisto.live.schedule(trajectory.id, task, trajectory.steps + 1,

@@ -44,6 +44,7 @@ class TrajectoriesHandler(ThemistoHandler):
         where = TrajectoryFilter(
             notebook_path=self.get_argument("notebook", None),
             kernel_id=self.get_argument("kernel", None),
+            user=self.access.owner_filter(self.get_argument("user", None)),
             started_after=self._timestamp("started_after"),
             started_before=self._timestamp("started_before"),
         )
@@ -60,10 +61,9 @@ class TrajectoriesHandler(ThemistoHandler):
 
 
 def known_trajectory(handler: ThemistoHandler, trajectory_id: str) -> Trajectory:
-    found = handler.themisto.store.get_trajectory(trajectory_id)
-    if found is None:
-        raise web.HTTPError(HTTPStatus.NOT_FOUND, f"no trajectory {trajectory_id!r}")
-    return found
+    """The trajectory if this request may read it, else 404 (unknown or another user's)."""
+    return handler.access.readable(handler.themisto.store.get_trajectory(trajectory_id),
+                                   trajectory_id)
 
 
 class TrajectoryHandler(ThemistoHandler):
@@ -77,7 +77,8 @@ class TrajectoryHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def delete(self, trajectory_id: str) -> None:
-        known_trajectory(self, trajectory_id)
+        if not self.access.owns(known_trajectory(self, trajectory_id).user):
+            raise web.HTTPError(HTTPStatus.FORBIDDEN, "only its owner may delete a trajectory")
         await self.themisto.delete_trajectory(trajectory_id)
         self.set_status(HTTPStatus.NO_CONTENT)
         self.finish()
@@ -103,11 +104,19 @@ def _page(store: TrajectoryStore, trajectory_id: str, since: int) -> list[tuple[
     return list(store.iter_step_lines(trajectory_id, since, 2000))
 
 
+_EXPORT_ARGUMENTS = {"trajectory", "notebook", "all", "user", "filename", "token", "_xsrf"}
+
+
 class ExportHandler(ThemistoHandler):
     """``GET /export?trajectory=ID[&trajectory=ID...] | notebook=PATH | all=true``."""
 
     def _ids(self) -> list[str]:
         store = self.themisto.store
+        unknown = sorted(set(self.request.arguments) - _EXPORT_ARGUMENTS)
+        if unknown:
+            # With one selector among several names, a misspelt one would otherwise export
+            # more than was asked for.
+            raise bad_request(unknown[0][:64], "not a parameter of export")
         ids = self.get_arguments("trajectory")
         notebook = self.get_argument("notebook", None)
         everything = self.get_argument("all", "false").lower() in ("1", "true", "yes")
@@ -117,7 +126,8 @@ class ExportHandler(ThemistoHandler):
             for tid in ids:
                 known_trajectory(self, tid)
             return ids
-        where = TrajectoryFilter(notebook_path=notebook) if notebook else None
+        where = TrajectoryFilter(notebook_path=notebook,
+                                 user=self.access.owner_filter(self.get_argument("user", None)))
         return [t.id for t in store.list_trajectories(where, limit=10**9)]
 
     @web.authenticated

@@ -1,0 +1,182 @@
+"""A real JupyterHub for the tests: dummy authenticator, local-process spawner, the npm
+configurable-http-proxy (installed by scripts/test.sh under .test-tools/), users' servers
+recording into one PostgreSQL; everything on 127.0.0.1, stopped at the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.error import HTTPError
+from urllib.request import Request, urlopen
+
+from pg import PASSWORD, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+CHP = ROOT / ".test-tools" / "node_modules" / ".bin" / "configurable-http-proxy"
+READ_ALL_SCOPE = "custom:themisto:read-all"
+
+CONFIG = """
+c = get_config()  # noqa
+c.JupyterHub.ip = "127.0.0.1"
+c.JupyterHub.port = {port}
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = {hub_port}
+c.ConfigurableHTTPProxy.command = [{chp!r}]
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_api_port}"
+c.ConfigurableHTTPProxy.auth_token = {proxy_token!r}
+c.JupyterHub.db_url = "sqlite:///{dir}/jupyterhub.sqlite"
+c.JupyterHub.cookie_secret_file = "{dir}/cookie_secret"
+c.JupyterHub.pid_file = "{dir}/jupyterhub.pid"
+c.JupyterHub.authenticator_class = "dummy"
+c.Authenticator.allowed_users = {users!r}
+c.JupyterHub.api_tokens = {tokens!r}
+c.JupyterHub.spawner_class = "simple"  # SimpleLocalProcessSpawner: works as root
+c.SimpleLocalProcessSpawner.home_dir_template = "{dir}/home/{{username}}"
+c.Spawner.cmd = [{singleuser!r}]
+c.Spawner.start_timeout = 120
+c.Spawner.http_timeout = 120
+c.Spawner.default_url = "/lab"
+# What README's "Deploying on JupyterHub" documents: every user's server records into
+# the shared database; the password travels in the environment, never in the URL.
+c.Spawner.environment = {{"PGPASSWORD": {password!r}}}
+c.Spawner.args = [
+    "--allow-root",
+    "--ThemistoExtension.store_url={store_url}",
+    "--ThemistoExtension.predictors=baseline",
+]
+c.JupyterHub.custom_scopes = {{
+    "{scope}": {{"description": "Read and export every user's themisto trajectories."}},
+}}
+c.JupyterHub.load_roles = [
+    {{"name": "user", "scopes": ["self"]}},
+    {{"name": "themisto-reader", "users": ["admin"],
+      "scopes": ["{scope}", "access:servers", "read:users"]}},
+]
+"""
+
+
+class Hub:
+    def __init__(self, directory: Path, store_url: str, users: list[str]) -> None:
+        if not CHP.exists():
+            raise RuntimeError(f"{CHP} missing: scripts/test.sh installs configurable-http-proxy")
+        self.dir = directory
+        self.port = free_port()
+        self.tokens = {name: uuid.uuid4().hex for name in users}
+        config = CONFIG.format(
+            port=self.port, hub_port=free_port(), chp=str(CHP), proxy_api_port=free_port(),
+            proxy_token=uuid.uuid4().hex, dir=directory, users=set(users),
+            tokens={token: name for name, token in self.tokens.items()},
+            singleuser=str(Path(sys.executable).parent / "jupyterhub-singleuser"),
+            password=PASSWORD, store_url=store_url, scope=READ_ALL_SCOPE)
+        (directory / "jupyterhub_config.py").write_text(config)
+        self.log = (directory / "hub.log").open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "jupyterhub", "-f", str(directory / "jupyterhub_config.py")],
+            cwd=directory, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._wait(lambda: self.call("hub/api/", None)[0] == 200, 90, "the hub to start")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def call(self, path: str, user: str | None, method: str = "GET",
+             body: Any = None, timeout: float = 30) -> tuple[int, bytes]:
+        headers = {"Authorization": f"token {self.tokens[user]}"} if user else {}
+        data = json.dumps(body).encode() if body is not None else None
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        request = Request(self.url + path, data=data, method=method, headers=headers)
+        try:
+            with urlopen(request, timeout=timeout) as response:
+                return response.status, response.read()
+        except HTTPError as exc:
+            return exc.code, exc.read()
+        except OSError:
+            return 0, b""
+
+    def start_server(self, user: str) -> None:
+        code, text = self.call(f"hub/api/users/{user}/server", user, "POST", {})
+        if code not in (201, 202):
+            raise RuntimeError(f"spawn {user}: {code} {text[:300]!r}")
+
+        def ready() -> bool:
+            code, text = self.call(f"hub/api/users/{user}", user)
+            return code == 200 and bool(json.loads(text)["servers"].get("", {}).get("ready"))
+
+        self._wait(ready, 120, f"{user}'s server")
+
+    def _wait(self, done: Any, seconds: float, what: str) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            try:
+                if done():
+                    return
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"timed out waiting for {what}; hub log:\n{self.tail()}")
+
+    def tail(self, lines: int = 60) -> str:
+        self.log.flush()
+        return "\n".join((self.dir / "hub.log").read_text().splitlines()[-lines:])
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            # SIGTERM: the hub stops its proxy and, with cleanup_servers, the users' servers
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+        self.log.close()
+
+
+def run_cells(hub: Hub, user: str, cells: list[str], kernel_id: str | None = None) -> str:
+    """Execute cells in a kernel of ``user``'s server over the kernel websocket, as
+    JupyterLab does; returns the kernel id."""
+    import asyncio
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    if kernel_id is None:
+        code, text = hub.call(f"user/{user}/api/kernels", user, "POST", {"name": "python3"})
+        if code != 201:
+            raise RuntimeError(f"kernel for {user}: {code} {text[:300]!r}")
+        kernel_id = json.loads(text)["id"]
+
+    async def run() -> None:
+        url = f"ws://127.0.0.1:{hub.port}/user/{user}/api/kernels/{kernel_id}/channels"
+        ws = await websocket_connect(HTTPRequest(
+            url, headers={"Authorization": f"token {hub.tokens[user]}"}))
+        session = uuid.uuid4().hex
+        for code in cells:
+            msg_id = uuid.uuid4().hex
+            ws.write_message(json.dumps({
+                "header": {"msg_id": msg_id, "session": session, "username": user,
+                           "msg_type": "execute_request", "version": "5.3"},
+                "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+                "content": {"code": code, "silent": False, "store_history": True,
+                            "user_expressions": {}, "allow_stdin": False}}))
+            while True:
+                raw = await asyncio.wait_for(ws.read_message(), 60)
+                if raw is None:
+                    raise RuntimeError("kernel websocket closed")
+                msg = json.loads(raw)
+                if msg.get("msg_type") == "execute_reply" and \
+                        msg["parent_header"].get("msg_id") == msg_id:
+                    break
+        ws.close()
+
+    asyncio.run(run())
+    return kernel_id

@@ -1,0 +1,84 @@
+"""Store locations: ``sqlite:///path``, ``postgresql://user@host:port/db``, or a plain path.
+
+One parser for the server's ``store_url`` and the CLI's ``--store``. A plain path (no
+scheme) stays a SQLite file, as before URLs existed. A password written into a
+PostgreSQL URL is accepted (libpq reads it) but never shown: ``StoreURL.display`` is the
+form for logs and error messages; the documented way is ``PGPASSWORD`` or ``~/.pgpass``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from themisto_ext.errors import StoreError
+
+SQLITE = "sqlite"
+POSTGRESQL = "postgresql"
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+@dataclass(frozen=True)
+class StoreURL:
+    engine: str
+    """``sqlite`` or ``postgresql``."""
+    target: str
+    """The SQLite file path, or the libpq connection URL (password included, if given)."""
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (only for ``engine == "sqlite"``)."""
+        if self.engine != SQLITE:
+            raise StoreError(f"{self.display} is not a SQLite store")
+        return Path(self.target)
+
+    @property
+    def display(self) -> str:
+        """The location as it may appear in logs: never a password."""
+        if self.engine == SQLITE:
+            return f"sqlite:///{self.target}"  # four slashes for an absolute path
+        parts = urlsplit(self.target)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        netloc = (f"{parts.username}@" if parts.username else "") + host
+        if parts.port:
+            netloc += f":{parts.port}"
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+    def __str__(self) -> str:
+        return self.display
+
+
+def parse_store_url(location: str | Path) -> StoreURL:
+    """``sqlite:///relative``, ``sqlite:////absolute``, a plain path, or a PostgreSQL URL."""
+    text = str(location).strip()
+    if not text:
+        raise StoreError("empty store location")
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return StoreURL(SQLITE, text)
+    scheme = scheme.lower()
+    if scheme == SQLITE:
+        # SQLAlchemy's convention: three slashes then the path, four for an absolute one.
+        if not rest.startswith("/"):
+            raise StoreError(f"bad SQLite URL {text!r}: write sqlite:///relative/path or "
+                             "sqlite:////absolute/path")
+        path = unquote(rest[1:])
+        if not path:
+            raise StoreError(f"bad SQLite URL {text!r}: no file path")
+        return StoreURL(SQLITE, path)
+    if scheme in _POSTGRES_SCHEMES:
+        parts = urlsplit(text)
+        try:
+            parts.port  # noqa: B018  # raises on a port that is not a number
+        except ValueError:
+            raise StoreError(f"bad PostgreSQL URL for host {parts.hostname!r}: the port is "
+                             "not a number") from None
+        if not parts.path.strip("/"):
+            raise StoreError(f"PostgreSQL URL {StoreURL(POSTGRESQL, text).display!r} names "
+                             "no database: postgresql://user@host:port/DATABASE")
+        return StoreURL(POSTGRESQL, text)
+    raise StoreError(f"unknown store URL scheme {scheme!r}: use sqlite:///PATH or "
+                     "postgresql://USER@HOST:PORT/DATABASE")
