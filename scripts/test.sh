@@ -21,6 +21,7 @@ suite() {
 suite "ruff" ruff check themisto_ext tests benchmarks ui-tests/jupyter_server_test_config.py
 suite "mypy" mypy
 suite "front-end lint" jlpm lint:check
+suite "records types" jlpm gen:records --check
 suite "jest" jlpm jest --ci --json --outputFile="$REPORTS/jest.json"
 suite "galata" env -C ui-tests CI=1 THEMISTO_UI_TEST_DATA_DIR="$REPORTS/ui-data" \
   jlpm playwright test

@@ -1,11 +1,15 @@
-import { JupyterFrontEnd } from '@jupyterlab/application';
-import { ICommandPalette, Notification } from '@jupyterlab/apputils';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { TranslationBundle } from '@jupyterlab/translation';
+/**
+ * The notebook commands (palette and the Themisto main menu of
+ * schema/commands.json): export, predict now, toggle recording.
+ */
+import type { JupyterFrontEnd } from '@jupyterlab/application';
+import { type ICommandPalette, Notification } from '@jupyterlab/apputils';
+import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import type { TranslationBundle } from '@jupyterlab/translation';
 
-import { exportFilename } from './liveapi';
-import { toggleNotebookRecording } from './notebookswitch';
-import { IThemistoClient, IThemistoLive } from './tokens';
+import { exportFilename } from './api/client';
+import { toggleNotebookRecording } from './notebook/recording';
+import type { IThemistoClient, IThemistoLive } from './tokens';
 
 /**
  * Command ids (also used by the main menu entries in schema/commands.json).
@@ -44,21 +48,21 @@ export function download(url: string, filename: string): void {
  * own path for a notebook; else those recorded under its path.
  */
 async function exportUrl(
-  live: IThemistoLive,
+  client: IThemistoClient,
   panel: NotebookPanel
 ): Promise<string> {
   const kernel = panel.sessionContext.session?.kernel?.id;
   const filename = exportFilename(panel.context.path);
   if (kernel) {
-    const trajectories = await live.api.listTrajectories({ kernel });
+    const trajectories = await client.listTrajectories({ kernel });
     if (trajectories.length > 0) {
-      return live.api.exportUrl(
+      return client.exportUrl(
         { trajectories: trajectories.map(t => t.id) },
         filename
       );
     }
   }
-  return live.api.exportUrl({ notebook: panel.context.path }, filename);
+  return client.exportUrl({ notebook: panel.context.path }, filename);
 }
 
 function errorText(error: unknown): string {
@@ -92,10 +96,13 @@ export function addCommands(
       }
       const filename = exportFilename(panel.context.path);
       try {
-        download(await exportUrl(live, panel), filename);
+        download(await exportUrl(client, panel), filename);
       } catch (error) {
         Notification.error(
-          `Themisto could not export the trajectory: ${errorText(error)}`,
+          trans.__(
+            'Themisto could not export the trajectory: %1',
+            errorText(error)
+          ),
           { autoClose: 5000 }
         );
       }
@@ -116,7 +123,10 @@ export function addCommands(
         await live.requestPrediction('next-cell', store ? { store } : {});
       } catch (error) {
         Notification.error(
-          `Themisto could not ask for a prediction: ${errorText(error)}`,
+          trans.__(
+            'Themisto could not ask for a prediction: %1',
+            errorText(error)
+          ),
           { autoClose: 5000 }
         );
       }
@@ -134,14 +144,16 @@ export function addCommands(
         return;
       }
       try {
-        const recording = await toggleNotebookRecording(panel, client);
+        const recording = await toggleNotebookRecording(panel, client, live);
         Notification.info(
-          `Themisto recording ${recording ? 'on' : 'off'} for ${panel.title.label}`,
+          recording
+            ? trans.__('Themisto recording on for %1', panel.title.label)
+            : trans.__('Themisto recording off for %1', panel.title.label),
           { autoClose: 3000 }
         );
       } catch (error) {
         Notification.error(
-          `Themisto could not switch recording: ${errorText(error)}`,
+          trans.__('Themisto could not switch recording: %1', errorText(error)),
           { autoClose: 5000 }
         );
       }

@@ -4,46 +4,12 @@
  *
  * This module has no JupyterLab dependency so it can be unit tested.
  */
-import { ISignal, Signal } from '@lumino/signaling';
+import { type ISignal, Signal } from '@lumino/signaling';
 
-import { ScoreName } from './livemodel';
+import type { ICombo } from './live/types';
+import type { IPredictionOptions, IPredictionSettings } from './tokens';
 
-/**
- * How the panel lays out several predictors × contexts.
- */
-export type PanelLayout = 'side-by-side' | 'stacked';
-
-/**
- * The prediction settings.
- */
-export interface IPredictionSettings {
-  /**
-   * Predict as cells run. When off, the panel shows only predictions asked
-   * for ("Predict next cell now", Retry).
-   */
-  autoPredict: boolean;
-  /**
-   * Predictors to show; empty shows every predictor the server runs.
-   */
-  predictors: string[];
-  /**
-   * Contexts to show; empty shows every context the server uses.
-   */
-  contexts: string[];
-  layout: PanelLayout;
-  /**
-   * The score shown on cell markers.
-   */
-  markerScore: ScoreName;
-  showCellMarkers: boolean;
-  /**
-   * Offer the next-cell prediction as ghost text when an empty cell is
-   * selected.
-   */
-  ghostText: boolean;
-}
-
-export const DEFAULT_SETTINGS: Readonly<IPredictionSettings> = {
+export const DEFAULT_SETTINGS: Readonly<IPredictionOptions> = {
   autoPredict: true,
   predictors: [],
   contexts: [],
@@ -70,7 +36,7 @@ function bool(value: unknown, fallback: boolean): boolean {
 /**
  * Read composite settings; anything missing or invalid takes its default.
  */
-export function readSettings(composite: unknown): IPredictionSettings {
+export function readSettings(composite: unknown): IPredictionOptions {
   const raw: Record<string, unknown> =
     typeof composite === 'object' && composite !== null
       ? (composite as Record<string, unknown>)
@@ -95,14 +61,6 @@ export function readSettings(composite: unknown): IPredictionSettings {
 }
 
 /**
- * One column of the panel: a predictor with a kind of context.
- */
-export interface ICombo {
-  predictor: string;
-  context: string;
-}
-
-/**
  * The predictor × context combinations to show, in a stable order: those
  * the server announces, then any others seen in predictions (a predictor
  * configured earlier in the session), filtered by the settings.
@@ -110,7 +68,7 @@ export interface ICombo {
 export function visibleCombos(
   server: { predictors: string[]; contexts: string[] } | null,
   seen: Iterable<ICombo>,
-  settings: Pick<IPredictionSettings, 'predictors' | 'contexts'>
+  settings: Pick<IPredictionOptions, 'predictors' | 'contexts'>
 ): ICombo[] {
   const combos: ICombo[] = [];
   const keys = new Set<string>();
@@ -143,12 +101,12 @@ export function visibleCombos(
 /**
  * The settings shared by the prediction plugins, with a change signal.
  */
-export class PredictionSettings {
-  get settings(): IPredictionSettings {
+export class PredictionSettings implements IPredictionSettings {
+  get settings(): IPredictionOptions {
     return this._settings;
   }
 
-  get changed(): ISignal<PredictionSettings, IPredictionSettings> {
+  get changed(): ISignal<IPredictionSettings, IPredictionOptions> {
     return this._changed;
   }
 
@@ -160,6 +118,6 @@ export class PredictionSettings {
     this._changed.emit(this._settings);
   }
 
-  private _settings: IPredictionSettings = readSettings({});
-  private _changed = new Signal<PredictionSettings, IPredictionSettings>(this);
+  private _settings: IPredictionOptions = readSettings({});
+  private _changed = new Signal<IPredictionSettings, IPredictionOptions>(this);
 }

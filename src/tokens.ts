@@ -1,34 +1,118 @@
+/**
+ * The services Themisto's plugins share, as interfaces with their tokens.
+ * Implementations live in api/, live/ and settings.ts; this module only names
+ * types, so it depends on nothing but type modules.
+ */
 import { Token } from '@lumino/coreutils';
-import { ISignal } from '@lumino/signaling';
+import type { ISignal } from '@lumino/signaling';
 
-import { LiveApi } from './liveapi';
-import { IPredictorsInfo, LiveEvent, PredictionTask } from './livemodel';
-import { NotebookLive } from './livestore';
-import { IKernelRecording } from './model';
-import { PredictionSettings } from './settings';
+import type {
+  IKernelRecording,
+  IPredictionRequest,
+  IPredictorsInfo,
+  IStepsPage,
+  ITrajectoryFilter,
+  ITrajectorySummary,
+  ScoreName
+} from './api/model';
+import type {
+  LiveEvent,
+  LivePrediction,
+  LiveStep,
+  Prediction,
+  PredictionTask
+} from './api/records';
+import type {
+  ConnectionState,
+  ICombo,
+  IPredictionSlot,
+  IScorePoint,
+  IScoreRow,
+  LiveChange
+} from './live/types';
 
 /**
- * Client of the Themisto server REST API.
+ * Client of the Themisto server REST API (`themisto/api/...`).
+ *
+ * Every request method throws a `ThemistoApiError` on a non-2xx response, a
+ * network error or a malformed reply.
  */
 export interface IThemistoClient {
   /**
-   * Emitted after any caller switched a kernel's recording on or off.
+   * Emitted after any caller switched a kernel's recording on or off, with
+   * the server's reply.
    */
   readonly recordingChanged: ISignal<IThemistoClient, IKernelRecording>;
 
   /**
-   * Get the recording state of a kernel.
-   *
-   * @throws {ThemistoApiError} on a non-2xx response or a network error.
+   * Get the recording state and step count of a kernel.
    */
   getKernel(kernelId: string): Promise<IKernelRecording>;
 
   /**
    * Start or stop recording a kernel.
-   *
-   * @throws {ThemistoApiError} on a non-2xx response or a network error.
    */
   setRecording(kernelId: string, recording: boolean): Promise<IKernelRecording>;
+
+  /**
+   * The server's predictors and contexts.
+   */
+  getPredictors(): Promise<IPredictorsInfo>;
+
+  /**
+   * The latest trajectory matching a filter, or `null` when none does.
+   */
+  latestTrajectory(
+    filter: ITrajectoryFilter
+  ): Promise<ITrajectorySummary | null>;
+
+  /**
+   * The trajectories matching a filter, oldest first (at most 1,000).
+   */
+  listTrajectories(filter: ITrajectoryFilter): Promise<ITrajectorySummary[]>;
+
+  /**
+   * A page of a trajectory's steps after `sinceStep`.
+   */
+  getSteps(
+    trajectoryId: string,
+    sinceStep: number,
+    limit: number
+  ): Promise<IStepsPage>;
+
+  /**
+   * A trajectory's predictions of steps after `sinceStep`, without their
+   * prompts.
+   */
+  getPredictions(
+    trajectoryId: string,
+    sinceStep: number
+  ): Promise<LivePrediction[]>;
+
+  /**
+   * One whole prediction, with its prompt and raw answer.
+   */
+  getPrediction(predictionId: string): Promise<Prediction>;
+
+  /**
+   * Ask for a prediction; the result arrives on the stream. Resolves to the
+   * target step the server chose, when it says.
+   */
+  requestPrediction(body: IPredictionRequest): Promise<number | null>;
+
+  /**
+   * The URL downloading trajectories as JSONL (a plain link the browser
+   * streams to disk).
+   */
+  exportUrl(
+    what: { trajectories: string[] } | { notebook: string },
+    filename: string
+  ): string;
+
+  /**
+   * Open the event stream; the caller reads `response.body`.
+   */
+  openEvents(filter: ITrajectoryFilter, signal: AbortSignal): Promise<Response>;
 }
 
 /**
@@ -40,10 +124,114 @@ export const IThemistoClient = new Token<IThemistoClient>(
 );
 
 /**
- * A store event with the notebook store it was applied to.
+ * The live data of one notebook: its kernel's recording state, its latest
+ * trajectory's steps, predictions and scores. Kept up to date from the
+ * event stream; read-only for its users.
+ */
+export interface INotebookLive {
+  /**
+   * The notebook path.
+   */
+  readonly path: string;
+
+  /**
+   * Emitted after a change, once per event or history batch.
+   */
+  readonly changed: ISignal<INotebookLive, LiveChange>;
+
+  /**
+   * The trajectory followed, once known.
+   */
+  readonly trajectoryId: string | null;
+
+  /**
+   * The kernel of the notebook's session, else of its latest trajectory.
+   */
+  readonly kernelId: string | null;
+
+  /**
+   * The state of the notebook's event stream.
+   */
+  readonly connection: ConnectionState;
+
+  /**
+   * Whether the kernel records; `null` while unknown.
+   */
+  readonly recording: boolean | null;
+
+  /**
+   * Why the kernel's recording state could not be read, if it could not.
+   */
+  readonly recordingError: string | null;
+
+  /**
+   * The highest step number seen (steps and predictions are numbered by it).
+   */
+  readonly lastStep: number;
+
+  /**
+   * The number of steps of the trajectory: the highest step seen, or more
+   * when the server said so before the steps arrived.
+   */
+  readonly stepCount: number;
+
+  /**
+   * The latest step kept whole.
+   */
+  readonly latestStep: LiveStep | null;
+
+  /**
+   * Predictor × context pairs seen in predictions, in arrival order.
+   */
+  readonly seenCombos: Iterable<ICombo>;
+
+  /**
+   * Running means per task × predictor × context.
+   */
+  readonly scoreRows: IScoreRow[];
+
+  /**
+   * A step, if it is kept whole.
+   */
+  getStep(step: number): LiveStep | null;
+
+  /**
+   * The highest target step with a prediction of this task, or `null`.
+   */
+  latestTarget(task: PredictionTask): number | null;
+
+  /**
+   * The kept target steps of a task, ascending.
+   */
+  targets(task: PredictionTask): readonly number[];
+
+  /**
+   * The predictions of one target step, in arrival order.
+   */
+  slots(task: PredictionTask, targetStep: number): IPredictionSlot[];
+
+  /**
+   * Scores over steps of one task × predictor × context (bounded, by step).
+   */
+  series(task: PredictionTask, combo: ICombo): readonly IScorePoint[];
+
+  /**
+   * The latest output scores of a cell, one per predictor × context.
+   */
+  cellScores(cellId: string): ReadonlyArray<IPredictionSlot>;
+
+  /**
+   * Whether a prediction of this target was asked for by the user (as
+   * opposed to made automatically by the server).
+   */
+  isRequested(task: PredictionTask, targetStep: number): boolean;
+}
+
+/**
+ * A stream event with the notebook store it was applied to.
  */
 export interface ILiveEventArgs {
-  store: NotebookLive;
+  store: INotebookLive;
   event: LiveEvent;
 }
 
@@ -53,19 +241,14 @@ export interface ILiveEventArgs {
  */
 export interface IThemistoLive {
   /**
-   * Client of the live-data routes.
-   */
-  readonly api: LiveApi;
-
-  /**
    * The store of the active notebook, if any.
    */
-  readonly current: NotebookLive | null;
+  readonly current: INotebookLive | null;
 
   /**
    * Emitted when the active notebook (hence `current`) changes.
    */
-  readonly currentChanged: ISignal<IThemistoLive, NotebookLive | null>;
+  readonly currentChanged: ISignal<IThemistoLive, INotebookLive | null>;
 
   /**
    * Emitted for each stream event after its store applied it.
@@ -90,12 +273,18 @@ export interface IThemistoLive {
   /**
    * The store of a notebook path, if it was ever followed.
    */
-  store(path: string): NotebookLive | null;
+  store(path: string): INotebookLive | null;
 
   /**
    * Read the server's predictors again.
    */
   refreshPredictors(): Promise<void>;
+
+  /**
+   * Read the active notebook's kernel state again (recording and step
+   * count; one request). Failures land in the store's `recordingError`.
+   */
+  refreshKernel(): Promise<void>;
 
   /**
    * Ask for a prediction for a notebook's kernel (the active notebook by
@@ -105,7 +294,7 @@ export interface IThemistoLive {
    */
   requestPrediction(
     task: PredictionTask,
-    options?: { code?: string; store?: NotebookLive }
+    options?: { code?: string; store?: INotebookLive }
   ): Promise<void>;
 }
 
@@ -118,9 +307,59 @@ export const IThemistoLive = new Token<IThemistoLive>(
 );
 
 /**
+ * How the panel lays out several predictors × contexts.
+ */
+export type PanelLayout = 'side-by-side' | 'stacked';
+
+/**
+ * The values of the prediction settings (schema/predictions.json).
+ */
+export interface IPredictionOptions {
+  /**
+   * Predict as cells run. When off, the panel shows only predictions asked
+   * for ("Predict next cell now", Retry).
+   */
+  autoPredict: boolean;
+  /**
+   * Predictors to show; empty shows every predictor the server runs.
+   */
+  predictors: string[];
+  /**
+   * Contexts to show; empty shows every context the server uses.
+   */
+  contexts: string[];
+  layout: PanelLayout;
+  /**
+   * The score shown on cell markers.
+   */
+  markerScore: ScoreName;
+  showCellMarkers: boolean;
+  /**
+   * Offer the next-cell prediction as ghost text when an empty cell is
+   * selected.
+   */
+  ghostText: boolean;
+}
+
+/**
+ * The prediction settings shared by the prediction plugins.
+ */
+export interface IPredictionSettings {
+  /**
+   * The current values, validated.
+   */
+  readonly settings: IPredictionOptions;
+
+  /**
+   * Emitted with the new values after they changed.
+   */
+  readonly changed: ISignal<IPredictionSettings, IPredictionOptions>;
+}
+
+/**
  * The prediction settings token (schema/predictions.json).
  */
-export const IPredictionSettings = new Token<PredictionSettings>(
+export const IPredictionSettings = new Token<IPredictionSettings>(
   'themisto-ext:IPredictionSettings',
   'The user settings of the Themisto prediction features.'
 );

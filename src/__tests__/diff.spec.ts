@@ -1,4 +1,4 @@
-import { diffText, sideText, splitLines } from '../diff';
+import { diffText, sideText, splitLines } from '../panel/diff';
 
 function check(a: string, b: string, maxCells?: number) {
   const result = diffText(a, b, maxCells);

@@ -2,8 +2,8 @@ import {
   apiErrorFromResponse,
   errorMessageFromBody,
   ThemistoApiError
-} from '../errors';
-import { isKernelRecording } from '../model';
+} from '../api/errors';
+import { toKernelRecording } from '../api/parse';
 
 describe('errorMessageFromBody', () => {
   it('uses the JSON message', () => {
@@ -49,7 +49,7 @@ describe('apiErrorFromResponse', () => {
   });
 });
 
-describe('isKernelRecording', () => {
+describe('toKernelRecording', () => {
   const valid = {
     kernel_id: 'k1',
     recording: true,
@@ -58,18 +58,21 @@ describe('isKernelRecording', () => {
   };
 
   it('accepts the API shape', () => {
-    expect(isKernelRecording(valid)).toBe(true);
-    expect(isKernelRecording({ ...valid, trajectory_id: 't1' })).toBe(true);
+    expect(toKernelRecording(valid)).toEqual(valid);
+    expect(toKernelRecording({ ...valid, trajectory_id: 't1' })).toEqual({
+      ...valid,
+      trajectory_id: 't1'
+    });
   });
 
   it('rejects other values', () => {
-    expect(isKernelRecording(null)).toBe(false);
-    expect(isKernelRecording([])).toBe(false);
-    expect(isKernelRecording({ ...valid, recording: 'yes' })).toBe(false);
-    expect(isKernelRecording({ ...valid, steps: -1 })).toBe(false);
-    expect(isKernelRecording({ ...valid, steps: 1.5 })).toBe(false);
-    expect(isKernelRecording({ ...valid, trajectory_id: 3 })).toBe(false);
+    expect(toKernelRecording(null)).toBeNull();
+    expect(toKernelRecording([])).toBeNull();
+    expect(toKernelRecording({ ...valid, recording: 'yes' })).toBeNull();
+    expect(toKernelRecording({ ...valid, steps: -1 })).toBeNull();
+    expect(toKernelRecording({ ...valid, steps: 1.5 })).toBeNull();
+    expect(toKernelRecording({ ...valid, trajectory_id: 3 })).toBeNull();
     const { kernel_id: _ignored, ...missing } = valid;
-    expect(isKernelRecording(missing)).toBe(false);
+    expect(toKernelRecording(missing)).toBeNull();
   });
 });

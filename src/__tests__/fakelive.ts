@@ -1,9 +1,9 @@
 import { Signal } from '@lumino/signaling';
 
-import { LiveApi } from '../liveapi';
-import { IPredictorsInfo, PredictionTask } from '../livemodel';
-import { NotebookLive } from '../livestore';
-import { ILiveEventArgs, IThemistoLive } from '../tokens';
+import type { IPredictorsInfo } from '../api/model';
+import type { PredictionTask } from '../api/records';
+import type { NotebookLive } from '../live/store';
+import type { ILiveEventArgs, INotebookLive, IThemistoLive } from '../tokens';
 
 /**
  * An in-memory IThemistoLive around one store.
@@ -18,12 +18,12 @@ export class FakeLive implements IThemistoLive {
     }
   ) {}
 
-  api = {} as LiveApi;
   predictorsError: string | null = null;
   requests: Array<{ task: PredictionTask; code?: string }> = [];
-  currentChanged: Signal<IThemistoLive, NotebookLive | null> = new Signal<
+  kernelReads = 0;
+  currentChanged: Signal<IThemistoLive, INotebookLive | null> = new Signal<
     IThemistoLive,
-    NotebookLive | null
+    INotebookLive | null
   >(this);
   eventReceived: Signal<IThemistoLive, ILiveEventArgs> = new Signal<
     IThemistoLive,
@@ -34,12 +34,24 @@ export class FakeLive implements IThemistoLive {
     void
   >(this);
 
+  /**
+   * Make another store current.
+   */
+  show(store: NotebookLive | null): void {
+    this.current = store;
+    this.currentChanged.emit(store);
+  }
+
   store(path: string): NotebookLive | null {
     return this.current?.path === path ? this.current : null;
   }
 
   async refreshPredictors(): Promise<void> {
     this.predictorsChanged.emit();
+  }
+
+  async refreshKernel(): Promise<void> {
+    this.kernelReads++;
   }
 
   async requestPrediction(

@@ -1,10 +1,16 @@
-import { IPrediction, IScores, IStep, LiveEvent } from '../livemodel';
+import type {
+  LiveEvent,
+  LivePrediction,
+  LiveStep,
+  PredictionTask,
+  Scores
+} from '../api/records';
 
 export const TRAJECTORY = 't1';
 export const KERNEL = 'k1';
 export const PATH = 'dir/nb.ipynb';
 
-export function step(n: number, extra: Partial<IStep> = {}): IStep {
+export function step(n: number, extra: Partial<LiveStep> = {}): LiveStep {
   return {
     trajectory_id: TRAJECTORY,
     kernel_id: KERNEL,
@@ -23,11 +29,14 @@ export function step(n: number, extra: Partial<IStep> = {}): IStep {
   };
 }
 
+/**
+ * A prediction as the stream carries it (no prompt, no raw answer).
+ */
 export function prediction(
-  task: IPrediction['task'],
+  task: PredictionTask,
   target: number,
-  extra: Partial<IPrediction> = {}
-): IPrediction {
+  extra: Partial<LivePrediction> = {}
+): LivePrediction {
   return {
     id: `${task}-${target}-${extra.predictor ?? 'baseline'}-${
       extra.context ?? 'none'
@@ -47,8 +56,7 @@ export function prediction(
     completion_tokens: 2,
     cached_tokens: null,
     prefix_reused: null,
-    prompt: { system: 's', user: 'u' },
-    raw: 'answer',
+    dropped_steps: 0,
     answer: 'answer',
     error: null,
     reference: null,
@@ -57,7 +65,7 @@ export function prediction(
   };
 }
 
-export function scores(value: number): IScores {
+export function scores(value: number): Scores {
   return { exact_match: value === 1 ? 1 : 0, rouge_l: value, chrf: value };
 }
 
@@ -67,15 +75,15 @@ const scope = {
   notebook_path: PATH
 };
 
-export function stepEvent(n: number, extra: Partial<IStep> = {}): LiveEvent {
+export function stepEvent(n: number, extra: Partial<LiveStep> = {}): LiveEvent {
   return { ...scope, type: 'step', step: step(n, extra) };
 }
 
 export function predictingEvent(
-  task: IPrediction['task'],
+  task: PredictionTask,
   target: number,
   predictor = 'baseline',
-  context = 'none'
+  context: 'none' | 'full' = 'none'
 ): LiveEvent {
   return {
     ...scope,
@@ -88,9 +96,38 @@ export function predictingEvent(
   };
 }
 
-export function predictionEvent(
-  p: IPrediction,
-  type: 'prediction' | 'scored' = 'prediction'
+export function predictionEvent(p: LivePrediction): LiveEvent {
+  return { ...scope, type: 'prediction', prediction: p };
+}
+
+/**
+ * The slim `scored` event of a prediction: its id, reference and scores.
+ */
+export function scoredEvent(
+  p: Pick<LivePrediction, 'id' | 'task' | 'target_step'>,
+  reference: string,
+  value: Scores | null
 ): LiveEvent {
-  return { ...scope, type, prediction: p };
+  return {
+    ...scope,
+    type: 'scored',
+    prediction_id: p.id,
+    task: p.task,
+    target_step: p.target_step,
+    reference,
+    scores: value
+  };
+}
+
+export function recordingEvent(
+  recording: boolean,
+  trajectoryId: string | null = TRAJECTORY
+): LiveEvent {
+  return {
+    type: 'recording',
+    trajectory_id: trajectoryId,
+    kernel_id: KERNEL,
+    notebook_path: PATH,
+    recording
+  };
 }

@@ -4,8 +4,11 @@ import {
   formatSteps,
   statusDataset,
   StatusView
-} from '../format';
-import { IKernelRecording } from '../model';
+} from '../statusbar/format';
+import type { IKernelRecording } from '../api/model';
+import { nullTranslator } from '@jupyterlab/translation';
+
+const trans = nullTranslator.load('themisto_ext');
 
 function ready(model: Partial<IKernelRecording>): StatusView {
   return {
@@ -22,33 +25,33 @@ function ready(model: Partial<IKernelRecording>): StatusView {
 
 describe('formatSteps', () => {
   it('uses the singular for one step', () => {
-    expect(formatSteps(1)).toBe('1 step');
+    expect(formatSteps(1, trans)).toBe('1 step');
   });
 
   it('uses the plural otherwise', () => {
-    expect(formatSteps(0)).toBe('0 steps');
-    expect(formatSteps(3)).toBe('3 steps');
+    expect(formatSteps(0, trans)).toBe('0 steps');
+    expect(formatSteps(3, trans)).toBe('3 steps');
   });
 });
 
 describe('formatStatusLabel', () => {
   it('shows the step count while recording', () => {
-    expect(formatStatusLabel(ready({ recording: true, steps: 3 }))).toBe(
+    expect(formatStatusLabel(ready({ recording: true, steps: 3 }), trans)).toBe(
       'Themisto: recording · 3 steps'
     );
-    expect(formatStatusLabel(ready({ recording: true, steps: 1 }))).toBe(
+    expect(formatStatusLabel(ready({ recording: true, steps: 1 }), trans)).toBe(
       'Themisto: recording · 1 step'
     );
   });
 
   it('shows off when not recording', () => {
     expect(
-      formatStatusLabel(ready({ recording: false, trajectory_id: null }))
+      formatStatusLabel(ready({ recording: false, trajectory_id: null }), trans)
     ).toBe('Themisto: off');
   });
 
   it('shows when there is no kernel', () => {
-    expect(formatStatusLabel({ kind: 'no-kernel' })).toBe(
+    expect(formatStatusLabel({ kind: 'no-kernel' }, trans)).toBe(
       'Themisto: no kernel'
     );
   });
@@ -59,18 +62,18 @@ describe('formatStatusLabel', () => {
       kernelId: 'k1',
       message: 'Unknown kernel k1'
     };
-    expect(formatStatusLabel(view)).toBe('Themisto: unavailable');
-    expect(formatStatusTitle(view)).toBe('Themisto: Unknown kernel k1');
+    expect(formatStatusLabel(view, trans)).toBe('Themisto: unavailable');
+    expect(formatStatusTitle(view, trans)).toBe('Themisto: Unknown kernel k1');
   });
 });
 
 describe('formatStatusTitle', () => {
   it('tells the click action', () => {
-    expect(formatStatusTitle(ready({ recording: true, steps: 2 }))).toBe(
+    expect(formatStatusTitle(ready({ recording: true, steps: 2 }), trans)).toBe(
       'Themisto recording (trajectory t1, 2 steps). Click to stop recording.'
     );
     expect(
-      formatStatusTitle(ready({ recording: false, trajectory_id: null }))
+      formatStatusTitle(ready({ recording: false, trajectory_id: null }), trans)
     ).toBe('Themisto not recording (no trajectory). Click to start recording.');
   });
 });

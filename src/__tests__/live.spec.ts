@@ -1,10 +1,10 @@
 import { Signal } from '@lumino/signaling';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
-import { HISTORY_STEPS, MAX_STREAMS, ThemistoLive } from '../live';
-import { ITrajectoryFilter, LiveApi } from '../liveapi';
-import { IKernelRecording } from '../model';
-import { IThemistoClient } from '../tokens';
+import type { IKernelRecording, ITrajectoryFilter } from '../api/model';
+import type { Prediction } from '../api/records';
+import { HISTORY_STEPS, MAX_STREAMS, ThemistoLive } from '../live/live';
+import type { IThemistoClient } from '../tokens';
 import { prediction, step } from './fixtures';
 
 /**
@@ -27,13 +27,33 @@ function openStream(text: string, signal: AbortSignal): Response {
   return { body: { getReader: () => reader } } as unknown as Response;
 }
 
-class FakeApi {
+/**
+ * An in-memory IThemistoClient: a trajectory of `trajectory.steps` steps,
+ * and `events` served after the hello of each stream.
+ */
+class FakeClient implements IThemistoClient {
   opened: ITrajectoryFilter[] = [];
   aborted = 0;
   posts: unknown[] = [];
+  kernelReads: string[] = [];
   trajectory = { id: 't1', kernel_id: 'k1', steps: 3 };
+  recording = true;
   events = '';
+  recordingChanged: Signal<IThemistoClient, IKernelRecording> = new Signal<
+    IThemistoClient,
+    IKernelRecording
+  >(this);
 
+  async getKernel(kernelId: string): Promise<IKernelRecording> {
+    this.kernelReads.push(kernelId);
+    return this._model(kernelId);
+  }
+  async setRecording(kernelId: string, recording: boolean) {
+    this.recording = recording;
+    const model = this._model(kernelId);
+    this.recordingChanged.emit(model);
+    return model;
+  }
   async openEvents(filter: ITrajectoryFilter, signal: AbortSignal) {
     this.opened.push(filter);
     signal.addEventListener('abort', () => this.aborted++);
@@ -41,6 +61,9 @@ class FakeApi {
   }
   async latestTrajectory() {
     return this.trajectory;
+  }
+  async listTrajectories() {
+    return [this.trajectory];
   }
   async getSteps(id: string, since: number) {
     const steps = [];
@@ -56,6 +79,9 @@ class FakeApi {
       })
     ];
   }
+  async getPrediction(): Promise<Prediction> {
+    throw new Error('not used');
+  }
   async getPredictors() {
     return { predictors: ['baseline'], contexts: ['none'], live: true };
   }
@@ -63,30 +89,17 @@ class FakeApi {
     this.posts.push(body);
     return 4;
   }
-}
+  exportUrl(): string {
+    return '';
+  }
 
-class FakeClient implements IThemistoClient {
-  recordingChanged: Signal<IThemistoClient, IKernelRecording> = new Signal<
-    IThemistoClient,
-    IKernelRecording
-  >(this);
-  async getKernel(kernelId: string): Promise<IKernelRecording> {
+  private _model(kernelId: string): IKernelRecording {
     return {
       kernel_id: kernelId,
-      recording: true,
-      trajectory_id: 't1',
-      steps: 3
+      recording: this.recording,
+      trajectory_id: this.trajectory.id,
+      steps: this.trajectory.steps
     };
-  }
-  async setRecording(kernelId: string, recording: boolean) {
-    const model = {
-      kernel_id: kernelId,
-      recording,
-      trajectory_id: 't1',
-      steps: 3
-    };
-    this.recordingChanged.emit(model);
-    return model;
   }
 }
 
@@ -118,14 +131,10 @@ const flush = () => new Promise(resolve => setTimeout(resolve, 20));
 
 describe('ThemistoLive', () => {
   it('follows the active notebook: stream by kernel, history, recording', async () => {
-    const api = new FakeApi();
-    const client = new FakeClient();
+    const api = new FakeClient();
+    const client = api;
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({
-      api: api as unknown as LiveApi,
-      client,
-      tracker: t
-    });
+    const live = new ThemistoLive({ client, tracker: t });
     const seen: Array<string | null> = [];
     live.currentChanged.connect((_, store) => seen.push(store?.path ?? null));
     show(panel('a.ipynb', 'k1'));
@@ -150,7 +159,7 @@ describe('ThemistoLive', () => {
   });
 
   it('applies live events and announces them', async () => {
-    const api = new FakeApi();
+    const api = new FakeClient();
     api.trajectory = { id: 't1', kernel_id: 'k1', steps: 0 };
     api.events =
       'event: step\ndata: ' +
@@ -162,11 +171,7 @@ describe('ThemistoLive', () => {
       }) +
       '\n\n';
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({
-      api: api as unknown as LiveApi,
-      client: new FakeClient(),
-      tracker: t
-    });
+    const live = new ThemistoLive({ client: api, tracker: t });
     const types: string[] = [];
     live.eventReceived.connect((_, { event }) => types.push(event.type));
     show(panel('a.ipynb', 'k1'));
@@ -176,14 +181,92 @@ describe('ThemistoLive', () => {
     live.dispose();
   });
 
-  it('keeps at most a few streams open, the most recent ones', async () => {
-    const api = new FakeApi();
+  it('reads the kernel state once per active kernel, then follows the stream', async () => {
+    const api = new FakeClient();
+    api.trajectory = { id: 't1', kernel_id: 'k1', steps: 2 };
+    api.events = [
+      { type: 'step', trajectory_id: 't1', kernel_id: 'k1', step: step(3) },
+      {
+        type: 'recording',
+        trajectory_id: 't1',
+        kernel_id: 'k1',
+        notebook_path: 'a.ipynb',
+        recording: false
+      }
+    ]
+      .map(e => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`)
+      .join('');
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({
-      api: api as unknown as LiveApi,
-      client: new FakeClient(),
-      tracker: t
-    });
+    const live = new ThemistoLive({ client: api, tracker: t });
+    const a = panel('a.ipynb', 'k1');
+    show(a);
+    await flush();
+    const store = live.current!;
+    expect(api.kernelReads).toEqual(['k1']);
+    expect(store.stepCount).toBe(3);
+    expect(store.recording).toBe(false);
+
+    // Another notebook, then back: one read each time the kernel changes.
+    show(panel('b.ipynb', 'k2'));
+    await flush();
+    show(a);
+    await flush();
+    expect(api.kernelReads).toEqual(['k1', 'k2', 'k1']);
+    // A switch made here: the reply is the state, nothing is read.
+    await api.setRecording('k1', true);
+    expect(store.recording).toBe(true);
+    expect(api.kernelReads).toEqual(['k1', 'k2', 'k1']);
+    // A new kernel for the notebook is read at once.
+    (a.sessionContext as unknown as { session: unknown }).session = {
+      kernel: { id: 'k3' }
+    };
+    (a.sessionContext.kernelChanged as Signal<unknown, unknown>).emit({});
+    await flush();
+    expect(api.kernelReads).toEqual(['k1', 'k2', 'k1', 'k3']);
+    expect(api.opened[api.opened.length - 1]).toEqual({ kernel: 'k3' });
+    live.dispose();
+  });
+
+  it('keeps a switch heard of while the kernel state was being read', async () => {
+    const api = new FakeClient();
+    let answer: (model: IKernelRecording) => void = () => undefined;
+    jest
+      .spyOn(api, 'getKernel')
+      .mockImplementationOnce(() => new Promise(resolve => (answer = resolve)));
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({ client: api, tracker: t });
+    show(panel('a.ipynb', 'k1'));
+    await api.setRecording('k1', false);
+    // The read was sent before the switch, and answers after it.
+    answer({ kernel_id: 'k1', recording: true, trajectory_id: 't1', steps: 7 });
+    await flush();
+    expect(live.current?.recording).toBe(false);
+    expect(live.current?.stepCount).toBe(7);
+    live.dispose();
+  });
+
+  it('keeps the reason a kernel state could not be read, and reads it again on demand', async () => {
+    const api = new FakeClient();
+    const failing = jest
+      .spyOn(api, 'getKernel')
+      .mockRejectedValueOnce(new Error('Unknown kernel k1'));
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({ client: api, tracker: t });
+    show(panel('a.ipynb', 'k1'));
+    await flush();
+    expect(live.current?.recordingError).toBe('Unknown kernel k1');
+    expect(live.current?.recording).toBeNull();
+    await live.refreshKernel();
+    expect(failing).toHaveBeenCalledTimes(2);
+    expect(live.current?.recordingError).toBeNull();
+    expect(live.current?.recording).toBe(true);
+    live.dispose();
+  });
+
+  it('keeps at most a few streams open, the most recent ones', async () => {
+    const api = new FakeClient();
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({ client: api, tracker: t });
     for (let i = 0; i <= MAX_STREAMS; i++) {
       show(panel(`n${i}.ipynb`, `k${i}`));
     }
@@ -200,13 +283,9 @@ describe('ThemistoLive', () => {
   });
 
   it('waits for a kernel before streaming, and refuses requests without one', async () => {
-    const api = new FakeApi();
+    const api = new FakeClient();
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({
-      api: api as unknown as LiveApi,
-      client: new FakeClient(),
-      tracker: t
-    });
+    const live = new ThemistoLive({ client: api, tracker: t });
     show(panel('a.ipynb', null));
     await flush();
     expect(api.opened).toHaveLength(0);
@@ -219,14 +298,10 @@ describe('ThemistoLive', () => {
   });
 
   it('reads a bounded window of a long history', async () => {
-    const api = new FakeApi();
+    const api = new FakeClient();
     api.trajectory = { id: 't1', kernel_id: 'k1', steps: 1000 };
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({
-      api: api as unknown as LiveApi,
-      client: new FakeClient(),
-      tracker: t
-    });
+    const live = new ThemistoLive({ client: api, tracker: t });
     const getSteps = jest.spyOn(api, 'getSteps');
     show(panel('a.ipynb', 'k1'));
     await flush();

@@ -1,8 +1,8 @@
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { Signal } from '@lumino/signaling';
 
-import { NotebookLive } from '../livestore';
-import { CellMarkers, MARKER_CLASS } from '../markers';
+import { NotebookLive } from '../live/store';
+import { CellMarkers, MARKER_CLASS } from '../notebook/markers';
 import { PredictionSettings } from '../settings';
 import { FakeLive } from './fakelive';
 import { PATH, prediction, scores, step } from './fixtures';

@@ -1,7 +1,8 @@
 import { Widget } from '@lumino/widgets';
 
-import { NotebookLive } from '../livestore';
-import { IPanelActions, PredictionPanel } from '../panel';
+import type { Prediction } from '../api/records';
+import { NotebookLive } from '../live/store';
+import { IPanelActions, PredictionPanel } from '../panel/panel';
 import { PredictionSettings } from '../settings';
 import { FakeLive } from './fakelive';
 import {
@@ -9,6 +10,7 @@ import {
   prediction,
   predictingEvent,
   predictionEvent,
+  scoredEvent,
   scores,
   step,
   stepEvent
@@ -33,6 +35,18 @@ class Actions implements IPanelActions {
   }
   async toggleRecording(): Promise<void> {
     this.toggles++;
+  }
+  fetched: string[] = [];
+  async getPrediction(id: string): Promise<Prediction> {
+    this.fetched.push(id);
+    if (id === 'missing') {
+      throw new Error('Unknown prediction missing');
+    }
+    return {
+      ...prediction('output', 2, { id }),
+      prompt: { system: 'You predict outputs.', user: 'print(x)' },
+      raw: 'answer'
+    };
   }
 }
 
@@ -89,16 +103,7 @@ describe('PredictionPanel', () => {
     );
 
     store!.apply(stepEvent(2));
-    store!.apply(
-      predictionEvent(
-        prediction('output', 2, {
-          answer: 'out 3',
-          reference: 'out 2',
-          scores: scores(0.8)
-        }),
-        'scored'
-      )
-    );
+    store!.apply(scoredEvent(prediction('output', 2), 'out 2', scores(0.8)));
     panel.flush();
     const card = qa('.themisto-OutputSection .themisto-Card')[0];
     expect(card.dataset.landed).toBe('true');
@@ -115,6 +120,55 @@ describe('PredictionPanel', () => {
     expect(
       q('.themisto-RuntimeSection tr[data-name="x2"]')?.textContent
     ).toContain('int');
+    panel.dispose();
+  });
+
+  it('fetches and shows a prompt only when asked to, and keeps it open', async () => {
+    const { panel, store, actions, qa } = setup();
+    store!.apply(stepEvent(1));
+    store!.apply(predictionEvent(prediction('output', 2, { answer: 'out 2' })));
+    panel.flush();
+    expect(actions.fetched).toEqual([]);
+    const [details] = qa('.themisto-OutputSection .themisto-Prompt');
+    expect(details.querySelector('summary')?.textContent).toBe('Show prompt');
+    (details as HTMLDetailsElement).open = true;
+    details.dispatchEvent(new Event('toggle'));
+    await new Promise(resolve => setTimeout(resolve, 0));
+    expect(actions.fetched).toEqual(['output-2-baseline-none']);
+    expect(details.querySelector('.themisto-PromptSystem')?.textContent).toBe(
+      'You predict outputs.'
+    );
+    expect(details.querySelector('.themisto-PromptUser')?.textContent).toBe(
+      'print(x)'
+    );
+
+    // A redraw (the step landed) keeps it open, without fetching again.
+    store!.apply(stepEvent(2));
+    panel.flush();
+    const [again] = qa('.themisto-OutputSection .themisto-Prompt');
+    expect(again).not.toBe(details);
+    expect((again as HTMLDetailsElement).open).toBe(true);
+    await new Promise(resolve => setTimeout(resolve, 0));
+    expect(again.querySelector('.themisto-PromptUser')?.textContent).toBe(
+      'print(x)'
+    );
+    expect(actions.fetched).toEqual(['output-2-baseline-none']);
+    panel.dispose();
+  });
+
+  it('says when a prompt cannot be read', async () => {
+    const { panel, store, qa } = setup();
+    store!.apply(
+      predictionEvent(prediction('next-cell', 1, { id: 'missing' }))
+    );
+    panel.flush();
+    const [details] = qa('.themisto-NextSection .themisto-Prompt');
+    (details as HTMLDetailsElement).open = true;
+    details.dispatchEvent(new Event('toggle'));
+    await new Promise(resolve => setTimeout(resolve, 0));
+    expect(details.querySelector('[role="alert"]')?.textContent).toContain(
+      'Unknown prediction missing'
+    );
     panel.dispose();
   });
 

@@ -4,7 +4,7 @@ import {
   formatScores,
   formatSeconds,
   ScoreMeans
-} from '../scores';
+} from '../live/scores';
 
 describe('score formatting', () => {
   it('formats scores with two decimals', () => {

@@ -1,4 +1,4 @@
-import { SseParser, ISseMessage } from '../sse';
+import { SseParser, ISseMessage } from '../api/sse';
 
 const STREAM =
   'retry: 2000\nevent: hello\ndata: {"type":"hello"}\n\n' +

@@ -1,77 +1,16 @@
-import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
-import { Signal } from '@lumino/signaling';
+import { nullTranslator } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
-import { ThemistoApiError } from '../errors';
-import { IKernelRecording } from '../model';
-import { STATUS_ITEM_CLASS, ThemistoStatusItem } from '../statusbar';
-import { IThemistoClient } from '../tokens';
-
-/**
- * An in-memory IThemistoClient.
- */
-class FakeClient implements IThemistoClient {
-  kernels = new Map<string, IKernelRecording>();
-  gets: string[] = [];
-  puts: Array<[string, boolean]> = [];
-  recordingChanged: Signal<IThemistoClient, IKernelRecording> = new Signal<
-    IThemistoClient,
-    IKernelRecording
-  >(this);
-
-  async getKernel(kernelId: string): Promise<IKernelRecording> {
-    this.gets.push(kernelId);
-    const model = this.kernels.get(kernelId);
-    if (!model) {
-      throw new ThemistoApiError(404, `Unknown kernel ${kernelId}`);
-    }
-    return { ...model };
-  }
-
-  async setRecording(
-    kernelId: string,
-    recording: boolean
-  ): Promise<IKernelRecording> {
-    this.puts.push([kernelId, recording]);
-    const model = await this.getKernel(kernelId);
-    const next = { ...model, recording };
-    this.kernels.set(kernelId, next);
-    this.recordingChanged.emit({ ...next });
-    return { ...next };
-  }
-}
-
-/**
- * The parts of a NotebookPanel that the status item uses.
- */
-class FakePanel {
-  constructor(kernelId: string | null) {
-    this.sessionContext.session = kernelId
-      ? { kernel: { id: kernelId } }
-      : null;
-  }
-  content = {};
-  sessionContext = {
-    session: null as { kernel: { id: string } | null } | null,
-    kernelChanged: new Signal<unknown, unknown>(this),
-    statusChanged: new Signal<unknown, string>(this)
-  };
-}
-
-class FakeTracker {
-  currentWidget: FakePanel | null = null;
-  currentChanged = new Signal<FakeTracker, FakePanel | null>(this);
-
-  activate(panel: FakePanel | null): void {
-    this.currentWidget = panel;
-    this.currentChanged.emit(panel);
-  }
-}
-
-const executed = NotebookActions.executed as Signal<
-  unknown,
-  { notebook: object; cell: object; success: boolean }
->;
+import { NotebookLive } from '../live/store';
+import { STATUS_ITEM_CLASS, ThemistoStatusItem } from '../statusbar/item';
+import { FakeLive } from './fakelive';
+import {
+  KERNEL,
+  PATH,
+  recordingEvent,
+  stepEvent,
+  TRAJECTORY
+} from './fixtures';
 
 /**
  * Let pending promise callbacks run.
@@ -82,32 +21,47 @@ async function flush(): Promise<void> {
   }
 }
 
+function knownStore(recording = true, steps = 0): NotebookLive {
+  const store = new NotebookLive(PATH);
+  store.kernelId = KERNEL;
+  store.applyKernel({
+    kernel_id: KERNEL,
+    recording,
+    trajectory_id: TRAJECTORY,
+    steps
+  });
+  return store;
+}
+
 describe('ThemistoStatusItem', () => {
-  let client: FakeClient;
-  let tracker: FakeTracker;
+  let live: FakeLive;
+  let toggles: number;
+  let toggle: () => Promise<void>;
   let item: ThemistoStatusItem;
 
   beforeEach(() => {
-    jest.useFakeTimers();
-    client = new FakeClient();
-    client.kernels.set('k1', {
-      kernel_id: 'k1',
-      recording: true,
-      trajectory_id: 't1',
-      steps: 0
-    });
-    tracker = new FakeTracker();
+    live = new FakeLive(null);
+    toggles = 0;
+    toggle = async () => {
+      toggles++;
+      const store = live.current!;
+      store.applyKernel({
+        kernel_id: KERNEL,
+        recording: !store.recording,
+        trajectory_id: store.trajectoryId,
+        steps: store.stepCount
+      });
+    };
     item = new ThemistoStatusItem({
-      client,
-      tracker: tracker as unknown as INotebookTracker,
-      refreshDelay: 400
+      live,
+      toggle: () => toggle(),
+      translator: nullTranslator
     });
     Widget.attach(item, document.body);
   });
 
   afterEach(() => {
     item.dispose();
-    jest.useRealTimers();
   });
 
   it('shows no kernel without a notebook', () => {
@@ -117,94 +71,100 @@ describe('ThemistoStatusItem', () => {
     expect(item.node.dataset.steps).toBe('0');
   });
 
-  it('loads the state of the active notebook kernel', async () => {
-    tracker.activate(new FakePanel('k1'));
-    await flush();
-    expect(client.gets).toEqual(['k1']);
+  it('shows the state of the active notebook kernel', () => {
+    live.show(knownStore(true, 0));
     expect(item.node.textContent).toBe('Themisto: recording · 0 steps');
     expect(item.node.dataset.recording).toBe('true');
+    expect(item.node.dataset.state).toBe('ready');
+    expect(item.node.title).toBe(
+      'Themisto recording (trajectory t1, 0 steps). Click to stop recording.'
+    );
   });
 
-  it('refreshes now and again after a cell execution', async () => {
-    const panel = new FakePanel('k1');
-    tracker.activate(panel);
-    await flush();
-    client.gets = [];
+  it('waits for the kernel state', () => {
+    const store = new NotebookLive(PATH);
+    store.kernelId = KERNEL;
+    live.show(store);
+    expect(item.node.dataset.state).toBe('loading');
+    expect(item.node.textContent).toBe('Themisto: …');
+  });
 
-    client.kernels.get('k1')!.steps = 1;
-    executed.emit({ notebook: panel.content, cell: {}, success: true });
-    await flush();
-    expect(client.gets).toEqual(['k1']);
+  it('counts the steps the stream brings, without asking the server', () => {
+    const store = knownStore(true, 0);
+    live.show(store);
+    store.apply(stepEvent(1));
     expect(item.node.dataset.steps).toBe('1');
-
-    client.kernels.get('k1')!.steps = 2;
-    jest.advanceTimersByTime(400);
-    await flush();
-    expect(client.gets).toEqual(['k1', 'k1']);
+    store.apply(stepEvent(2));
     expect(item.node.dataset.steps).toBe('2');
     expect(item.node.textContent).toBe('Themisto: recording · 2 steps');
+    expect(live.kernelReads).toBe(0);
   });
 
-  it('ignores executions in other notebooks', async () => {
-    tracker.activate(new FakePanel('k1'));
-    await flush();
-    client.gets = [];
-    executed.emit({ notebook: {}, cell: {}, success: true });
-    jest.advanceTimersByTime(1000);
-    await flush();
-    expect(client.gets).toEqual([]);
-  });
-
-  it('toggles recording on click', async () => {
-    tracker.activate(new FakePanel('k1'));
-    await flush();
-    item.node.click();
-    await flush();
-    expect(client.puts).toEqual([['k1', false]]);
+  it('follows recording switched elsewhere (a recording event)', () => {
+    const store = knownStore(true, 3);
+    live.show(store);
+    store.apply(recordingEvent(false));
     expect(item.node.dataset.recording).toBe('false');
     expect(item.node.textContent).toBe('Themisto: off');
+    // The count is kept for when recording is back on.
+    expect(item.node.dataset.steps).toBe('3');
   });
 
-  it('follows recording switched elsewhere, for its own kernel only', async () => {
-    client.kernels.set('k2', { ...client.kernels.get('k1')!, kernel_id: 'k2' });
-    tracker.activate(new FakePanel('k1'));
+  it('counts from zero when the kernel restarts', () => {
+    const store = knownStore(true, 3);
+    live.show(store);
+    store.noteStepCount('t2', 0);
+    expect(item.node.dataset.steps).toBe('0');
+  });
+
+  it('toggles recording on click and Enter', async () => {
+    live.show(knownStore(true));
+    item.node.click();
     await flush();
-    await client.setRecording('k2', false);
-    expect(item.node.dataset.recording).toBe('true');
-    await client.setRecording('k1', false);
+    expect(toggles).toBe(1);
     expect(item.node.dataset.recording).toBe('false');
-  });
-
-  it('refreshes when the kernel changes', async () => {
-    const panel = new FakePanel(null);
-    tracker.activate(panel);
+    expect(item.node.textContent).toBe('Themisto: off');
+    item.node.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' }));
     await flush();
-    expect(item.node.textContent).toBe('Themisto: no kernel');
-    panel.sessionContext.session = { kernel: { id: 'k1' } };
-    panel.sessionContext.kernelChanged.emit({});
-    await flush();
+    expect(toggles).toBe(2);
     expect(item.node.dataset.recording).toBe('true');
   });
 
-  it('refreshes once a restarted kernel is idle', async () => {
-    const panel = new FakePanel('k1');
-    tracker.activate(panel);
-    await flush();
-    client.gets = [];
-    panel.sessionContext.statusChanged.emit('busy');
-    panel.sessionContext.statusChanged.emit('idle');
-    expect(client.gets).toEqual([]);
-    panel.sessionContext.statusChanged.emit('restarting');
-    panel.sessionContext.statusChanged.emit('idle');
-    await flush();
-    expect(client.gets).toEqual(['k1']);
+  it('follows the active notebook', () => {
+    const first = knownStore(true, 2);
+    const second = new NotebookLive('other.ipynb');
+    live.show(first);
+    live.show(second);
+    expect(item.node.textContent).toBe('Themisto: no kernel');
+    first.apply(stepEvent(3));
+    expect(item.node.textContent).toBe('Themisto: no kernel');
   });
 
-  it('shows server errors', async () => {
-    tracker.activate(new FakePanel('unknown'));
-    await flush();
+  it('shows server errors and reads the state again on click', async () => {
+    const store = new NotebookLive(PATH);
+    store.kernelId = 'unknown';
+    store.recordingError = 'Unknown kernel unknown';
+    live.show(store);
     expect(item.node.dataset.state).toBe('error');
     expect(item.node.textContent).toBe('Themisto: unavailable');
     expect(item.node.title).toBe('Themisto: Unknown kernel unknown');
+    item.node.click();
+    await flush();
+    expect(live.kernelReads).toBe(1);
+    expect(toggles).toBe(0);
+  });
+
+  it('shows a failed switch until the state changes', async () => {
+    const store = knownStore(true);
+    live.show(store);
+    toggle = async () => {
+      throw new Error('Forbidden');
+    };
+    item.node.click();
+    await flush();
+    expect(item.node.dataset.state).toBe('error');
+    expect(item.node.title).toBe('Themisto: Forbidden');
+    store.apply(recordingEvent(false));
+    expect(item.node.dataset.state).toBe('ready');
   });
 });

@@ -1,5 +1,5 @@
-import { LiveEvent } from '../livemodel';
-import { ConnectionState, EventStream } from '../stream';
+import type { LiveEvent } from '../api/records';
+import { ConnectionState, EventStream } from '../api/stream';
 
 /**
  * A response whose body yields the given chunks, then ends.

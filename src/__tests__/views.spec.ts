@@ -1,9 +1,9 @@
-import { ghostText, latestNextCell } from '../inline';
-import { NotebookLive } from '../livestore';
-import { markerContent } from '../markers';
-import { downsample, scorePlot } from '../plot';
+import { NotebookLive } from '../live/store';
+import { ghostText, latestNextCell } from '../notebook/inline';
+import { markerContent } from '../notebook/markers';
+import { downsample, scorePlot } from '../panel/plot';
+import { sortVariables } from '../panel/variables';
 import { PredictionSettings } from '../settings';
-import { sortVariables } from '../varstable';
 import { PATH, prediction, scores, step } from './fixtures';
 
 describe('ghost text', () => {
@@ -40,7 +40,7 @@ describe('ghost text', () => {
 
 describe('markerContent', () => {
   it('shows the chosen score of the first column and all in the title', () => {
-    const slot = (context: string, value: number) => ({
+    const slot = (context: 'none' | 'full', value: number) => ({
       task: 'output' as const,
       targetStep: 3,
       predictor: 'baseline',

@@ -18,6 +18,10 @@ interface IScript {
   events: Array<Record<string, unknown>>;
   steps: Array<Record<string, unknown>>;
   requests: unknown[];
+  /** Whole predictions (with their prompt) by id: GET predictions/{id}. */
+  predictions?: Record<string, Record<string, unknown>>;
+  /** Ids of the predictions read whole. */
+  fetched?: string[];
 }
 
 function sse(events: Array<Record<string, unknown>>): string {
@@ -69,6 +73,15 @@ async function script(page: Page, state: IScript): Promise<void> {
   await page.route(/\/themisto\/api\/predictions(\?|$)/, (route, request: Request) => {
     state.requests.push(request.postDataJSON());
     return route.fulfill(json({ accepted: true }, 202));
+  });
+  await page.route(/\/themisto\/api\/predictions\/[^/?]+(\?|$)/, route => {
+    const path = new URL(route.request().url()).pathname;
+    const id = decodeURIComponent(path.split('/').pop() ?? '');
+    state.fetched?.push(id);
+    const whole = state.predictions?.[id];
+    return route.fulfill(
+      whole ? json(whole) : json({ message: `Unknown prediction ${id}` }, 404)
+    );
   });
 }
 
@@ -129,8 +142,7 @@ function prediction(
     completion_tokens: 6,
     cached_tokens: null,
     prefix_reused: null,
-    prompt: { system: 'system', user: 'user' },
-    raw: '',
+    dropped_steps: 0,
     answer: '',
     error: null,
     reference: null,
@@ -146,7 +158,14 @@ test.describe('Themisto prediction panel states', () => {
   test('predicting, a provider error with Retry, then real output, diff, scores and next cell', async ({
     page
   }, testInfo) => {
-    const state: IScript = { predictors: ['baseline'], events: [], steps: [], requests: [] };
+    const state: IScript = {
+      predictors: ['baseline'],
+      events: [],
+      steps: [],
+      requests: [],
+      predictions: {},
+      fetched: []
+    };
     await script(page, state);
     await page.goto();
     await page.notebook.createNew();
@@ -208,27 +227,29 @@ test.describe('Themisto prediction panel states', () => {
       code: 'print(greeting)'
     });
 
-    // The cell ran: real output, diff, scores; the next cell is predicted.
+    // The retry answers; the cell ran: real output, diff, scores (the
+    // scored events carry only them); the next cell is predicted.
+    const retried = prediction('output', 2, 'full', {
+      id: 'output-2-full-retry',
+      cell_id: cell1,
+      answer: 'hello there\n'
+    });
     state.steps = [...state.steps, step(2, cell1, 'print(greeting)', 'hello there\n')];
     const scores = { exact_match: 0, rouge_l: 0.5, chrf: 0.62 };
+    const scored = (id: string, value: Record<string, number>) => ({
+      ...envelope,
+      type: 'scored',
+      prediction_id: id,
+      task: 'output',
+      target_step: 2,
+      reference: 'hello there\n',
+      scores: value
+    });
     state.events = [
+      { ...envelope, type: 'prediction', prediction: retried },
       { ...envelope, type: 'step', step: state.steps[1] },
-      {
-        ...envelope,
-        type: 'scored',
-        prediction: { ...answered, reference: 'hello there\n', scores }
-      },
-      {
-        ...envelope,
-        type: 'scored',
-        prediction: {
-          ...failed,
-          error: null,
-          answer: 'hello there\n',
-          reference: 'hello there\n',
-          scores: { exact_match: 1, rouge_l: 1, chrf: 1 }
-        }
-      },
+      scored(answered.id, scores),
+      scored(retried.id, { exact_match: 1, rouge_l: 1, chrf: 1 }),
       ...['none', 'full'].map(context => ({
         ...envelope,
         type: 'prediction',
@@ -255,6 +276,21 @@ test.describe('Themisto prediction panel states', () => {
     await expect(marker).toHaveCount(1);
     await expect(marker).toHaveText('RL 0.50');
     await expect(marker).toHaveAttribute('title', /baseline · full \(step 2\): EM 1\.00/);
+
+    // Prompts are not on the stream: one is read when its card shows it.
+    expect(state.fetched).toEqual([]);
+    state.predictions![answered.id] = {
+      ...answered,
+      prompt: { system: 'You predict cell outputs.', user: 'print(greeting)' },
+      raw: 'hello world\n'
+    };
+    await none.locator('.themisto-Prompt summary').click();
+    await expect(none.locator('.themisto-PromptSystem')).toHaveText(
+      'You predict cell outputs.'
+    );
+    await expect(none.locator('.themisto-PromptUser')).toHaveText('print(greeting)');
+    expect(state.fetched).toEqual([answered.id]);
+    await none.locator('.themisto-Prompt summary').click();
 
     await screenshotThemes(page, panel, testInfo, 'panel-states');
 

@@ -47,6 +47,17 @@ test.describe('Themisto prediction panel', () => {
       panel.locator('.themisto-Scoreboard tr[data-task="output"]')
     ).toHaveCount(2);
 
+    // Prompts are not on the stream: Show prompt reads this one's from the
+    // server (GET predictions/{id}).
+    const prompt = output.locator('.themisto-Prompt');
+    await prompt.locator('summary').click();
+    await expect(prompt.locator('.themisto-PromptUser')).toContainText(
+      'print(x)',
+      LIVE
+    );
+    await expect(prompt.locator('.themisto-PromptSystem')).not.toBeEmpty();
+    await prompt.locator('summary').click();
+
     // The cell carries its score badge.
     const marker = page.locator('.jp-Cell .themisto-CellMarker').last();
     await expect(marker).toHaveText(/^RL \d\.\d\d$/, LIVE);

@@ -1,0 +1,306 @@
+import { ServerConnection } from '@jupyterlab/services';
+
+import {
+  exportFilename,
+  ThemistoApiError,
+  ThemistoClient
+} from '../api/client';
+import { prediction, step } from './fixtures';
+
+interface ICall {
+  url: string;
+  method: string;
+  body: string | null;
+}
+
+/**
+ * A client whose requests are answered by `reply` and recorded in `calls`.
+ */
+function makeClient(reply: (call: ICall) => Response): {
+  client: ThemistoClient;
+  calls: ICall[];
+} {
+  const calls: ICall[] = [];
+  const fetchMock = async (
+    input: RequestInfo,
+    init?: RequestInit
+  ): Promise<Response> => {
+    const request = new Request(input, init);
+    const call: ICall = {
+      url: request.url,
+      method: request.method,
+      body: request.method === 'GET' ? null : await request.text()
+    };
+    calls.push(call);
+    return reply(call);
+  };
+  const settings = ServerConnection.makeSettings({
+    baseUrl: 'http://localhost:8888/lab-base/',
+    fetch: fetchMock
+  });
+  return { client: new ThemistoClient(settings), calls };
+}
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'Content-Type': 'application/json' }
+  });
+}
+
+const MODEL = {
+  kernel_id: 'abc 1',
+  recording: true,
+  trajectory_id: 't1',
+  steps: 2
+};
+
+describe('ThemistoClient', () => {
+  it('gets the kernel state', async () => {
+    const { client, calls } = makeClient(() => json(200, MODEL));
+    await expect(client.getKernel('abc 1')).resolves.toEqual(MODEL);
+    expect(calls).toHaveLength(1);
+    expect(calls[0].method).toBe('GET');
+    const url = new URL(calls[0].url);
+    expect(url.origin + url.pathname).toBe(
+      'http://localhost:8888/lab-base/themisto/api/kernels/abc%201'
+    );
+  });
+
+  it('puts the recording flag', async () => {
+    const { client, calls } = makeClient(() =>
+      json(200, { ...MODEL, recording: false })
+    );
+    const announced: boolean[] = [];
+    client.recordingChanged.connect((_, model) =>
+      announced.push(model.recording)
+    );
+    const result = await client.setRecording('abc 1', false);
+    expect(result.recording).toBe(false);
+    expect(announced).toEqual([false]);
+    expect(calls[0].method).toBe('PUT');
+    expect(JSON.parse(calls[0].body ?? '')).toEqual({ recording: false });
+  });
+
+  it('throws a typed error with the server message', async () => {
+    const { client } = makeClient(() =>
+      json(404, { message: 'Unknown kernel abc 1' })
+    );
+    const promise = client.getKernel('abc 1');
+    await expect(promise).rejects.toBeInstanceOf(ThemistoApiError);
+    await expect(promise).rejects.toMatchObject({
+      status: 404,
+      message: 'Unknown kernel abc 1'
+    });
+  });
+
+  it('rejects a malformed reply', async () => {
+    const { client } = makeClient(() => json(200, { kernel_id: 'abc 1' }));
+    await expect(client.getKernel('abc 1')).rejects.toBeInstanceOf(
+      ThemistoApiError
+    );
+  });
+
+  it('turns network failures into status 0 errors', async () => {
+    const { client } = makeClient(() => {
+      throw new TypeError('connection refused');
+    });
+    await expect(client.getKernel('abc 1')).rejects.toMatchObject({
+      status: 0
+    });
+  });
+});
+
+function makeApi(
+  reply: (call: { url: URL; method: string; body: string | null }) => Response,
+  token = ''
+): {
+  api: ThemistoClient;
+  calls: Array<{ url: URL; method: string; body: string | null }>;
+} {
+  const calls: Array<{ url: URL; method: string; body: string | null }> = [];
+  const fetchMock = async (
+    input: RequestInfo,
+    init?: RequestInit
+  ): Promise<Response> => {
+    const request = new Request(input, init);
+    const call = {
+      url: new URL(request.url),
+      method: request.method,
+      body: request.method === 'GET' ? null : await request.text()
+    };
+    calls.push(call);
+    return reply(call);
+  };
+  const settings = ServerConnection.makeSettings({
+    baseUrl: 'http://localhost:8888/base/',
+    fetch: fetchMock,
+    token
+  });
+  return { api: new ThemistoClient(settings), calls };
+}
+
+describe('ThemistoClient: live data', () => {
+  it('reads the predictors', async () => {
+    const { api, calls } = makeApi(() =>
+      json(200, { predictors: ['baseline'], contexts: ['none'], live: true })
+    );
+    await expect(api.getPredictors()).resolves.toEqual({
+      predictors: ['baseline'],
+      contexts: ['none'],
+      live: true
+    });
+    expect(calls[0].url.pathname).toBe('/base/themisto/api/predictors');
+  });
+
+  it('reports a server without predictions as an error', async () => {
+    const { api } = makeApi(() => json(404, { message: 'Not Found' }));
+    await expect(api.getPredictors()).rejects.toBeInstanceOf(ThemistoApiError);
+  });
+
+  it('finds the latest trajectory of a notebook from the total', async () => {
+    const { api, calls } = makeApi(call =>
+      call.url.searchParams.get('offset') === '2'
+        ? json(200, {
+            trajectories: [{ id: 'last', kernel_id: 'k', steps: 9 }],
+            total: 3
+          })
+        : json(200, {
+            trajectories: [{ id: 'first', kernel_id: 'k', steps: 1 }],
+            total: 3
+          })
+    );
+    await expect(
+      api.latestTrajectory({ notebook: 'a b.ipynb' })
+    ).resolves.toEqual({
+      id: 'last',
+      kernel_id: 'k',
+      steps: 9
+    });
+    expect(calls[0].url.searchParams.get('notebook')).toBe('a b.ipynb');
+    expect(calls[1].url.searchParams.get('offset')).toBe('2');
+  });
+
+  it('knows a notebook without trajectories', async () => {
+    const { api, calls } = makeApi(() =>
+      json(200, { trajectories: [], total: 0 })
+    );
+    await expect(api.latestTrajectory({ kernel: 'k 1' })).resolves.toBeNull();
+    expect(calls[0].url.searchParams.get('kernel')).toBe('k 1');
+    expect(calls).toHaveLength(1);
+  });
+
+  it('lists the trajectories of a kernel', async () => {
+    const { api, calls } = makeApi(() =>
+      json(200, {
+        trajectories: [
+          { id: 'a', kernel_id: 'k', steps: 2 },
+          { kernel_id: 'k' },
+          { id: 'b', kernel_id: 'k', steps: 0 }
+        ],
+        total: 2
+      })
+    );
+    const list = await api.listTrajectories({ kernel: 'k' });
+    expect(list.map(t => t.id)).toEqual(['a', 'b']);
+    expect(calls[0].url.searchParams.get('limit')).toBe('1000');
+  });
+
+  it('opens the event stream with its filter', async () => {
+    const { api, calls } = makeApi(
+      () => new Response('event: hello\ndata: {}\n\n', { status: 200 })
+    );
+    const response = await api.openEvents(
+      { kernel: 'k' },
+      new AbortController().signal
+    );
+    expect(await response.text()).toContain('hello');
+    expect(calls[0].url.pathname).toBe('/base/themisto/api/events');
+    expect(calls[0].url.searchParams.get('kernel')).toBe('k');
+  });
+
+  it('reads steps and predictions', async () => {
+    const { api, calls } = makeApi(call =>
+      call.url.pathname.endsWith('/steps')
+        ? json(200, {
+            trajectory_id: 't1',
+            steps: [step(1), { bad: true }],
+            next_since_step: null
+          })
+        : json(200, { predictions: [prediction('output', 1), {}] })
+    );
+    const page = await api.getSteps('t/1', 0, 100);
+    expect(page.steps.map(s => s.step)).toEqual([1]);
+    expect(page.nextSinceStep).toBeNull();
+    expect(calls[0].url.pathname).toBe(
+      '/base/themisto/api/trajectories/t%2F1/steps'
+    );
+    expect(calls[0].url.searchParams.get('limit')).toBe('100');
+    const predictions = await api.getPredictions('t1', 5);
+    expect(predictions).toHaveLength(1);
+    expect(calls[1].url.searchParams.get('since_step')).toBe('5');
+  });
+
+  it('reads one whole prediction, prompt included', async () => {
+    const whole = {
+      ...prediction('output', 2),
+      prompt: { system: 'sys', user: 'usr' },
+      raw: 'answer'
+    };
+    const { api, calls } = makeApi(() => json(200, whole));
+    await expect(api.getPrediction('p/1')).resolves.toEqual(whole);
+    expect(calls[0].url.pathname).toBe('/base/themisto/api/predictions/p%2F1');
+    const missing = makeApi(() =>
+      json(404, { message: 'Unknown prediction p/1' })
+    ).api;
+    await expect(missing.getPrediction('p/1')).rejects.toMatchObject({
+      status: 404,
+      message: 'Unknown prediction p/1'
+    });
+  });
+
+  it('posts prediction requests', async () => {
+    const { api, calls } = makeApi(() =>
+      json(202, { accepted: true, target_step: 4 })
+    );
+    await expect(
+      api.requestPrediction({ kernel_id: 'k', task: 'next-cell' })
+    ).resolves.toBe(4);
+    expect(calls[0].method).toBe('POST');
+    expect(calls[0].url.pathname).toBe('/base/themisto/api/predictions');
+    expect(JSON.parse(calls[0].body ?? '')).toEqual({
+      kernel_id: 'k',
+      task: 'next-cell'
+    });
+  });
+
+  it('builds export links with the token when there is one', () => {
+    const withToken = makeApi(() => json(200, {}), 'secret').api;
+    const url = new URL(
+      withToken.exportUrl({ notebook: 'd/n.ipynb' }, 'n.jsonl')
+    );
+    expect(url.pathname).toBe('/base/themisto/api/export');
+    expect(url.searchParams.get('notebook')).toBe('d/n.ipynb');
+    expect(url.searchParams.get('filename')).toBe('n.jsonl');
+    expect(url.searchParams.get('token')).toBe('secret');
+    const cookie = makeApi(() => json(200, {})).api;
+    expect(
+      new URL(
+        cookie.exportUrl({ notebook: 'n.ipynb' }, 'n.jsonl')
+      ).searchParams.has('token')
+    ).toBe(false);
+    const many = new URL(
+      cookie.exportUrl({ trajectories: ['a', 'b'] }, 'n.jsonl')
+    );
+    expect(many.searchParams.getAll('trajectory')).toEqual(['a', 'b']);
+    expect(many.searchParams.has('notebook')).toBe(false);
+  });
+});
+
+describe('exportFilename', () => {
+  it('makes a plain .jsonl name from a notebook path', () => {
+    expect(exportFilename('dir/My Analysis.ipynb')).toBe('My_Analysis.jsonl');
+    expect(exportFilename('.hidden.ipynb')).toBe('hidden.jsonl');
+    expect(exportFilename('')).toBe('trajectory.jsonl');
+  });
+});

@@ -1,0 +1,282 @@
+import {
+  parseLiveEvent,
+  toFullPrediction,
+  toPrediction,
+  toPredictorsInfo,
+  toStep,
+  toTrajectorySummaries
+} from '../api/parse';
+import { prediction, step } from './fixtures';
+
+const scope = {
+  trajectory_id: 't1',
+  kernel_id: 'k1',
+  notebook_path: 'a.ipynb'
+};
+
+describe('parseLiveEvent', () => {
+  it('reads hello and trajectory events', () => {
+    expect(
+      parseLiveEvent('hello', '{"type":"hello","filters":{"kernel_id":"k1"}}')
+    ).toEqual({ type: 'hello', filters: { kernel_id: 'k1' } });
+    expect(parseLiveEvent('hello', '{}')).toEqual({
+      type: 'hello',
+      filters: {}
+    });
+    const trajectory = {
+      id: 't1',
+      kernel_id: 'k1',
+      notebook_path: 'a.ipynb',
+      started_at: '2026-01-01T00:00:00Z',
+      ended_at: null,
+      end_reason: null,
+      restart_of: 't0',
+      steps: 0,
+      source: 'kernel'
+    };
+    expect(
+      parseLiveEvent(
+        'trajectory',
+        JSON.stringify({ type: 'trajectory', ...scope, trajectory })
+      )
+    ).toEqual({ type: 'trajectory', ...scope, trajectory });
+    // What the record lacks, the envelope gives.
+    const partial = parseLiveEvent(
+      'trajectory',
+      JSON.stringify({ type: 'trajectory', ...scope, trajectory: {} })
+    );
+    expect(partial).toMatchObject({
+      trajectory: { id: 't1', kernel_id: 'k1', steps: 0, restart_of: null }
+    });
+  });
+
+  it('reads recording events', () => {
+    const event = {
+      type: 'recording',
+      trajectory_id: null,
+      kernel_id: 'k1',
+      notebook_path: 'a.ipynb',
+      recording: false
+    };
+    expect(parseLiveEvent('recording', JSON.stringify(event))).toEqual(event);
+    expect(
+      parseLiveEvent(
+        'recording',
+        JSON.stringify({ ...event, recording: 'off' })
+      )
+    ).toBeNull();
+    expect(
+      parseLiveEvent('recording', JSON.stringify({ ...event, kernel_id: 3 }))
+    ).toBeNull();
+  });
+
+  it('reads a step, filling its ids from the envelope', () => {
+    // A whole step (as the REST API has it) reads as a live one.
+    const raw = {
+      ...step(3),
+      trajectory_id: undefined,
+      outputs: [],
+      hash_index: '0123456789abcdef',
+      extra: 1
+    };
+    const event = parseLiveEvent(
+      'step',
+      JSON.stringify({ type: 'step', ...scope, step: raw })
+    );
+    expect(event?.type).toBe('step');
+    if (event?.type === 'step') {
+      expect(event.step.step).toBe(3);
+      expect(event.step.trajectory_id).toBe('t1');
+      expect(event.step.runtime_variables.x3.repr).toBe('3');
+      expect(Object.keys(event.step).sort()).toEqual(
+        Object.keys(step(3)).sort()
+      );
+    }
+  });
+
+  it('reads predicting, prediction and scored events', () => {
+    const predicting = parseLiveEvent(
+      'predicting',
+      JSON.stringify({
+        type: 'predicting',
+        ...scope,
+        task: 'output',
+        context: 'full',
+        predictor: 'baseline',
+        target_step: 4,
+        cell_id: null
+      })
+    );
+    expect(predicting).toMatchObject({
+      type: 'predicting',
+      task: 'output',
+      context: 'full',
+      target_step: 4,
+      cell_id: null
+    });
+    const p = prediction('next-cell', 5, {
+      scores: { exact_match: 1, rouge_l: 1, chrf: 1 }
+    });
+    expect(
+      parseLiveEvent(
+        'prediction',
+        JSON.stringify({ type: 'prediction', ...scope, prediction: p })
+      )
+    ).toEqual({ type: 'prediction', ...scope, prediction: p });
+    const scored = {
+      type: 'scored',
+      ...scope,
+      prediction_id: p.id,
+      task: 'next-cell',
+      target_step: 5,
+      reference: 'x = 5',
+      scores: { exact_match: 0, rouge_l: 0.5, chrf: 0.25 }
+    };
+    expect(parseLiveEvent('scored', JSON.stringify(scored))).toEqual(scored);
+    expect(
+      parseLiveEvent('scored', JSON.stringify({ ...scored, scores: null }))
+    ).toEqual({ ...scored, scores: null });
+  });
+
+  it('keeps prompts off live predictions', () => {
+    const event = parseLiveEvent(
+      'prediction',
+      JSON.stringify({
+        type: 'prediction',
+        ...scope,
+        prediction: {
+          ...prediction('output', 2),
+          prompt: { system: 's', user: 'u' },
+          raw: 'raw'
+        }
+      })
+    );
+    expect(event?.type === 'prediction' && event.prediction).not.toHaveProperty(
+      'prompt'
+    );
+    expect(event?.type === 'prediction' && event.prediction).not.toHaveProperty(
+      'raw'
+    );
+  });
+
+  it('skips malformed and unknown events', () => {
+    expect(parseLiveEvent('step', 'not json')).toBeNull();
+    expect(parseLiveEvent('step', '[1]')).toBeNull();
+    expect(parseLiveEvent('step', '{"type":"step","step":{}}')).toBeNull();
+    expect(parseLiveEvent('x', '{"type":"future-event"}')).toBeNull();
+    expect(
+      parseLiveEvent(
+        'predicting',
+        '{"type":"predicting","task":"other","target_step":1}'
+      )
+    ).toBeNull();
+    expect(
+      parseLiveEvent('prediction', '{"type":"prediction","prediction":{}}')
+    ).toBeNull();
+    expect(
+      parseLiveEvent(
+        'prediction',
+        JSON.stringify({
+          type: 'prediction',
+          prediction: { ...prediction('output', 2), context: 'psychic' }
+        })
+      )
+    ).toBeNull();
+    expect(
+      parseLiveEvent('scored', '{"type":"scored","task":"output"}')
+    ).toBeNull();
+  });
+});
+
+describe('payload readers', () => {
+  it('clamps scores and keeps errors', () => {
+    const p = toPrediction({
+      ...prediction('output', 2),
+      scores: { exact_match: 0, rouge_l: 1.5, chrf: -1 },
+      error: { type: 'ProviderError', message: 'rate limited' }
+    });
+    expect(p?.scores).toEqual({ exact_match: 0, rouge_l: 1, chrf: 0 });
+    expect(p?.error).toEqual({
+      type: 'ProviderError',
+      message: 'rate limited'
+    });
+  });
+
+  it('drops incomplete scores', () => {
+    expect(
+      toPrediction({ ...prediction('output', 2), scores: { rouge_l: 1 } })
+        ?.scores
+    ).toBeNull();
+  });
+
+  it('reads a whole prediction with its prompt', () => {
+    const whole = {
+      ...prediction('output', 2),
+      prompt: { system: 'You predict outputs.', user: 'x = 1' },
+      raw: ' 1 '
+    };
+    expect(toFullPrediction(whole)).toEqual(whole);
+    const { prompt, raw, ...bare } = whole;
+    expect(prompt && raw).toBeTruthy();
+    expect(toFullPrediction(bare)).toEqual(bare);
+    expect(toFullPrediction({})).toBeNull();
+  });
+
+  it('fills what a prediction lacks with neutral values', () => {
+    expect(
+      toPrediction({ id: 'p', task: 'output', target_step: 1 })
+    ).toMatchObject({
+      context: 'none',
+      predictor: '?',
+      model: null,
+      latency: null,
+      dropped_steps: 0,
+      error: null,
+      scores: null
+    });
+  });
+
+  it('reads steps defensively', () => {
+    const s = toStep({
+      step: 1,
+      runtime_variables: { a: { size: 'x' }, b: 3 }
+    });
+    expect(s?.runtime_variables).toEqual({
+      a: { type: '?', size: null, size_exact: true, repr: '' }
+    });
+    expect(s?.memory_bytes).toBeNull();
+    expect(toStep({ code: 'x' })).toBeNull();
+  });
+
+  it('reads the predictors', () => {
+    expect(
+      toPredictorsInfo({
+        predictors: ['baseline', 3],
+        contexts: ['none'],
+        live: false
+      })
+    ).toEqual({ predictors: ['baseline'], contexts: ['none'], live: false });
+    expect(toPredictorsInfo({ predictors: [] })).toEqual({
+      predictors: [],
+      contexts: [],
+      live: true
+    });
+    expect(toPredictorsInfo({})).toBeNull();
+  });
+
+  it('reads trajectory listings', () => {
+    expect(
+      toTrajectorySummaries({
+        trajectories: [
+          { id: 'a', kernel_id: 'k', steps: 2, source: 'kernel' },
+          { kernel_id: 'k' },
+          { id: 'b' }
+        ]
+      })
+    ).toEqual([
+      { id: 'a', kernel_id: 'k', steps: 2 },
+      { id: 'b', kernel_id: '', steps: 0 }
+    ]);
+    expect(toTrajectorySummaries(null)).toEqual([]);
+  });
+});

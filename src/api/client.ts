@@ -1,0 +1,251 @@
+/**
+ * The one client of the Themisto server REST API: the recording switch,
+ * predictors, trajectories, steps, predictions, export and the event stream.
+ */
+import { ServerConnection } from '@jupyterlab/services';
+import { type ISignal, Signal } from '@lumino/signaling';
+
+import type { IThemistoClient } from '../tokens';
+import { ThemistoApiError } from './errors';
+import type {
+  IKernelRecording,
+  IPredictionRequest,
+  IPredictorsInfo,
+  IRecordingUpdate,
+  IStepsPage,
+  ITrajectoryFilter,
+  ITrajectorySummary
+} from './model';
+import {
+  asRecord,
+  toFullPrediction,
+  toKernelRecording,
+  toPrediction,
+  toPredictorsInfo,
+  toStep,
+  toTrajectorySummaries
+} from './parse';
+import type { LivePrediction, LiveStep, Prediction } from './records';
+import { apiJson, apiRequest, apiUrl, type Query } from './request';
+
+export { ThemistoApiError } from './errors';
+export { API_NAMESPACE } from './request';
+
+/**
+ * Typed client of the Themisto server REST API.
+ */
+export class ThemistoClient implements IThemistoClient {
+  /**
+   * @param serverSettings Settings of the Jupyter server; defaults to the
+   *   page's settings.
+   */
+  constructor(serverSettings?: ServerConnection.ISettings) {
+    this.serverSettings = serverSettings ?? ServerConnection.makeSettings();
+  }
+
+  /**
+   * The server settings used for requests.
+   */
+  readonly serverSettings: ServerConnection.ISettings;
+
+  get recordingChanged(): ISignal<IThemistoClient, IKernelRecording> {
+    return this._recordingChanged;
+  }
+
+  async getKernel(kernelId: string): Promise<IKernelRecording> {
+    return check(
+      await this._json(['kernels', kernelId], { method: 'GET' }),
+      toKernelRecording
+    );
+  }
+
+  async setRecording(
+    kernelId: string,
+    recording: boolean
+  ): Promise<IKernelRecording> {
+    const body: IRecordingUpdate = { recording };
+    const model = check(
+      await this._json(['kernels', kernelId], {
+        method: 'PUT',
+        body: JSON.stringify(body),
+        headers: { 'Content-Type': 'application/json' }
+      }),
+      toKernelRecording
+    );
+    this._recordingChanged.emit(model);
+    return model;
+  }
+
+  async getPredictors(): Promise<IPredictorsInfo> {
+    return check(await this._get(['predictors']), toPredictorsInfo);
+  }
+
+  /**
+   * The latest trajectory matching a filter, or `null` when none does. The
+   * list is oldest first, so its total gives the offset of the last one.
+   */
+  async latestTrajectory(
+    filter: ITrajectoryFilter
+  ): Promise<ITrajectorySummary | null> {
+    const first = await this._get(['trajectories'], { ...filter, limit: 1 });
+    const total = readTotal(first);
+    if (total === 0) {
+      return null;
+    }
+    const page =
+      total > 1
+        ? await this._get(['trajectories'], {
+            ...filter,
+            limit: 1,
+            offset: total - 1
+          })
+        : first;
+    const list = toTrajectorySummaries(page);
+    return list[list.length - 1] ?? null;
+  }
+
+  async listTrajectories(
+    filter: ITrajectoryFilter
+  ): Promise<ITrajectorySummary[]> {
+    return toTrajectorySummaries(
+      await this._get(['trajectories'], { ...filter, limit: 1000 })
+    );
+  }
+
+  async getSteps(
+    trajectoryId: string,
+    sinceStep: number,
+    limit: number
+  ): Promise<IStepsPage> {
+    const record = asRecord(
+      await this._get(['trajectories', trajectoryId, 'steps'], {
+        since_step: sinceStep,
+        limit
+      })
+    );
+    const list = Array.isArray(record.steps) ? record.steps : [];
+    const next = record.next_since_step;
+    return {
+      steps: list.map(toStep).filter((s): s is LiveStep => s !== null),
+      nextSinceStep: typeof next === 'number' ? next : null
+    };
+  }
+
+  async getPredictions(
+    trajectoryId: string,
+    sinceStep: number
+  ): Promise<LivePrediction[]> {
+    const record = asRecord(
+      await this._get(['trajectories', trajectoryId, 'predictions'], {
+        since_step: sinceStep
+      })
+    );
+    const list = Array.isArray(record.predictions) ? record.predictions : [];
+    return list
+      .map(toPrediction)
+      .filter((p): p is LivePrediction => p !== null);
+  }
+
+  async getPrediction(predictionId: string): Promise<Prediction> {
+    return check(
+      await this._get(['predictions', predictionId]),
+      toFullPrediction
+    );
+  }
+
+  async requestPrediction(body: IPredictionRequest): Promise<number | null> {
+    const reply = await this._json(['predictions'], {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: { 'Content-Type': 'application/json' }
+    });
+    const target = asRecord(reply).target_step;
+    return typeof target === 'number' ? target : null;
+  }
+
+  /**
+   * The URL downloading a notebook's trajectories as JSONL. A plain link is
+   * used so the browser streams the file to disk; the token is added when
+   * the page has one (a link cannot send the Authorization header).
+   */
+  exportUrl(
+    what: { trajectories: string[] } | { notebook: string },
+    filename: string
+  ): string {
+    const token = this.serverSettings.token;
+    return apiUrl(this.serverSettings, ['export'], {
+      ...('trajectories' in what
+        ? { trajectory: what.trajectories }
+        : { notebook: what.notebook }),
+      filename,
+      token: token ? token : undefined
+    });
+  }
+
+  openEvents(
+    filter: ITrajectoryFilter,
+    signal: AbortSignal
+  ): Promise<Response> {
+    return apiRequest(
+      this.serverSettings,
+      apiUrl(this.serverSettings, ['events'], { ...filter }),
+      { method: 'GET', signal, headers: { Accept: 'text/event-stream' } }
+    );
+  }
+
+  private _get(path: string[], query: Query = {}): Promise<unknown> {
+    return apiJson(
+      this.serverSettings,
+      apiUrl(this.serverSettings, path, query)
+    );
+  }
+
+  /**
+   * Send a request to `themisto/api/<path...>` and parse the JSON reply.
+   */
+  private _json(path: string[], init: RequestInit): Promise<unknown> {
+    return apiJson(
+      this.serverSettings,
+      apiUrl(this.serverSettings, path),
+      init
+    );
+  }
+
+  private _recordingChanged = new Signal<IThemistoClient, IKernelRecording>(
+    this
+  );
+}
+
+/**
+ * A file name for a notebook's export: its base name with `.jsonl`, reduced
+ * to characters the server accepts in a plain file name.
+ */
+export function exportFilename(notebookPath: string): string {
+  const base = notebookPath.split('/').pop() ?? '';
+  const stem = base.replace(/\.ipynb$/i, '').replace(/[^\w.-]+/g, '_');
+  const safe = stem.replace(/^[._]+/, '') || 'trajectory';
+  return `${safe}.jsonl`;
+}
+
+/**
+ * A reply read by `reader`, or an error when it is malformed.
+ */
+function check<T>(data: unknown, reader: (value: unknown) => T | null): T {
+  const value = reader(data);
+  if (value === null) {
+    throw new ThemistoApiError(
+      200,
+      'Unexpected response from the Themisto server: ' +
+        String(JSON.stringify(data)).slice(0, 200)
+    );
+  }
+  return value;
+}
+
+function readTotal(data: unknown): number {
+  const record = asRecord(data);
+  if (typeof record.total === 'number') {
+    return record.total;
+  }
+  return Array.isArray(record.trajectories) ? record.trajectories.length : 0;
+}

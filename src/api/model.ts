@@ -1,0 +1,89 @@
+/**
+ * Shapes of the REST API that have no JSON Schema of their own: the
+ * recording switch, the predictor set-up, listings and request bodies. The
+ * records themselves (steps, trajectories, predictions, live events) are
+ * generated from their schemas in records.ts.
+ *
+ * This module is pure: it has no JupyterLab dependency so it can be unit tested.
+ */
+import type { LiveStep, PredictionTask, Scores, Trajectory } from './records';
+
+/**
+ * Recording state of one kernel, as returned by
+ * `GET|PUT themisto/api/kernels/{kernel_id}`.
+ */
+export interface IKernelRecording {
+  /**
+   * The Jupyter kernel id.
+   */
+  kernel_id: string;
+  /**
+   * Whether Themisto records executions of this kernel.
+   */
+  recording: boolean;
+  /**
+   * Id of the kernel's latest trajectory, if any.
+   */
+  trajectory_id: string | null;
+  /**
+   * Number of steps of that trajectory.
+   */
+  steps: number;
+}
+
+/**
+ * Body of `PUT themisto/api/kernels/{kernel_id}`.
+ */
+export interface IRecordingUpdate {
+  recording: boolean;
+}
+
+/**
+ * `GET themisto/api/predictors`.
+ */
+export interface IPredictorsInfo {
+  predictors: string[];
+  contexts: string[];
+  /**
+   * Whether the server predicts by itself as cells run.
+   */
+  live: boolean;
+}
+
+/**
+ * A trajectory as listed by `GET themisto/api/trajectories` (the fields the
+ * front end reads).
+ */
+export type ITrajectorySummary = Pick<Trajectory, 'id' | 'kernel_id' | 'steps'>;
+
+/**
+ * A page of `GET themisto/api/trajectories/{id}/steps`.
+ */
+export interface IStepsPage {
+  steps: LiveStep[];
+  nextSinceStep: number | null;
+}
+
+/**
+ * Which trajectories a request is about: those of a kernel (the live
+ * filter: it holds across renames and whatever path form the server
+ * records) or those of a notebook path.
+ */
+export interface ITrajectoryFilter {
+  kernel?: string;
+  notebook?: string;
+}
+
+/**
+ * Body of `POST themisto/api/predictions`.
+ */
+export interface IPredictionRequest {
+  kernel_id: string;
+  task: PredictionTask;
+  code?: string;
+}
+
+/**
+ * The score names, in display order.
+ */
+export type ScoreName = keyof Scores;

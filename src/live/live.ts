@@ -1,0 +1,378 @@
+/**
+ * The live data service: follows the active notebook's kernel on the event
+ * stream, reads the history it missed, and keeps one store per notebook.
+ */
+import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { type ISignal, Signal } from '@lumino/signaling';
+
+import { ThemistoApiError } from '../api/errors';
+import type { IKernelRecording, IPredictorsInfo } from '../api/model';
+import type { LiveEvent, PredictionTask } from '../api/records';
+import { EventStream } from '../api/stream';
+import type {
+  ILiveEventArgs,
+  INotebookLive,
+  IThemistoClient,
+  IThemistoLive
+} from '../tokens';
+import { NotebookLive } from './store';
+
+/**
+ * Streams kept open at once. Browsers allow six HTTP/1.1 connections per
+ * host and each stream holds one for good: more would starve JupyterLab's
+ * own requests, so only the most recently active notebooks stay live and the
+ * others catch up from the REST API when they become active again.
+ */
+export const MAX_STREAMS = 2;
+
+/**
+ * Steps of history read when a notebook is first followed (the store keeps
+ * fewer whole; the rest feed nothing the panel shows).
+ */
+export const HISTORY_STEPS = 200;
+
+/**
+ * Steps of prediction history read for the scoreboard on first follow.
+ */
+export const HISTORY_PREDICTIONS = 1000;
+
+/**
+ * The live data service: follows the active notebook.
+ */
+export class ThemistoLive implements IThemistoLive {
+  constructor(options: ThemistoLive.IOptions) {
+    this._client = options.client;
+    this._tracker = options.tracker;
+    this._tracker.currentChanged.connect(this._onCurrentChanged, this);
+    this._client.recordingChanged.connect(this._onRecordingChanged, this);
+    this._onCurrentChanged(this._tracker, this._tracker.currentWidget);
+    void this.refreshPredictors();
+  }
+
+  get current(): NotebookLive | null {
+    return this._current;
+  }
+
+  get currentChanged(): ISignal<IThemistoLive, INotebookLive | null> {
+    return this._currentChanged;
+  }
+
+  get eventReceived(): ISignal<IThemistoLive, ILiveEventArgs> {
+    return this._eventReceived;
+  }
+
+  get predictors(): IPredictorsInfo | null {
+    return this._predictors;
+  }
+
+  get predictorsError(): string | null {
+    return this._predictorsError;
+  }
+
+  get predictorsChanged(): ISignal<IThemistoLive, void> {
+    return this._predictorsChanged;
+  }
+
+  store(path: string): NotebookLive | null {
+    return this._stores.get(path) ?? null;
+  }
+
+  async refreshPredictors(): Promise<void> {
+    try {
+      this._predictors = await this._client.getPredictors();
+      this._predictorsError = null;
+    } catch (error) {
+      this._predictorsError = message(error);
+    }
+    this._predictorsChanged.emit();
+  }
+
+  async refreshKernel(): Promise<void> {
+    if (this._current) {
+      await this._readKernel(this._current);
+    }
+  }
+
+  async requestPrediction(
+    task: PredictionTask,
+    options: { code?: string; store?: INotebookLive } = {}
+  ): Promise<void> {
+    const store = options.store
+      ? (this._stores.get(options.store.path) ?? null)
+      : this._current;
+    const kernelId = store?.kernelId;
+    if (!store || !kernelId) {
+      throw new ThemistoApiError(0, 'The notebook has no running kernel.');
+    }
+    // Marked before asking: the stream may bring the prediction before the
+    // reply; the reply then corrects the guess if the server chose another.
+    store.markRequested(task);
+    const target = await this._client.requestPrediction({
+      kernel_id: kernelId,
+      task,
+      ...(options.code !== undefined ? { code: options.code } : {})
+    });
+    if (target !== null) {
+      store.markRequested(task, target);
+    }
+  }
+
+  /**
+   * Close every stream.
+   */
+  dispose(): void {
+    for (const { stream } of this._streams.values()) {
+      stream.dispose();
+    }
+    this._streams.clear();
+    this._tracker.currentChanged.disconnect(this._onCurrentChanged, this);
+    this._client.recordingChanged.disconnect(this._onRecordingChanged, this);
+    Signal.clearData(this);
+  }
+
+  private _onCurrentChanged(
+    tracker: INotebookTracker,
+    panel: NotebookPanel | null
+  ): void {
+    this._panel?.sessionContext.kernelChanged.disconnect(
+      this._onKernelChanged,
+      this
+    );
+    this._panel?.context.pathChanged.disconnect(this._onPathChanged, this);
+    this._panel = panel;
+    if (!panel) {
+      this._setCurrent(null);
+      return;
+    }
+    panel.sessionContext.kernelChanged.connect(this._onKernelChanged, this);
+    panel.context.pathChanged.connect(this._onPathChanged, this);
+    this._follow(panel);
+  }
+
+  private _onPathChanged(): void {
+    if (this._panel) {
+      this._follow(this._panel);
+    }
+  }
+
+  private _onKernelChanged(): void {
+    if (this._panel) {
+      this._follow(this._panel);
+    }
+  }
+
+  /**
+   * Make a notebook's store current and its stream live. The kernel's state
+   * is read once when the active kernel changes; the stream keeps it (and
+   * the step count) up to date from then on.
+   */
+  private _follow(panel: NotebookPanel): void {
+    const path = panel.context.path;
+    let store = this._stores.get(path);
+    if (!store) {
+      store = new NotebookLive(path);
+      this._stores.set(path, store);
+    }
+    const kernelId = panel.sessionContext.session?.kernel?.id ?? null;
+    const kernelChanged = kernelId !== store.kernelId;
+    const activeChanged = kernelChanged || store !== this._current;
+    store.kernelId = kernelId;
+    if (kernelChanged) {
+      // Another kernel: what the store knew of the previous one is void.
+      store.recording = null;
+      store.recordingError = null;
+    }
+    this._openStream(store);
+    this._setCurrent(store);
+    if (activeChanged) {
+      void this._readKernel(store);
+    }
+  }
+
+  private _setCurrent(store: NotebookLive | null): void {
+    if (store !== this._current) {
+      this._current = store;
+      this._currentChanged.emit(store);
+    }
+  }
+
+  /**
+   * Keep a stream open for the store's kernel. The stream is filtered by
+   * kernel rather than by path: the server records the path the kernel was
+   * started with (absolute, and stale after a rename), while a kernel id is
+   * the same on both sides, and it keeps across kernel restarts.
+   */
+  private _openStream(store: NotebookLive): void {
+    const path = store.path;
+    const kernelId = store.kernelId;
+    const existing = this._streams.get(path);
+    // Most recently used last: the map's order is the LRU order.
+    this._streams.delete(path);
+    if (existing && existing.kernelId === kernelId) {
+      this._streams.set(path, existing);
+      return;
+    }
+    existing?.stream.dispose();
+    if (!kernelId) {
+      store.connection = 'closed';
+      return;
+    }
+    const stream = new EventStream({
+      open: signal => this._client.openEvents({ kernel: kernelId }, signal),
+      onEvent: event => this._onEvent(store, kernelId, event),
+      onState: state => {
+        if (store.kernelId === kernelId) {
+          store.connection = state;
+        }
+      }
+    });
+    this._streams.set(path, { kernelId, stream });
+    while (this._streams.size > MAX_STREAMS) {
+      const [oldPath, old] = this._streams.entries().next().value as [
+        string,
+        { stream: EventStream }
+      ];
+      old.stream.dispose();
+      this._streams.delete(oldPath);
+    }
+    stream.start();
+  }
+
+  private _onEvent(
+    store: NotebookLive,
+    kernelId: string,
+    event: LiveEvent
+  ): void {
+    if (event.type === 'hello') {
+      // Connected (again): catch up on what happened while not listening.
+      void this._sync(store, kernelId);
+    } else {
+      if (event.type === 'recording') {
+        this._recordingNews(event.kernel_id);
+      }
+      store.apply(event);
+    }
+    this._eventReceived.emit({ store, event });
+  }
+
+  /**
+   * Read the history of a notebook's latest trajectory that the store lacks.
+   */
+  private async _sync(store: NotebookLive, kernelId: string): Promise<void> {
+    try {
+      const trajectory = await this._client.latestTrajectory({
+        kernel: kernelId
+      });
+      if (!trajectory || !store.adopt(trajectory.id, trajectory.kernel_id)) {
+        return;
+      }
+      store.noteStepCount(trajectory.id, trajectory.steps);
+      const fresh = store.lastStep === 0;
+      let since = Math.max(store.lastStep, trajectory.steps - HISTORY_STEPS);
+      const predictionsSince = fresh
+        ? Math.max(0, trajectory.steps - HISTORY_PREDICTIONS)
+        : Math.max(0, store.lastStep - 1);
+      for (let page = 0; page < 10; page++) {
+        const result = await this._client.getSteps(trajectory.id, since, 1000);
+        store.addSteps(result.steps);
+        if (result.nextSinceStep === null || result.steps.length === 0) {
+          break;
+        }
+        since = result.nextSinceStep;
+      }
+      try {
+        store.addPredictions(
+          await this._client.getPredictions(trajectory.id, predictionsSince)
+        );
+      } catch (error) {
+        // A server without predictions: steps still show.
+        console.debug('themisto: no prediction history', error);
+      }
+    } catch (error) {
+      console.warn('themisto: could not read the notebook history', error);
+    }
+  }
+
+  /**
+   * Read the kernel's recording state and step count (one request).
+   */
+  private async _readKernel(store: NotebookLive): Promise<void> {
+    const kernelId = store.kernelId;
+    if (!kernelId) {
+      return;
+    }
+    const news = this._recordingNews(kernelId, 0);
+    try {
+      const model = await this._client.getKernel(kernelId);
+      if (store.kernelId !== kernelId) {
+        return;
+      }
+      if (this._recordingNews(kernelId, 0) === news) {
+        store.applyKernel(model);
+      } else if (model.trajectory_id !== null) {
+        // A switch landed while the request was out: its state is newer
+        // than this reply's; only the step count is still news.
+        store.noteStepCount(model.trajectory_id, model.steps);
+      }
+    } catch (error) {
+      if (store.kernelId === kernelId) {
+        store.recordingError = message(error);
+      }
+    }
+  }
+
+  /**
+   * A switch made from this page: the server's reply is the kernel's state.
+   */
+  private _onRecordingChanged(
+    client: IThemistoClient,
+    model: IKernelRecording
+  ): void {
+    this._recordingNews(model.kernel_id);
+    for (const store of this._stores.values()) {
+      if (store.kernelId === model.kernel_id) {
+        store.applyKernel(model);
+      }
+    }
+  }
+
+  /**
+   * Count (by `step`, default 1) the recording switches heard of for a
+   * kernel, from the stream or from this page; returns the count. A kernel
+   * state read while the count moved is older than what was heard.
+   */
+  private _recordingNews(kernelId: string, step = 1): number {
+    const count = (this._news.get(kernelId) ?? 0) + step;
+    this._news.set(kernelId, count);
+    return count;
+  }
+
+  private _client: IThemistoClient;
+  private _news = new Map<string, number>();
+  private _tracker: INotebookTracker;
+  private _panel: NotebookPanel | null = null;
+  private _current: NotebookLive | null = null;
+  private _stores = new Map<string, NotebookLive>();
+  private _streams = new Map<
+    string,
+    { kernelId: string; stream: EventStream }
+  >();
+  private _predictors: IPredictorsInfo | null = null;
+  private _predictorsError: string | null = null;
+  private _currentChanged = new Signal<IThemistoLive, INotebookLive | null>(
+    this
+  );
+  private _eventReceived = new Signal<IThemistoLive, ILiveEventArgs>(this);
+  private _predictorsChanged = new Signal<IThemistoLive, void>(this);
+}
+
+export namespace ThemistoLive {
+  export interface IOptions {
+    client: IThemistoClient;
+    tracker: INotebookTracker;
+  }
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,119 @@
+/**
+ * The scores of one trajectory: running means per task × predictor ×
+ * context, bounded series over steps, and each cell's latest output scores.
+ * Every prediction is counted once, whether it came live or from history.
+ *
+ * This module is pure: it has no JupyterLab dependency so it can be unit tested.
+ */
+import type { LivePrediction, PredictionTask } from '../api/records';
+import { ScoreMeans, seriesKey } from './scores';
+import type { ICombo, IPredictionSlot, IScorePoint, IScoreRow } from './types';
+
+/**
+ * A scoreboard row with its running means.
+ */
+interface IRow extends IScoreRow {
+  means: ScoreMeans;
+}
+
+export class ScoreBook {
+  /**
+   * @param seriesPoints Points kept per series (the latest steps).
+   */
+  constructor(private readonly _seriesPoints: number) {}
+
+  get rows(): IScoreRow[] {
+    return [...this._rows.values()];
+  }
+
+  series(task: PredictionTask, combo: ICombo): readonly IScorePoint[] {
+    return (
+      this._series.get(seriesKey(task, combo.predictor, combo.context)) ?? []
+    );
+  }
+
+  cellScores(cellId: string): IPredictionSlot[] {
+    const scores = this._cells.get(cellId);
+    return scores ? [...scores.values()] : [];
+  }
+
+  /**
+   * Count a scored prediction (of the cell `cellId`); `false` when it has
+   * no scores or was counted already.
+   */
+  add(prediction: LivePrediction, cellId: string | null): boolean {
+    const scores = prediction.scores;
+    if (!scores || this._counted.has(prediction.id)) {
+      return false;
+    }
+    this._remember(prediction.id);
+    const { task, predictor, context } = prediction;
+    const key = seriesKey(task, predictor, context);
+    let row = this._rows.get(key);
+    if (!row) {
+      row = { task, predictor, context, means: new ScoreMeans() };
+      this._rows.set(key, row);
+    }
+    row.means.add(scores);
+    let points = this._series.get(key);
+    if (!points) {
+      points = [];
+      this._series.set(key, points);
+    }
+    // Usually appended; history read late is inserted in step order.
+    let at = points.length;
+    while (at > 0 && points[at - 1].step > prediction.target_step) {
+      at--;
+    }
+    points.splice(at, 0, { step: prediction.target_step, scores });
+    if (points.length > this._seriesPoints) {
+      points.splice(0, points.length - this._seriesPoints);
+    }
+    if (task === 'output' && cellId) {
+      this._cell(prediction, cellId);
+    }
+    return true;
+  }
+
+  private _cell(prediction: LivePrediction, cellId: string): void {
+    let cell = this._cells.get(cellId);
+    if (!cell) {
+      cell = new Map();
+      this._cells.set(cellId, cell);
+    }
+    const { task, predictor, context } = prediction;
+    const key = `${predictor}\u0000${context}`;
+    const previous = cell.get(key);
+    // A re-run cell shows the score of its latest run.
+    if (!previous || previous.targetStep <= prediction.target_step) {
+      cell.set(key, {
+        task,
+        predictor,
+        context,
+        targetStep: prediction.target_step,
+        cellId,
+        state: 'done',
+        prediction
+      });
+    }
+  }
+
+  /**
+   * Remember a counted id; the oldest are forgotten beyond a bound far
+   * above what a session produces, so memory stays bounded.
+   */
+  private _remember(id: string): void {
+    this._counted.add(id);
+    if (this._counted.size > 20 * this._seriesPoints) {
+      const oldest = this._counted.values().next();
+      if (!oldest.done) {
+        this._counted.delete(oldest.value);
+      }
+    }
+  }
+
+  private _rows = new Map<string, IRow>();
+  private _series = new Map<string, IScorePoint[]>();
+  private _cells = new Map<string, Map<string, IPredictionSlot>>();
+  private _counted = new Set<string>();
+}

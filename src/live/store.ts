@@ -1,0 +1,525 @@
+/**
+ * The in-memory live data of one notebook: its kernel's recording state, its
+ * steps, predictions and scores, updated incrementally from stream events,
+ * history pages and the kernel's state read once.
+ *
+ * Everything is bounded so a 1,000-step trajectory stays fast: only the
+ * latest steps and prediction targets are kept whole, scores are folded into
+ * running means, and score series are capped.
+ */
+import { type ISignal, Signal } from '@lumino/signaling';
+
+import type { IKernelRecording } from '../api/model';
+import type {
+  LiveEvent,
+  LivePrediction,
+  LiveStep,
+  PredictingEvent,
+  PredictionTask,
+  ScoredEvent
+} from '../api/records';
+import type { INotebookLive } from '../tokens';
+import { ScoreBook } from './scorebook';
+import type {
+  ConnectionState,
+  ICombo,
+  IPredictionSlot,
+  IScorePoint,
+  IScoreRow,
+  LiveChange
+} from './types';
+
+/**
+ * Size limits of a store.
+ */
+export interface ILiveLimits {
+  /** Whole steps kept (the latest ones). */
+  steps: number;
+  /** Prediction target steps kept whole, per task (the latest ones). */
+  targets: number;
+  /** Points kept per score series. */
+  seriesPoints: number;
+}
+
+export const DEFAULT_LIMITS: ILiveLimits = {
+  steps: 200,
+  targets: 100,
+  seriesPoints: 2000
+};
+
+/**
+ * The live data of one notebook.
+ */
+export class NotebookLive implements INotebookLive {
+  constructor(
+    readonly path: string,
+    limits: Partial<ILiveLimits> = {}
+  ) {
+    this._limits = { ...DEFAULT_LIMITS, ...limits };
+    this._book = new ScoreBook(this._limits.seriesPoints);
+  }
+
+  /**
+   * Emitted after a change, once per event or history batch.
+   */
+  get changed(): ISignal<INotebookLive, LiveChange> {
+    return this._changed;
+  }
+
+  get trajectoryId(): string | null {
+    return this._trajectoryId;
+  }
+
+  /**
+   * The kernel of the notebook's session, else of its latest trajectory.
+   */
+  get kernelId(): string | null {
+    return this._kernelId;
+  }
+
+  set kernelId(value: string | null) {
+    if (value !== this._kernelId) {
+      this._kernelId = value;
+      this._changed.emit('recording');
+    }
+  }
+
+  get connection(): ConnectionState {
+    return this._connection;
+  }
+
+  set connection(value: ConnectionState) {
+    if (value !== this._connection) {
+      this._connection = value;
+      this._changed.emit('connection');
+    }
+  }
+
+  /**
+   * Whether the kernel records; `null` while unknown.
+   */
+  get recording(): boolean | null {
+    return this._recording;
+  }
+
+  set recording(value: boolean | null) {
+    if (value !== this._recording) {
+      this._recording = value;
+      this._changed.emit('recording');
+    }
+  }
+
+  get recordingError(): string | null {
+    return this._recordingError;
+  }
+
+  set recordingError(value: string | null) {
+    if (value !== this._recordingError) {
+      this._recordingError = value;
+      this._changed.emit('recording');
+    }
+  }
+
+  /**
+   * Apply the kernel's state as the server reported it
+   * (`GET|PUT themisto/api/kernels/{id}`): its recording switch, and the
+   * step count of its latest trajectory.
+   */
+  applyKernel(model: IKernelRecording): void {
+    this.recordingError = null;
+    this.recording = model.recording;
+    if (model.trajectory_id !== null) {
+      this.noteStepCount(model.trajectory_id, model.steps);
+    }
+  }
+
+  /**
+   * Remember how many steps a trajectory has, before its steps arrive (the
+   * count of a trajectory left earlier is ignored).
+   */
+  noteStepCount(trajectoryId: string, steps: number): void {
+    if (this.adopt(trajectoryId) && steps > this._knownSteps) {
+      const before = this.stepCount;
+      this._knownSteps = steps;
+      if (this.stepCount !== before) {
+        this._changed.emit('steps');
+      }
+    }
+  }
+
+  /**
+   * The highest step number seen (the step count of the trajectory).
+   */
+  get lastStep(): number {
+    return this._lastStep;
+  }
+
+  get stepCount(): number {
+    return Math.max(this._lastStep, this._knownSteps);
+  }
+
+  get latestStep(): LiveStep | null {
+    const n = this._stepOrder[this._stepOrder.length - 1];
+    return n === undefined ? null : (this._steps.get(n) ?? null);
+  }
+
+  getStep(step: number): LiveStep | null {
+    return this._steps.get(step) ?? null;
+  }
+
+  /**
+   * The highest target step with a prediction of this task, or `null`.
+   */
+  latestTarget(task: PredictionTask): number | null {
+    const order = this._targetOrder[task];
+    return order.length ? order[order.length - 1] : null;
+  }
+
+  /**
+   * The kept target steps of a task, ascending.
+   */
+  targets(task: PredictionTask): readonly number[] {
+    return this._targetOrder[task];
+  }
+
+  /**
+   * The predictions of one target step, in arrival order.
+   */
+  slots(task: PredictionTask, targetStep: number): IPredictionSlot[] {
+    const slots = this._slots[task].get(targetStep);
+    return slots ? [...slots.values()] : [];
+  }
+
+  /**
+   * Predictor × context pairs seen in predictions, in arrival order.
+   */
+  get seenCombos(): Iterable<ICombo> {
+    return this._combos.values();
+  }
+
+  /**
+   * Running means per task × predictor × context.
+   */
+  get scoreRows(): IScoreRow[] {
+    return this._book.rows;
+  }
+
+  /**
+   * Scores over steps of one task × predictor × context (bounded, by step).
+   */
+  series(task: PredictionTask, combo: ICombo): readonly IScorePoint[] {
+    return this._book.series(task, combo);
+  }
+
+  /**
+   * The latest output scores of a cell, one per predictor × context.
+   */
+  cellScores(cellId: string): ReadonlyArray<IPredictionSlot> {
+    return this._book.cellScores(cellId);
+  }
+
+  /**
+   * Whether a prediction of this target was asked for by the user (as
+   * opposed to made automatically by the server).
+   */
+  isRequested(task: PredictionTask, targetStep: number): boolean {
+    return this._requested.has(`${task}:${targetStep}`);
+  }
+
+  /**
+   * Remember a user request for a target of a task; by default the next
+   * step, which is what the server predicts on request.
+   */
+  markRequested(
+    task: PredictionTask,
+    target: number = this._lastStep + 1
+  ): number {
+    const key = `${task}:${target}`;
+    if (!this._requested.has(key)) {
+      this._requested.add(key);
+      this._changed.emit('predictions');
+    }
+    return target;
+  }
+
+  /**
+   * Follow a trajectory. A different one than the current (a restarted
+   * kernel) starts from empty; one left earlier is refused so late events
+   * of an old kernel cannot take the panel back.
+   */
+  adopt(trajectoryId: string, kernelId?: string): boolean {
+    if (trajectoryId === this._trajectoryId) {
+      return true;
+    }
+    if (this._retired.has(trajectoryId)) {
+      return false;
+    }
+    if (this._trajectoryId !== null) {
+      // Only a change of trajectory discards data: history read before the
+      // first event belongs to the trajectory being adopted.
+      this._retired.add(this._trajectoryId);
+      this._reset();
+    }
+    this._trajectoryId = trajectoryId;
+    // The notebook's session knows its kernel best; the trajectory's is a
+    // fallback for a store followed before its session reported one.
+    if (kernelId && !this._kernelId) {
+      this._kernelId = kernelId;
+    }
+    this._changed.emit('trajectory');
+    return true;
+  }
+
+  /**
+   * Apply a stream event; events of other trajectories are ignored.
+   */
+  apply(event: LiveEvent): void {
+    if (event.type === 'hello') {
+      return;
+    }
+    if (event.trajectory_id && !this.adopt(event.trajectory_id)) {
+      return;
+    }
+    switch (event.type) {
+      case 'trajectory':
+        this.noteStepCount(event.trajectory_id, event.trajectory.steps);
+        return;
+      case 'step':
+        this.addSteps([event.step]);
+        return;
+      case 'recording':
+        this.recordingError = null;
+        this.recording = event.recording;
+        return;
+      case 'predicting':
+        this._predicting(event);
+        this._changed.emit('predictions');
+        return;
+      case 'prediction':
+        this.addPredictions([event.prediction]);
+        return;
+      case 'scored':
+        this._scored(event);
+        return;
+    }
+  }
+
+  /**
+   * Add steps (live or from history, in any order; duplicates are ignored).
+   */
+  addSteps(steps: LiveStep[]): void {
+    let added = false;
+    for (const step of steps) {
+      if (this._steps.has(step.step)) {
+        continue;
+      }
+      this._lastStep = Math.max(this._lastStep, step.step);
+      if (insertSorted(this._stepOrder, step.step)) {
+        this._steps.set(step.step, step);
+        added = true;
+      }
+    }
+    for (const n of trimFront(this._stepOrder, this._limits.steps)) {
+      this._steps.delete(n);
+    }
+    if (added) {
+      this._changed.emit('steps');
+    }
+  }
+
+  /**
+   * Add predictions (live or from history); scores are counted once per
+   * prediction id.
+   */
+  addPredictions(predictions: LivePrediction[]): void {
+    let scored = false;
+    for (const prediction of predictions) {
+      const slot = this._slot(
+        prediction.task,
+        prediction.target_step,
+        prediction
+      );
+      if (slot) {
+        slot.prediction = prediction;
+        slot.cellId = prediction.cell_id ?? slot.cellId;
+        slot.state = prediction.error ? 'error' : 'done';
+      }
+      // A prediction asked for over the API names no cell: its step does.
+      const cellId =
+        prediction.cell_id ??
+        this._steps.get(prediction.target_step)?.cell_id ??
+        null;
+      if (this._book.add(prediction, cellId)) {
+        scored = true;
+      }
+    }
+    this._changed.emit(scored ? 'scores' : 'predictions');
+  }
+
+  /**
+   * Apply the scores of a prediction held: the event carries only them. A
+   * prediction not held (older than those kept, or replaced by a retry) is
+   * ignored.
+   */
+  private _scored(event: ScoredEvent): void {
+    const slots = this._slots[event.task].get(event.target_step);
+    for (const slot of slots?.values() ?? []) {
+      if (slot.prediction?.id === event.prediction_id) {
+        this.addPredictions([
+          {
+            ...slot.prediction,
+            reference: event.reference,
+            scores: event.scores
+          }
+        ]);
+        return;
+      }
+    }
+  }
+
+  private _predicting(event: PredictingEvent): void {
+    const slot = this._slot(event.task, event.target_step, event);
+    if (slot) {
+      // A new attempt (a retry) replaces the previous answer.
+      slot.state = 'predicting';
+      slot.prediction = null;
+      slot.cellId = event.cell_id ?? slot.cellId;
+    }
+  }
+
+  /**
+   * The slot of a prediction, created on first sight; `null` for targets
+   * older than those kept.
+   */
+  private _slot(
+    task: PredictionTask,
+    targetStep: number,
+    combo: ICombo & { cell_id: string | null }
+  ): IPredictionSlot | null {
+    const key = `${combo.predictor}\u0000${combo.context}`;
+    if (!this._combos.has(key)) {
+      this._combos.set(key, {
+        predictor: combo.predictor,
+        context: combo.context
+      });
+    }
+    let slots = this._slots[task].get(targetStep);
+    if (!slots) {
+      const order = this._targetOrder[task];
+      if (
+        order.length >= this._limits.targets &&
+        targetStep < order[0] &&
+        order.length > 0
+      ) {
+        return null;
+      }
+      slots = new Map();
+      this._slots[task].set(targetStep, slots);
+      insertSorted(order, targetStep);
+      for (const old of trimFront(order, this._limits.targets)) {
+        this._slots[task].delete(old);
+      }
+    }
+    let slot = slots.get(key);
+    if (!slot) {
+      slot = {
+        task,
+        targetStep,
+        predictor: combo.predictor,
+        context: combo.context,
+        cellId: combo.cell_id,
+        state: 'predicting',
+        prediction: null
+      };
+      slots.set(key, slot);
+    }
+    return slot;
+  }
+
+  private _reset(): void {
+    this._steps.clear();
+    this._stepOrder = [];
+    this._lastStep = 0;
+    this._knownSteps = 0;
+    this._slots = { output: new Map(), 'next-cell': new Map() };
+    this._targetOrder = { output: [], 'next-cell': [] };
+    this._book = new ScoreBook(this._limits.seriesPoints);
+    this._requested.clear();
+  }
+
+  private _limits: ILiveLimits;
+  private _book: ScoreBook;
+  private _changed = new Signal<INotebookLive, LiveChange>(this);
+  private _trajectoryId: string | null = null;
+  private _kernelId: string | null = null;
+  private _connection: ConnectionState = 'closed';
+  private _recording: boolean | null = null;
+  private _recordingError: string | null = null;
+  private _retired = new Set<string>();
+  private _steps = new Map<number, LiveStep>();
+  private _stepOrder: number[] = [];
+  private _lastStep = 0;
+  private _knownSteps = 0;
+  private _slots: Record<
+    PredictionTask,
+    Map<number, Map<string, IPredictionSlot>>
+  > = { output: new Map(), 'next-cell': new Map() };
+  private _targetOrder: Record<PredictionTask, number[]> = {
+    output: [],
+    'next-cell': []
+  };
+  private _combos = new Map<string, ICombo>();
+  private _requested = new Set<string>();
+}
+
+/**
+ * Insert a number into a sorted array unless present; appends in O(1) in
+ * the usual case of increasing numbers.
+ */
+export function insertSorted(sorted: number[], value: number): boolean {
+  let lo = 0;
+  let hi = sorted.length;
+  if (hi === 0 || sorted[hi - 1] < value) {
+    sorted.push(value);
+    return true;
+  }
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] < value) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (sorted[lo] === value) {
+    return false;
+  }
+  sorted.splice(lo, 0, value);
+  return true;
+}
+
+/**
+ * Drop the smallest values beyond `limit`; returns them.
+ */
+function trimFront(sorted: number[], limit: number): number[] {
+  return sorted.length > limit ? sorted.splice(0, sorted.length - limit) : [];
+}
+
+/**
+ * The target step whose predictions the panel shows for a task: the latest
+ * one, or with `onlyRequested` (auto-predict off) the latest one the user
+ * asked for.
+ */
+export function shownTarget(
+  store: INotebookLive,
+  task: PredictionTask,
+  onlyRequested: boolean
+): number | null {
+  const targets = store.targets(task);
+  for (let i = targets.length - 1; i >= 0; i--) {
+    if (!onlyRequested || store.isRequested(task, targets[i])) {
+      return targets[i];
+    }
+  }
+  return null;
+}

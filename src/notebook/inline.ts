@@ -1,0 +1,109 @@
+/**
+ * The next-cell prediction offered as inline (ghost text) completion.
+ */
+import type {
+  CompletionHandler,
+  IInlineCompletionContext,
+  IInlineCompletionList,
+  IInlineCompletionProvider
+} from '@jupyterlab/completer';
+import { NotebookPanel } from '@jupyterlab/notebook';
+
+import { themistoIcon } from '../icon';
+import { shownTarget } from '../live/store';
+import { visibleCombos } from '../settings';
+import type {
+  INotebookLive,
+  IPredictionSettings,
+  IThemistoLive
+} from '../tokens';
+
+/**
+ * The latest next-cell prediction to offer for a notebook: that of the
+ * first shown predictor × context that answered, for the step after the
+ * latest one (an older prediction is about a cell already run).
+ */
+export function latestNextCell(
+  store: INotebookLive | null,
+  live: Pick<IThemistoLive, 'predictors'>,
+  settings: IPredictionSettings
+): string | null {
+  if (!store) {
+    return null;
+  }
+  const options = settings.settings;
+  const target = shownTarget(store, 'next-cell', !options.autoPredict);
+  if (target === null || target !== store.lastStep + 1) {
+    return null;
+  }
+  const slots = store.slots('next-cell', target);
+  for (const combo of visibleCombos(
+    live.predictors,
+    store.seenCombos,
+    options
+  )) {
+    const slot = slots.find(
+      s => s.predictor === combo.predictor && s.context === combo.context
+    );
+    const answer = slot?.state === 'done' ? slot.prediction?.answer : null;
+    if (answer && answer.trim()) {
+      return answer;
+    }
+  }
+  return null;
+}
+
+/**
+ * What to insert at the cursor for a cell's text: the whole prediction in
+ * an empty cell, the rest of it while the user types its beginning.
+ */
+export function ghostText(
+  prediction: string,
+  text: string,
+  offset: number
+): string | null {
+  if (text.trim() === '') {
+    return prediction;
+  }
+  if (
+    offset === text.length &&
+    text.length < prediction.length &&
+    prediction.startsWith(text)
+  ) {
+    return prediction.slice(text.length);
+  }
+  return null;
+}
+
+/**
+ * Offers the predicted next cell as ghost text.
+ */
+export class NextCellInlineProvider implements IInlineCompletionProvider {
+  constructor(
+    private readonly _live: IThemistoLive,
+    private readonly _settings: IPredictionSettings
+  ) {}
+
+  readonly identifier = 'themisto-ext:next-cell';
+  readonly name = 'Themisto next cell';
+  readonly icon = themistoIcon;
+
+  async fetch(
+    request: CompletionHandler.IRequest,
+    context: IInlineCompletionContext
+  ): Promise<IInlineCompletionList> {
+    const widget = context.widget;
+    if (!(widget instanceof NotebookPanel)) {
+      return { items: [] };
+    }
+    const prediction = latestNextCell(
+      this._live.store(widget.context.path),
+      this._live,
+      this._settings
+    );
+    const insertText = prediction
+      ? ghostText(prediction, request.text, request.offset)
+      : null;
+    return { items: insertText ? [{ insertText }] : [] };
+  }
+}

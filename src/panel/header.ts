@@ -1,0 +1,138 @@
+/**
+ * The prediction panel's header: the notebook, its step count and stream
+ * state, "Predict next cell", and banners for every state that explains an
+ * empty panel (no notebook, recording off, no predictor, server errors).
+ */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
+import type { IPredictorsInfo } from '../api/model';
+import type { INotebookLive } from '../tokens';
+import { button, h } from './dom';
+
+/**
+ * What the header shows besides the store.
+ */
+export interface IHeaderState {
+  predictors: IPredictorsInfo | null;
+  predictorsError: string | null;
+  autoPredict: boolean;
+}
+
+/**
+ * What the header's buttons do.
+ */
+export interface IHeaderActions {
+  predictNow(): void;
+  toggleRecording(): void;
+  refreshPredictors(): void;
+}
+
+/**
+ * A key that changes whenever the header would look different.
+ */
+export function headerKey(
+  store: INotebookLive | null,
+  state: IHeaderState
+): string {
+  return JSON.stringify([
+    store?.path,
+    store?.stepCount,
+    store?.connection,
+    store?.recording,
+    store?.kernelId,
+    state
+  ]);
+}
+
+/**
+ * The header's content.
+ */
+export function headerView(
+  store: INotebookLive | null,
+  state: IHeaderState,
+  actions: IHeaderActions,
+  trans: TranslationBundle
+): HTMLElement[] {
+  if (!store) {
+    return [
+      h(
+        'p',
+        { class: 'themisto-Empty' },
+        trans.__("Open a notebook to see Themisto's predictions.")
+      )
+    ];
+  }
+  const banners: HTMLElement[] = [];
+  const banner = (kind: string, ...content: (Node | string)[]): void => {
+    banners.push(
+      h('div', { class: 'themisto-Banner', 'data-kind': kind }, ...content)
+    );
+  };
+  if (store.recording === false) {
+    banner(
+      'recording-off',
+      trans.__(
+        "Recording is off for this notebook's kernel: nothing is recorded or predicted."
+      ) + ' ',
+      button(trans.__('Start recording'), () => actions.toggleRecording())
+    );
+  }
+  if (state.predictorsError) {
+    banner(
+      'unavailable',
+      trans.__('Predictions are unavailable: %1', state.predictorsError) + ' ',
+      button(trans.__('Retry'), () => actions.refreshPredictors())
+    );
+  } else if (state.predictors && state.predictors.predictors.length === 0) {
+    banner(
+      'no-predictor',
+      trans.__(
+        'No predictor is configured on the server (ThemistoExtension.predictors), so nothing is predicted.'
+      )
+    );
+  }
+  if (!state.autoPredict) {
+    banner(
+      'manual',
+      trans.__('Auto-predict is off: predictions appear when you ask for them.')
+    );
+  }
+  if (store.connection === 'retrying') {
+    banner('reconnecting', trans.__('Reconnecting to the live stream…'));
+  }
+  const name = store.path.split('/').pop() ?? store.path;
+  const connection = !store.kernelId
+    ? trans.__('no kernel')
+    : store.connection === 'open'
+      ? trans.__('live')
+      : store.connection === 'closed'
+        ? trans.__('paused')
+        : trans.__('connecting…');
+  const steps = store.stepCount;
+  return [
+    h(
+      'div',
+      { class: 'themisto-Header-line' },
+      h('span', { class: 'themisto-Header-name', title: store.path }, name),
+      h(
+        'span',
+        { class: 'themisto-Header-steps', 'data-steps': steps },
+        trans._n('%1 step', '%1 steps', steps)
+      ),
+      h(
+        'span',
+        {
+          class: 'themisto-Header-connection',
+          'data-connection': store.connection
+        },
+        connection
+      ),
+      button(trans.__('Predict next cell'), () => actions.predictNow(), {
+        class: 'themisto-PredictNow',
+        title: trans.__('Predict the next cell now'),
+        disabled: !store.kernelId || state.predictors?.predictors.length === 0
+      })
+    ),
+    ...banners
+  ];
+}

@@ -1,0 +1,156 @@
+/**
+ * A small inline SVG line plot of scores over steps (no chart library: a
+ * few polylines on a 0–1 scale).
+ */
+import type { ScoreName } from '../api/model';
+import type { IScorePoint } from '../live/types';
+import { svg } from './dom';
+
+/**
+ * A plotted point: a step and a value in [0, 1].
+ */
+export interface IPlotPoint {
+  step: number;
+  value: number;
+}
+
+/**
+ * One line of the plot.
+ */
+export interface IPlotSeries {
+  label: string;
+  points: readonly IScorePoint[];
+}
+
+/**
+ * Points of one score, averaged into at most `max` buckets of consecutive
+ * points so a 1,000-step series stays a light polyline.
+ */
+export function downsample(
+  points: readonly IScorePoint[],
+  score: ScoreName,
+  max: number
+): IPlotPoint[] {
+  if (points.length <= max) {
+    return points.map(p => ({ step: p.step, value: p.scores[score] }));
+  }
+  const out: IPlotPoint[] = [];
+  const size = points.length / max;
+  for (let b = 0; b < max; b++) {
+    const start = Math.floor(b * size);
+    const end = Math.max(start + 1, Math.floor((b + 1) * size));
+    let sum = 0;
+    for (let i = start; i < end; i++) {
+      sum += points[i].scores[score];
+    }
+    out.push({ step: points[end - 1].step, value: sum / (end - start) });
+  }
+  return out;
+}
+
+const WIDTH = 300;
+const HEIGHT = 120;
+const PAD = { left: 28, right: 8, top: 8, bottom: 18 };
+const MAX_POINTS = 150;
+
+/**
+ * The plot of one score for several series; its colours come from the
+ * `themisto-Series-N` classes (theme variables in the style sheet).
+ */
+export function scorePlot(
+  series: IPlotSeries[],
+  score: ScoreName,
+  title: string
+): SVGSVGElement {
+  const lines = series.map(s => downsample(s.points, score, MAX_POINTS));
+  let minStep = Infinity;
+  let maxStep = -Infinity;
+  for (const line of lines) {
+    for (const p of line) {
+      minStep = Math.min(minStep, p.step);
+      maxStep = Math.max(maxStep, p.step);
+    }
+  }
+  if (minStep > maxStep) {
+    minStep = 0;
+    maxStep = 1;
+  }
+  const span = Math.max(1, maxStep - minStep);
+  const innerW = WIDTH - PAD.left - PAD.right;
+  const innerH = HEIGHT - PAD.top - PAD.bottom;
+  const x = (step: number): number =>
+    PAD.left + ((step - minStep) / span) * innerW;
+  const y = (value: number): number => PAD.top + (1 - value) * innerH;
+
+  const root = svg('svg', {
+    class: 'themisto-Plot',
+    viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
+    role: 'img',
+    'aria-label': title
+  });
+  root.append(svg('title', {}, title));
+  for (const tick of [0, 0.5, 1]) {
+    root.append(
+      svg('line', {
+        class: 'themisto-Plot-grid',
+        x1: PAD.left,
+        x2: WIDTH - PAD.right,
+        y1: y(tick),
+        y2: y(tick)
+      }),
+      svg(
+        'text',
+        {
+          class: 'themisto-Plot-label',
+          x: PAD.left - 4,
+          y: y(tick) + 3,
+          'text-anchor': 'end'
+        },
+        tick.toFixed(1)
+      )
+    );
+  }
+  root.append(
+    svg(
+      'text',
+      { class: 'themisto-Plot-label', x: PAD.left, y: HEIGHT - 4 },
+      `step ${minStep}`
+    ),
+    svg(
+      'text',
+      {
+        class: 'themisto-Plot-label',
+        x: WIDTH - PAD.right,
+        y: HEIGHT - 4,
+        'text-anchor': 'end'
+      },
+      `step ${maxStep}`
+    )
+  );
+  lines.forEach((points, index) => {
+    const cls = `themisto-Series-${index % 6}`;
+    const coords = points.map(p => `${x(p.step)},${y(p.value)}`).join(' ');
+    if (points.length > 1) {
+      root.append(
+        svg('polyline', { class: `themisto-Plot-line ${cls}`, points: coords })
+      );
+    }
+    // A lone point (or the last one) is marked so one step is visible too.
+    const last = points[points.length - 1];
+    if (last) {
+      root.append(
+        svg(
+          'circle',
+          {
+            class: `themisto-Plot-dot ${cls}`,
+            cx: x(last.step),
+            cy: y(last.value),
+            r: 2.5
+          },
+          svg('title', {}, `${series[index].label}: ${last.value.toFixed(2)}`)
+        )
+      );
+    }
+  });
+  return root;
+}

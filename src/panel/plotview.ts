@@ -1,0 +1,99 @@
+/**
+ * The "scores over steps" section: task and score pickers, the plot and its
+ * legend.
+ */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
+import type { ScoreName } from '../api/model';
+import type { PredictionTask } from '../api/records';
+import { SCORE_LABELS } from '../live/scores';
+import { h } from './dom';
+import { type IPlotSeries, scorePlot } from './plot';
+
+/**
+ * What the plot shows and how to change it.
+ */
+export interface IPlotChoice {
+  task: PredictionTask;
+  score: ScoreName;
+  onTask(task: PredictionTask): void;
+  onScore(score: ScoreName): void;
+}
+
+/**
+ * The section's content for the series with points.
+ */
+export function plotView(
+  series: IPlotSeries[],
+  choice: IPlotChoice,
+  trans: TranslationBundle
+): Element[] {
+  const controls = h(
+    'div',
+    { class: 'themisto-Plot-controls' },
+    select(
+      trans.__('Task'),
+      [
+        ['output', trans.__('Output')],
+        ['next-cell', trans.__('Next cell')]
+      ],
+      choice.task,
+      value => choice.onTask(value === 'next-cell' ? 'next-cell' : 'output')
+    ),
+    select(
+      trans.__('Score'),
+      SCORE_LABELS.map(s => [s.name, s.short]),
+      choice.score,
+      value => {
+        const picked = SCORE_LABELS.find(s => s.name === value);
+        if (picked) {
+          choice.onScore(picked.name);
+        }
+      }
+    )
+  );
+  const shown = series.filter(s => s.points.length > 0);
+  if (shown.length === 0) {
+    return [
+      controls,
+      h('p', { class: 'themisto-Muted' }, trans.__('No scores to plot yet.'))
+    ];
+  }
+  const legend = h('ul', { class: 'themisto-Legend' });
+  shown.forEach((s, i) =>
+    legend.append(
+      h(
+        'li',
+        {},
+        h('span', { class: `themisto-Swatch themisto-Series-${i % 6}` }),
+        s.label
+      )
+    )
+  );
+  const long = SCORE_LABELS.find(s => s.name === choice.score)?.long ?? '';
+  return [
+    controls,
+    scorePlot(
+      shown,
+      choice.score,
+      trans.__('%1 of %2 predictions over steps', long, choice.task)
+    ),
+    legend
+  ];
+}
+
+function select(
+  label: string,
+  options: Array<[string, string]>,
+  value: string,
+  onChange: (value: string) => void
+): HTMLElement {
+  const node = h('select', { class: 'jp-mod-styled', 'aria-label': label });
+  for (const [optionValue, text] of options) {
+    const option = h('option', { value: optionValue }, text);
+    option.selected = optionValue === value;
+    node.append(option);
+  }
+  node.addEventListener('change', () => onChange(node.value));
+  return h('label', { class: 'themisto-Select' }, `${label} `, node);
+}

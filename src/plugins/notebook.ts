@@ -1,0 +1,160 @@
+/**
+ * What Themisto adds to notebooks: the notebook's own recording choice,
+ * predictions asked for as cells run, score badges on cells, and the
+ * next-cell prediction as ghost text.
+ */
+import type {
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICompletionProviderManager } from '@jupyterlab/completer';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+
+// These small modules attach to notebooks at activation, so they are
+// needed at once.
+/* eslint-disable jupyter/prefer-lazy-imports */
+import { startAutoPredict } from '../notebook/autopredict';
+import { latestNextCell, NextCellInlineProvider } from '../notebook/inline';
+import { CellMarkers } from '../notebook/markers';
+import { applyNotebookRecording } from '../notebook/recording';
+/* eslint-enable jupyter/prefer-lazy-imports */
+import { IPredictionSettings, IThemistoClient, IThemistoLive } from '../tokens';
+
+/**
+ * Delay (ms) before offering ghost text in a newly selected empty cell.
+ */
+const GHOST_DELAY = 200;
+
+/**
+ * Honours a notebook's `themisto.recording` metadata for every kernel it uses.
+ */
+export const notebookSwitchPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'themisto-ext:notebook-switch',
+  description: "Applies a notebook's recording choice to its kernels.",
+  autoStart: true,
+  requires: [INotebookTracker, IThemistoClient],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    client: IThemistoClient
+  ): void => {
+    tracker.widgetAdded.connect((_, panel) =>
+      applyNotebookRecording(panel, client)
+    );
+  }
+};
+
+/**
+ * Asks for predictions as cells run when the server does not.
+ */
+export const autoPredictPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'themisto-ext:auto-predict',
+  description:
+    'Asks for predictions as cells run when the server does not predict by itself.',
+  autoStart: true,
+  requires: [IThemistoLive, IPredictionSettings, INotebookTracker],
+  activate: (
+    app: JupyterFrontEnd,
+    live: IThemistoLive,
+    settings: IPredictionSettings,
+    tracker: INotebookTracker
+  ): void => startAutoPredict(live, settings, tracker)
+};
+
+/**
+ * Score badges on executed cells.
+ */
+export const markersPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'themisto-ext:markers',
+  description: "Shows each executed cell's output-prediction score on it.",
+  autoStart: true,
+  requires: [INotebookTracker, IThemistoLive, IPredictionSettings],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    live: IThemistoLive,
+    settings: IPredictionSettings
+  ): void => {
+    const attach = (notebook: NotebookPanel): void => {
+      const markers = new CellMarkers(notebook, live, settings);
+      notebook.disposed.connect(() => markers.dispose());
+    };
+    tracker.forEach(attach);
+    tracker.widgetAdded.connect((_, notebook) => attach(notebook));
+  }
+};
+
+/**
+ * The next-cell prediction as ghost text in an empty cell.
+ */
+export const inlinePlugin: JupyterFrontEndPlugin<void> = {
+  id: 'themisto-ext:inline',
+  description:
+    'Offers the predicted next cell as inline (ghost text) completion in an empty cell.',
+  autoStart: true,
+  requires: [
+    ICompletionProviderManager,
+    IThemistoLive,
+    IPredictionSettings,
+    INotebookTracker
+  ],
+  activate: (
+    app: JupyterFrontEnd,
+    manager: ICompletionProviderManager,
+    live: IThemistoLive,
+    settings: IPredictionSettings,
+    tracker: INotebookTracker
+  ): void => {
+    manager.registerInlineProvider(new NextCellInlineProvider(live, settings));
+    // Typing triggers inline completion, but an empty cell has nothing
+    // typed: ask for it when such a cell is being edited and a prediction
+    // exists (it needs the editor's focus, hence edit mode).
+    const offer = (): void => {
+      const notebook = tracker.currentWidget;
+      const cell = notebook?.content.activeCell;
+      if (
+        !settings.settings.ghostText ||
+        !notebook ||
+        notebook.content.mode !== 'edit' ||
+        !cell ||
+        cell.model.type !== 'code' ||
+        cell.model.sharedModel.getSource().trim() !== '' ||
+        !latestNextCell(live.store(notebook.context.path), live, settings)
+      ) {
+        return;
+      }
+      manager.inline?.invoke(notebook.id);
+    };
+    // The completer moves to a new active cell's editor asynchronously and
+    // announces nothing when done: wait a moment, once per burst of changes.
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const offerSoon = (): void => {
+      if (timer !== null) {
+        clearTimeout(timer);
+      }
+      timer = setTimeout(() => {
+        timer = null;
+        offer();
+      }, GHOST_DELAY);
+    };
+    tracker.activeCellChanged.connect(offerSoon);
+    const watchMode = (notebook: NotebookPanel): void => {
+      notebook.content.stateChanged.connect((_, change) => {
+        if (change.name === 'mode' && change.newValue === 'edit') {
+          offerSoon();
+        }
+      });
+    };
+    tracker.forEach(watchMode);
+    tracker.widgetAdded.connect((_, notebook) => watchMode(notebook));
+    live.eventReceived.connect((_, { store, event }) => {
+      if (
+        store === live.current &&
+        event.type === 'prediction' &&
+        event.prediction.task === 'next-cell'
+      ) {
+        offerSoon();
+      }
+    });
+  }
+};
