@@ -270,6 +270,18 @@ async def test_missing_model_file_is_a_clear_error(tmp_path: Path):
     await p.aclose()
 
 
+async def test_a_model_that_cannot_load_is_a_recorded_error(tmp_path: Path):
+    # fitting the prompt to the window needs the tokenizer: its failure is the record's
+    p = LocalPredictor(tmp_path / "absent.gguf")
+    try:
+        record = await predict(p, [], "output", "none", trajectory_id="t", target_step=1,
+                               target_code="1 + 1")
+    finally:
+        await p.aclose()
+    assert record["error"]["type"] == "LocalModelError"  # type: ignore[index]
+    assert "No GGUF model file" in record["error"]["message"]  # type: ignore[index]
+
+
 def test_default_model_comes_from_the_installed_wheel(monkeypatch):
     path = default_model_path()
     assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000

@@ -60,13 +60,13 @@ async def predict(
         return build_prompt(history, task, context, target_code=target_code,
                             budget_chars=budget, max_tokens=cap)
 
-    fitting: PromptTooLong | None = None
+    fitting: PromptTooLong | ProviderError | None = None
     if predictor.window is None:
         prompt = build(budget_chars)
     else:
         try:  # counting tokens may load a model: off the event loop
             prompt = await asyncio.to_thread(fit_prompt, build, budget_chars, predictor.window)
-        except PromptTooLong as exc:
+        except (PromptTooLong, ProviderError) as exc:  # too long; the model cannot load
             prompt, fitting = build(budget_chars), exc
     record: Prediction = {
         "id": uuid.uuid4().hex, "trajectory_id": trajectory_id, "kernel_id": kernel_id,
