@@ -116,7 +116,8 @@ class Tracker:
         if _CLOCK.search(code):
             kinds.add("clock")
         seeded = self.seeded or _SEED.search(code)  # a cell that seeds its own generator
-        if not seeded and (_RANDOM_CALL.search(code) or _read(code) & self.random_names):
+        if not seeded and (_RANDOM_CALL.search(code)
+                           or (self.random_names and _read(code) & self.random_names)):
             kinds.add("randomness")
         if _VERSION_REPR.search(output) or "__version__" in code:
             kinds.add("version")
@@ -127,22 +128,23 @@ class Tracker:
             return (int(cell),)
         return (self.first_seen.setdefault(cell, len(self.first_seen)),)
 
-    def observe(self, step: Mapping[str, Any]) -> StepFacts:
-        """The step's facts, given the steps observed before it."""
+    def observe(self, step: Mapping[str, Any], outputs: bool = True) -> StepFacts:
+        """The step's facts, given the steps observed before it (``outputs=False``: only
+        its error's cause, which is cheaper)."""
         cause = self.error_cause(step)
-        facts = StepFacts(cause, frozenset(self.output_kinds(step, cause)))
-        self.advance(step, cause)
-        return facts
+        kinds = frozenset(self.output_kinds(step, cause)) if outputs else frozenset()
+        self.advance(step, cause, outputs)
+        return StepFacts(cause, kinds)
 
-    def advance(self, step: Mapping[str, Any], cause: str | None) -> None:
+    def advance(self, step: Mapping[str, Any], cause: str | None, outputs: bool = True) -> None:
         code = str(step.get("code", ""))
-        if _SEED.search(code):
+        if outputs and _SEED.search(code):
             self.seeded = True
-        if not self.seeded and _RANDOM_CALL.search(code):
+        if outputs and not self.seeded and _RANDOM_CALL.search(code):
             self.random_names |= _assigned(code)
         if cause is not None:
             self.failed_names |= _assigned(code)
-        else:
+        elif self.failed_names:  # parsing every cell would cost sampling 100k steps ~20 s
             self.failed_names -= _assigned(code)
 
 

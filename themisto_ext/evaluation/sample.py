@@ -118,7 +118,7 @@ def _facts(step: Any, source: Path, line: int, tracker: Tracker) -> _Facts:
     code, output = step["code"], step["output"]
     if step["error"] is not None and not isinstance(step["error"], dict):
         raise SampleInputError(f"{source}:{line}: error: not an object or null")
-    cause = tracker.observe(step).cause
+    cause = tracker.observe(step, outputs=False).cause
     return _Facts(step["step"], len(code), len(output), not code.strip(), not output.strip(),
                   step["error"] is not None, cause == "environment")
 
