@@ -82,8 +82,9 @@ class _Task:
     def labels(self, unit: str) -> tuple[list[str] | None, list[str] | None]:
         """Each common example's cluster (None: examples are the unit) and stratum."""
         first = self.by[self.conditions[0]]
+        # a record without its trajectory (written by an old bench) is a cluster of its own
         clusters = None if unit == "example" else \
-            [str(first[e].get("trajectory_id")) for e in self.common]
+            [str(first[e].get("trajectory_id") or f"example:{e}") for e in self.common]
         strata = [first[e].get("stratum") for e in self.common]
         if not all(isinstance(s, str) for s in strata):
             return clusters, None
