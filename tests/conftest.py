@@ -69,6 +69,25 @@ class RecordingKernel:
         self.km.shutdown_kernel(now=False)
 
 
+@pytest.fixture(scope="session")
+def recorded_notebooks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Trajectories of two shared notebooks, recorded once per test session (one file)."""
+    from themisto_ext.replay import record_notebook
+    from themisto_ext.store import SQLiteStore
+    from themisto_ext.trajectory import write_steps
+
+    work = tmp_path_factory.mktemp("recorded")
+    store = SQLiteStore(work / "s.sqlite3")
+    trajectories = work / "trajectories.jsonl"
+    with trajectories.open("w", encoding="utf-8") as fh:
+        for name in ("02.02-The-Basics-Of-NumPy-Arrays", "03.01-Introducing-Pandas-Objects"):
+            notebook = next(p for p in shared_notebooks() if p.stem == name)
+            result = record_notebook(notebook, store, work / "journal", timeout=120)
+            write_steps(store.iter_steps(result.trajectory_ids[0]), fh)
+    store.close()
+    return trajectories
+
+
 @pytest.fixture
 def recording_kernel(tmp_path: Path) -> Iterator[RecordingKernel]:
     kernel = RecordingKernel(tmp_path / "journal", "test-kernel", CaptureSettings())

@@ -1,8 +1,10 @@
 """A fake LLM server on 127.0.0.1 speaking OpenAI Chat Completions and Anthropic Messages.
 
-It answers deterministically (a fixed ``answer``, else the last line of the user message)
-with realistic ``usage`` blocks, simulates prefix caching, records every request and can
-be scripted to misbehave, one ``Reply`` per request::
+It answers deterministically (a fixed ``answer``, else the last line of the last user
+message) with realistic ``usage`` blocks, cuts the answer at the request's stop sequences
+(``stop``, ``stop_sequences``) as real APIs do, continues an Anthropic reply the request
+began (an answer starting with that prefill loses it), simulates prefix caching, records
+every request and can be scripted to misbehave, one ``Reply`` per request::
 
     with FakeLLM() as llm:
         llm.script(error(429, retry_after="1"), ok("fine"))
@@ -98,6 +100,20 @@ def common_prefix(a: str, b: str) -> int:
     return n
 
 
+def last_user(messages: Any) -> Any:
+    users = [m for m in messages or [] if isinstance(m, dict) and m.get("role") == "user"]
+    return users[-1].get("content") if users else None
+
+
+def cut_at_stops(text: str, stops: Any) -> str:
+    if isinstance(stops, str):
+        stops = [stops]
+    for stop in stops or []:
+        if isinstance(stop, str) and stop and stop in text:
+            text = text[:text.index(stop)]
+    return text
+
+
 def user_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -183,11 +199,11 @@ class FakeLLM:
     def openai_answer(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         messages = body.get("messages") or []
         prompt = "".join(user_text(m.get("content")) for m in messages)
-        user = user_text(messages[-1].get("content")) if messages else ""
+        user = user_text(last_user(messages))
         with self._lock:
             shared = max((common_prefix(prompt, p) for p in self._openai_prompts), default=0)
             self._openai_prompts.append(prompt)
-        text = self._answer_for(reply, user)
+        text = cut_at_stops(self._answer_for(reply, user), body.get("stop"))
         return {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
@@ -205,8 +221,11 @@ class FakeLLM:
 
     def anthropic_answer(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         system = user_text(body.get("system"))
-        content = (body.get("messages") or [{}])[-1].get("content")
+        messages = body.get("messages") or []
+        content = last_user(messages)
         blocks = content if isinstance(content, list) else [{"text": user_text(content)}]
+        last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+        began = user_text(last.get("content")) if last.get("role") == "assistant" else ""
         # As Anthropic does: text up to each cache_control breakpoint is cacheable; the
         # longest one already cached is read, the rest up to the last breakpoint written.
         marked = [i for i, b in enumerate(blocks) if isinstance(b, dict) and "cache_control" in b]
@@ -217,7 +236,8 @@ class FakeLLM:
             self._anthropic_prefixes.update(candidates)
         total = tokens(system + user_text(blocks))
         written = tokens(candidates[-1]) - tokens(read) if candidates else 0
-        text = self._answer_for(reply, user_text(blocks))
+        text = self._answer_for(reply, user_text(blocks)).removeprefix(began)
+        text = cut_at_stops(text, body.get("stop_sequences"))
         return {
             "id": f"msg_{len(self.requests)}",
             "type": "message",

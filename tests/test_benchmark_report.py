@@ -1,29 +1,33 @@
-"""``themisto report``: intervals, paired tests and figure, recomputed from results.jsonl."""
+"""``themisto report``: clustered intervals, paired tests, Holm, JSON, Markdown and figure,
+recomputed from results.jsonl (and run.json)."""
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from themisto_ext.cli.main import main
-from themisto_ext.evaluation.report import derived_seed
-from themisto_ext.evaluation.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap
+from themisto_ext.evaluation.report import MIN_CLUSTERS, build_summary, derived_seed
+from themisto_ext.evaluation.stats import bootstrap_ci, holm, mcnemar_exact, paired_bootstrap
 
 METRICS = ("exact_match", "rouge_l", "chrf")
 IDS = [f"e{i:02d}" for i in range(40)]
+TRAJECTORY = {e: f"t{i % 8}" for i, e in enumerate(IDS)}  # 8 trajectories of 5 examples
+STRATUM = {e: "q1" if i < 4 else "q4" if i >= 36 else "q2-q3" for i, e in enumerate(IDS)}
 
 
 def record(example: str, predictor: str, context: str, em: float, rng: np.random.Generator,
-           task: str = "output", error: bool = False) -> dict:
+           task: str = "output", error: bool = False, answer: str | None = None) -> dict:
     scores = None if error else {"exact_match": em, "rouge_l": float(rng.random()),
                                  "chrf": float(rng.random())}
+    base = example.removeprefix("n-")
     return {"example_id": example, "task": task, "predictor": predictor, "context": context,
-            "answer": "", "reference": "", "latency": 0.01,
+            "trajectory_id": TRAJECTORY[base], "stratum": STRATUM[base],
+            "answer": f"{predictor}/{context}/{example}" if answer is None else answer,
+            "reference": "", "latency": 0.01,
             "error": {"type": "ProviderServerError", "message": "boom"} if error else None,
             "scores": scores}
 
@@ -41,27 +45,28 @@ def results_dir(tmp_path: Path, extra_predictor: bool = False) -> Path:
     lines.append(record("e39", "p", "curated", 0.0, rng, error=True))
     lines.append(record("e38", "p", "none", 0.0, rng, error=True))  # the latest for e38/none
     lines.append(record("e39", "p", "curated", 1.0, rng))            # supersedes its failure
+    for context in right:  # a reference that reads no context: the same answers everywhere
+        lines += [record(e, "copy-previous", context, float(i % 3 == 0), rng, answer=e)
+                  for i, e in enumerate(IDS)]
     for example in IDS[:8]:  # ids are unique across tasks, as `themisto sample` makes them
         lines.append(record(f"n-{example}", "p", "none", 0.0, rng, task="next-cell"))
     if extra_predictor:
-        lines += [record(e, "q", c, 1.0, rng) for e in IDS for c in ("none", "full")]
+        lines += [record(e, "q", c, 1.0, rng) for e in IDS for c in ("none", "full", "curated")]
     folder = tmp_path / ("more" if extra_predictor else "results")
     folder.mkdir()
     (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     return folder
 
 
-def latest_scores(folder: Path) -> dict[tuple[str, str, str], dict[str, dict]]:
+def latest(folder: Path) -> dict[tuple[str, str, str], dict[str, dict]]:
     """An independent reading of results.jsonl: the last line of a pair wins."""
-    latest: dict[tuple[str, str, str, str], dict] = {}
+    found: dict[tuple[str, str, str, str], dict] = {}
     for line in (folder / "results.jsonl").read_text().splitlines():
         r = json.loads(line)
-        latest[(r["task"], r["predictor"], r["context"], r["example_id"])] = r
+        found[(r["task"], r["predictor"], r["context"], r["example_id"])] = r
     groups: dict[tuple[str, str, str], dict[str, dict]] = {}
-    for (task, predictor, context, example), r in latest.items():
-        bucket = groups.setdefault((task, predictor, context), {})
-        if r["error"] is None:
-            bucket[example] = r["scores"]
+    for (task, predictor, context, example), r in found.items():
+        groups.setdefault((task, predictor, context), {})[example] = r
     return groups
 
 
@@ -78,78 +83,168 @@ def table_row(markdown: str, *first_cells: str, task: str = "output") -> list[st
     raise AssertionError(f"no row {first_cells} in:\n{markdown}")
 
 
-def binomial_p(k: int, n: int) -> float:
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(k, n - k) + 1)) / 2**n)
+def run_report(folder: Path, *extra: str) -> tuple[str, dict]:
+    out, summary = folder / "report.md", folder / "summary.json"
+    assert main(["report", str(folder), "--out", str(out), "--json", str(summary),
+                 "--resamples", "2000", "--seed", "3", *extra]) == 0
+    return out.read_text(), json.loads(summary.read_text())
 
 
-def run_report(folder: Path, *extra: str) -> str:
-    out = folder / "report.md"
-    assert main(["report", str(folder), "--out", str(out), "--resamples", "2000",
-                 "--seed", "3", *extra]) == 0
-    return out.read_text()
+def test_every_condition_is_measured_on_the_examples_all_of_them_answered(tmp_path):
+    """The issue's second point: a failure must not shrink one side of a comparison only."""
+    folder = results_dir(tmp_path)
+    markdown, summary = run_report(folder)
+    groups = latest(folder)
+    common = sorted(set(IDS) - {"e38"})  # p/none failed on e38: out for everyone
+    output = next(t for t in summary["tasks"] if t["task"] == "output")
+    assert (output["examples"], output["common"], output["clusters"]) == (40, 39, 8)
+    assert output["stratified"] is True
+    for predictor, context in (("p", "none"), ("p", "full"), ("copy-previous", "curated")):
+        scores = groups[("output", predictor, context)]
+        for metric in METRICS:
+            values = [scores[e]["scores"][metric] for e in common]
+            ci = bootstrap_ci(values, resamples=2000, clusters=[TRAJECTORY[e] for e in common],
+                              strata=[STRATUM[e] for e in common],
+                              seed=derived_seed(3, "mean", "output", predictor, context, metric))
+            entry = next(m for m in summary["means"] if (m["task"], m["predictor"],
+                         m["context"], m["metric"]) == ("output", predictor, context, metric))
+            assert (entry["mean"], entry["ci_low"], entry["ci_high"]) == \
+                (ci.mean, ci.low, ci.high)
+            assert (entry["n"], entry["clusters"]) == (39, 8)
+    row = table_row(markdown, "p", "none")
+    assert row[2:6] == ["39", "1 (ProviderServerError 1)", "39", "8"]
+    assert row[6] == fmt(*(next(m[k] for m in summary["means"] if (m["predictor"],
+                           m["context"], m["metric"], m["task"]) == ("p", "none", "exact_match",
+                           "output")) for k in ("mean", "ci_low", "ci_high")))
+    assert table_row(markdown, "p", "curated")[2:4] == ["40", "0"]  # the retry succeeded
+    assert any("1 of 40 examples are left out" in w for w in summary["warnings"])
 
 
-def test_report_numbers_are_recomputed_from_the_results_file(tmp_path):
+def test_comparisons_resample_trajectories_and_holm_covers_every_test(tmp_path):
+    folder = results_dir(tmp_path)
+    markdown, summary = run_report(folder)
+    groups = latest(folder)
+    common = sorted(set(IDS) - {"e38"})
+    full, none = groups[("output", "p", "full")], groups[("output", "p", "none")]
+    entry = next(c for c in summary["comparisons"] if c["task"] == "output"
+                 and c["metric"] == "exact_match" and c["kind"] == "context"
+                 and c["treatment"] == {"predictor": "p", "context": "full"}
+                 and c["control"] == {"predictor": "p", "context": "none"})
+    d = paired_bootstrap([full[e]["scores"]["exact_match"] for e in common],
+                         [none[e]["scores"]["exact_match"] for e in common], resamples=2000,
+                         clusters=[TRAJECTORY[e] for e in common],
+                         strata=[STRATUM[e] for e in common],
+                         seed=derived_seed(3, "paired", "output", "p", "full", "p", "none",
+                                           "exact_match"))
+    assert (entry["diff"], entry["ci_low"], entry["ci_high"], entry["p"]) == \
+        (d.mean, d.low, d.high, d.p_value)
+    assert (entry["n"], entry["clusters"]) == (39, 8)
+    m = mcnemar_exact([full[e]["scores"]["exact_match"] for e in common],
+                      [none[e]["scores"]["exact_match"] for e in common])
+    assert entry["mcnemar"] == {"only_treatment": m.only_treatment, "only_control":
+                                m.only_control, "p": m.p_value,
+                                "p_adjusted": entry["mcnemar"]["p_adjusted"]}
+    # Holm over every p-value of the report, bootstrap and McNemar alike
+    family = [(c, "p") for c in summary["comparisons"]]
+    family += [(c["mcnemar"], "p") for c in summary["comparisons"] if "mcnemar" in c]
+    # p's three context pairs and p against copy-previous under three contexts: 6
+    # comparisons, each with three bootstrap tests and one McNemar test
+    assert summary["tests"] == len(family) == 6 * 4
+    assert [e["p_adjusted"] for e, _ in family] == holm([e["p"] for e, _ in family])
+    cells = table_row(markdown, "p: full - none")
+    assert cells[1:4] == ["39", "8", "EM"]
+    assert cells[4] == fmt(d.mean, d.low, d.high, "+")
+    assert cells[7] == f"{m.only_treatment}/{m.only_control}"
+
+
+def test_models_are_compared_with_references_and_context_blind_ones_are_not_tested(tmp_path):
+    """The issue's third point: a reference gives the numbers a meaning."""
+    _, summary = run_report(results_dir(tmp_path))
+    kinds = {(c["kind"], c["treatment"]["predictor"], c["treatment"]["context"],
+              c["control"]["predictor"], c["control"]["context"])
+             for c in summary["comparisons"] if c["task"] == "output"}
+    assert ("reference", "p", "full", "copy-previous", "full") in kinds
+    assert not any(k[1] == "copy-previous" for k in kinds)
+    skipped = {(s["predictor"], s["treatment"], s["control"]) for s in summary["skipped"]}
+    assert ("copy-previous", "full", "none") in skipped
+
+
+def test_the_unit_of_resampling_is_stated_and_trajectories_widen_intervals(tmp_path):
+    folder = results_dir(tmp_path)
+    markdown, summary = run_report(folder)
+    by_example, plain = run_report(folder, "--unit", "example")
+    assert summary["unit"] == "trajectory" and plain["unit"] == "example"
+    assert "**Unit of resampling: trajectory.**" in markdown
+    assert "**Unit of resampling: example.**" in by_example
+
+    def width(s: dict, predictor: str) -> float:
+        m = next(x for x in s["means"] if (x["task"], x["predictor"], x["context"],
+                 x["metric"]) == ("output", predictor, "full", "exact_match"))
+        return m["ci_high"] - m["ci_low"]
+
+    assert width(summary, "copy-previous") != width(plain, "copy-previous")
+    assert next(m for m in plain["means"] if m["predictor"] == "p"
+                and m["task"] == "output")["clusters"] == 39
+    # 8 trajectories are too few for the interval to mean much: the report says so
+    assert any("only 8 trajectories" in w and str(MIN_CLUSTERS) in w
+               for w in summary["warnings"])
+    assert "> **Warning:** output: only 8 trajectories" in markdown
+    assert not any("trajectories;" in w for w in plain["warnings"])
+
+
+def test_report_is_reproducible_and_stable_when_results_grow(tmp_path):
+    folder = results_dir(tmp_path)
+    first, _ = run_report(folder)
+    assert run_report(folder)[0] == first
+    bigger, _ = run_report(results_dir(tmp_path, extra_predictor=True))
+    for context in ("none", "full", "curated"):
+        assert table_row(bigger, "p", context) == table_row(first, "p", context)
+    assert main(["report", str(folder), "--out", str(folder / "r2.md"),
+                 "--resamples", "2000", "--seed", "4"]) == 0
+    changed = (folder / "r2.md").read_text()
+    means = re.compile(r"(\d\.\d{3}) \[")
+    assert means.findall(changed) == means.findall(first)  # the means do not depend on it
+    assert changed != first                                # the intervals do
+
+
+def test_markdown_and_figure_are_made_from_the_json_numbers(tmp_path):
     folder = results_dir(tmp_path)
     figure = tmp_path / "fig.png"
-    markdown = run_report(folder, "--figure", str(figure))
-    groups = latest_scores(folder)
-
-    for context, n, errors in (("none", 39, 1), ("full", 40, 0), ("curated", 40, 0)):
-        cells = table_row(markdown, "p", context)
-        scores = groups[("output", "p", context)]
-        assert cells[2:4] == [str(n), str(errors)]
-        ids = sorted(scores)
-        for metric, cell in zip(METRICS, cells[4:7], strict=True):
-            values = [scores[i][metric] for i in ids]
-            ci = bootstrap_ci(values, resamples=2000,
-                              seed=derived_seed(3, "mean", "output", "p", context, metric))
-            assert ci.mean == pytest.approx(np.mean(values))
-            assert cell == fmt(ci.mean, ci.low, ci.high)
-
-    none, full = groups[("output", "p", "none")], groups[("output", "p", "full")]
-    ids = sorted(set(none) & set(full))
-    cells = table_row(markdown, "p", "full - none")
-    assert cells[2] == str(len(ids)) == "39"
-    for k, metric in enumerate(METRICS):
-        d = paired_bootstrap([full[i][metric] for i in ids], [none[i][metric] for i in ids],
-                             resamples=2000,
-                             seed=derived_seed(3, "paired", "output", "p", "full", "none", metric))
-        assert cells[3 + 2 * k] == fmt(d.mean, d.low, d.high, "+")
-        assert cells[4 + 2 * k] == ("<0.0001" if d.p_value < 1e-4 else f"{d.p_value:.4f}")
-    # full is right on 20 examples where none is wrong, none on 5 where full is wrong
-    assert cells[9] == "20/5"
-    expected = binomial_p(5, 25)
-    assert mcnemar_exact([full[i]["exact_match"] for i in ids],
-                         [none[i]["exact_match"] for i in ids]).p_value == \
-        pytest.approx(expected)
-    assert cells[10] == f"{expected:.4f}"
-
-    assert "## Task: next-cell" in markdown
-    assert "No two contexts of one predictor share a scored example." in markdown
+    markdown, summary = run_report(folder, "--figure", str(figure))
+    assert set(summary) >= {"unit", "means", "comparisons", "tasks", "warnings", "tests"}
+    for m in summary["means"]:
+        assert set(m) == {"task", "predictor", "context", "metric", "mean", "ci_low",
+                          "ci_high", "n", "clusters"}
+        assert fmt(m["mean"], m["ci_low"], m["ci_high"]) in markdown
+    for c in summary["comparisons"]:
+        assert {"diff", "ci_low", "ci_high", "p", "p_adjusted", "n", "clusters"} <= set(c)
+        assert fmt(c["diff"], c["ci_low"], c["ci_high"], "+") in markdown
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     import matplotlib.image
 
     height, width, _ = matplotlib.image.imread(figure).shape
     assert width > 1000 and height > 400
+    assert build_summary(folder, resamples=2000, seed=3) == summary
 
 
-def test_report_is_reproducible_and_stable_when_results_grow(tmp_path):
+def test_report_carries_sampling_and_realism_from_the_run(tmp_path):
     folder = results_dir(tmp_path)
-    first = run_report(folder)
-    assert run_report(folder) == first
-    bigger = run_report(results_dir(tmp_path, extra_predictor=True))
-    for context in ("none", "full", "curated"):
-        assert table_row(bigger, "p", context) == table_row(first, "p", context)
-    assert table_row(bigger, "p", "full - none") == table_row(first, "p", "full - none")
-    assert table_row(bigger, "q", "full - none")[9:] == ["0/0", "1.0000"]
-    other_seed = main(["report", str(folder), "--out", str(folder / "r2.md"),
-                       "--resamples", "2000", "--seed", "4"])
-    assert other_seed == 0
-    changed = (folder / "r2.md").read_text()
-    means = re.compile(r"(\d\.\d{3}) \[")
-    assert means.findall(changed) == means.findall(first)  # the means do not depend on it
-    assert changed != first                                # the intervals do
+    realism = {"trajectories": 8, "steps": 120, "reruns": 0, "edited_reruns": 0,
+               "out_of_order": 0, "errors": 9, "environment_errors": 7,
+               "environment_outputs": 25, "environment_kinds": {
+                   "address": 1, "timing": 2, "clock": 0, "randomness": 1, "version": 14,
+                   "failure": 7}}
+    (folder / "run.json").write_text(json.dumps({
+        "bench": "b.jsonl", "bench_sha256": "x", "realism": realism, "targets": 48,
+        "environment_targets": 6, "sampling": {"output": {"n": 200, "seed": 1, "errors": "drop",
+                                                          "candidates": 40, "census": True}}}))
+    markdown, summary = run_report(folder)
+    assert summary["realism"] == realism
+    assert "8 trajectories, 120 steps: 0 re-runs (0 edited), 0 out-of-order executions, " \
+        "9 errors (7 caused by the environment)" in markdown
+    assert "Of the 48 targets, 6 have a reference that depends on the environment" in markdown
+    assert "--errors drop; 40 candidates, every one taken." in markdown
+    assert any("every candidate target was taken" in w for w in summary["warnings"])
 
 
 def test_report_errors(tmp_path, capsys):
@@ -164,4 +259,4 @@ def test_report_prints_to_stdout_by_default(tmp_path, capsys):
     folder = results_dir(tmp_path)
     assert main(["report", str(folder), "--resamples", "200"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("# Benchmark report") and "| p | curated | 40 | 0 |" in out
+    assert out.startswith("# Benchmark report") and "| p | curated | 40 | 0 | 39 | 8 |" in out

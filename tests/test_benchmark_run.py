@@ -14,11 +14,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, shared_notebooks
+from conftest import ROOT
 from fake_llm import FakeLLM, error, ok
 
 from themisto_ext.cli.main import main
-from themisto_ext.cli.predictions import END_MARK, SYSTEM_MARK, USER_MARK
+from themisto_ext.cli.predictions import END_MARK, SYSTEM_MARK, USER_MARK, prompt_text
 from themisto_ext.evaluation.run import (
     RESULTS_FILE,
     SUMMARY_FILE,
@@ -29,24 +29,15 @@ from themisto_ext.evaluation.run import (
 from themisto_ext.evaluation.sample import read_examples, sample, write_examples
 from themisto_ext.prediction.metrics import score
 from themisto_ext.prediction.prompts.build import build_prompt
-from themisto_ext.replay import record_notebook
-from themisto_ext.store import SQLiteStore
-from themisto_ext.trajectory import write_steps
 
 CONTEXTS = ["none", "full", "curated"]
 
 
 @pytest.fixture(scope="module")
-def benches(tmp_path_factory) -> dict[str, Path]:
+def benches(tmp_path_factory, recorded_notebooks: Path) -> dict[str, Path]:
     """Output and next-cell benchmarks of 12 examples from two recorded notebooks."""
     work = tmp_path_factory.mktemp("bench")
-    store = SQLiteStore(work / "s.sqlite3")
-    trajectories = work / "trajectories.jsonl"
-    with trajectories.open("w", encoding="utf-8") as fh:
-        for name in ("02.02-The-Basics-Of-NumPy-Arrays", "03.01-Introducing-Pandas-Objects"):
-            notebook = next(p for p in shared_notebooks() if p.stem == name)
-            result = record_notebook(notebook, store, work / "journal", timeout=120)
-            write_steps(store.iter_steps(result.trajectory_ids[0]), fh)
+    trajectories = recorded_notebooks
     paths = {}
     for task in ("output", "next-cell"):
         paths[task] = work / f"{task}.jsonl"
@@ -62,7 +53,7 @@ def prompt_of(example: dict, context: str) -> tuple[str, str]:
 
 
 def request_prompts(llm: FakeLLM) -> list[tuple[str, str]]:
-    return [(r.body["messages"][0]["content"], r.body["messages"][1]["content"])
+    return [(r.body["messages"][0]["content"], r.body["messages"][-1]["content"])
             for r in llm.requests]
 
 
@@ -227,7 +218,14 @@ def test_baseline_predictor_results_do_not_depend_on_order(benches, tmp_path, ca
         assert any(r["answer"] for r in a.values())
     assert main(["report", str(tmp_path / "a"), "--resamples", "100",
                  "--figure", str(tmp_path / "f.png")]) == 0
-    assert "| baseline | curated - none | 12 |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # under curated the baseline reads the state, under none it cannot; a next cell it
+    # predicts from code alone. Contexts giving the same answers are not tested.
+    differ = any(a[(e, "baseline", "curated")]["answer"] != a[(e, "baseline", "none")]["answer"]
+                 for e, _, _ in a)
+    assert differ == ("| baseline: curated - none | 12 | 2 |" in out)
+    assert differ != ("baseline: curated - none not tested (the same answers" in out)
+    assert not (task == "next-cell" and differ)
     assert (tmp_path / "f.png").stat().st_size > 0
 
 
@@ -239,9 +237,10 @@ def test_dump_prompts_writes_every_prompt_and_calls_nothing(benches, tmp_path, c
     files = sorted(folder.rglob("*.txt"))
     assert len(files) == 24
     example = examples[3]
-    system, user = prompt_of(example, "full")
     text = (folder / "full" / f"{example['id']}.txt").read_text()
-    assert text == f"{SYSTEM_MARK}\n{system}\n{USER_MARK}\n{user}\n{END_MARK}\n"
+    assert text == prompt_text(build_prompt(example["history"], "next-cell", "full"))
+    assert text.startswith(f"{SYSTEM_MARK}\n") and text.endswith(f"\n{END_MARK}\n")
+    assert text.count(USER_MARK) == 3  # two demonstration questions, then the real one
     assert "wrote 24 prompts" in capsys.readouterr().out
 
 
@@ -266,3 +265,50 @@ def test_usage_errors_are_one_line(benches, tmp_path, capsys, args, message):
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "r").exists()  # nothing written
+
+
+def test_results_carry_strata_and_the_run_describes_its_examples(benches, tmp_path, capsys):
+    out = tmp_path / "r"
+    assert bench(str(benches["output"]), "--predictor", "baseline", "--predictor",
+                 "copy-previous", "--context", "none,full", "--out", str(out)) == 0
+    records = load_results(out / RESULTS_FILE).latest.values()
+    examples = {e["id"]: e for e in read_examples(benches["output"])}
+    for r in records:
+        example = examples[r["example_id"]]
+        assert r["stratum"] == example["stratum"]
+        assert r["trajectory_id"] == example["provenance"]["trajectory_id"]
+        assert r["queue_seconds"] is None or r["queue_seconds"] >= 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["sampling"]["output"] == {"n": 12, "seed": 1, "errors": "drop",
+                                         "candidates": run["sampling"]["output"]["candidates"],
+                                         "census": False}
+    assert run["realism"]["trajectories"] == 2 and run["realism"]["reruns"] == 0
+    assert run["targets"] == 12 and 0 <= run["environment_targets"] <= 12
+    assert main(["report", str(out), "--resamples", "200"]) == 0
+    report = capsys.readouterr().out
+    assert "## What the trajectories are like" in report
+    assert "2 trajectories" in report and "0 re-runs (0 edited)" in report
+    assert "| copy-previous | none | 12 | 0 | 12 | 2 |" in report
+
+
+def test_in_order_chains_keep_their_slot_so_caches_are_not_interleaved(benches, tmp_path):
+    examples = read_examples(benches["output"])
+    where = {prompt_of(e, c): (e["provenance"]["trajectory_id"], c)
+             for e in examples for c in CONTEXTS}
+    with FakeLLM(answer="1") as llm:
+        assert bench(str(benches["output"]), "--predictor", "openai:fake", "--base-url",
+                     llm.openai_url, "--out", str(tmp_path / "r"), "--in-order",
+                     "--concurrency", "1") == 0
+        chains = [where[prompt] for prompt in request_prompts(llm)]
+    runs = [chain for i, chain in enumerate(chains) if i == 0 or chains[i - 1] != chain]
+    assert len(runs) == len(set(chains)) == 6  # each chain ran in one go
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--window", "0"], "--window must be positive"),
+    (["--tokenizer", "absent.gguf"], "--tokenizer absent.gguf: no such file"),
+])
+def test_window_options_are_checked(benches, tmp_path, capsys, args, message):
+    assert bench(str(benches["output"]), "--predictor", "openai:m", "--out",
+                 str(tmp_path / "r"), *args) == 1
+    assert message in capsys.readouterr().err

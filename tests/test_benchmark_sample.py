@@ -81,7 +81,7 @@ def test_empty_and_raising_targets(tmp_path):
 
     assert targets("output") == {9}
     assert targets("next-cell") == {6, 9}
-    assert targets("output", keep_errors=True) == {8, 9}
+    assert targets("output", errors="keep") == {8, 9}
     result = sample([path], "output")
     assert result.dropped["empty target"] == 2
     assert result.dropped["raised an exception"] == 1
@@ -130,10 +130,58 @@ def test_a_short_stratum_is_filled_from_its_neighbour_and_reported(tmp_path):
                and "took 10 from q2-q3" in n for n in result.notes)
 
 
-def test_too_few_candidates_takes_them_all(tmp_path):
-    result = sample([lengths_file(tmp_path, [5] * 8)], "output", n=20)
+def test_too_few_candidates_takes_them_all_and_says_the_quotas_do_not_apply(tmp_path, capsys):
+    """The issue: with few notebooks `--n 200` took every candidate, silently."""
+    path = lengths_file(tmp_path, [5] * 6 + [9, 9])
+    result = sample([path], "output", n=20)
     assert len(result.examples) == 8
-    assert any("only 8 candidates" in n for n in result.notes)
+    assert result.notes == ["every candidate is taken: 8 candidates for --n 20, so the length "
+                            "quotas (1/18/1) do not apply; the examples are the whole "
+                            "population: q1 0, q2-q3 6, q4 2"]
+    assert {e["sampling"]["census"] for e in result.examples} == {True}
+    assert main(["sample", str(path), "--task", "output", "--n", "20",
+                 "--out", str(tmp_path / "b.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "note: every candidate is taken: 8 candidates for --n 20" in err
+    assert "stratum" not in err  # no misleading shortfall notes for a census
+
+
+def environment_trajectory(tid: str) -> list[dict]:
+    missing = {"ename": "ModuleNotFoundError", "evalue": "No module named 'seaborn'"}
+    cascade = {"ename": "NameError", "evalue": "name 'planets' is not defined"}
+    own = {"ename": "ZeroDivisionError", "evalue": "division by zero"}
+    return trajectory(tid, [
+        {"code": "import seaborn as sns\nplanets = sns.load_dataset('planets')",
+         "output": "ModuleNotFoundError: No module named 'seaborn'", "error": missing},
+        {"code": "planets.head()", "output": "NameError: name 'planets' is not defined",
+         "error": cascade},
+        {"code": "1 / 0", "output": "ZeroDivisionError: division by zero", "error": own},
+        {"code": "print('fine')", "output": "fine"},
+        # fillers longer than the steps above, so that the 0.99 quantiles cut a filler
+        *[{"code": f"print({i:070d})", "output": f"{i:070d}"} for i in range(20)],
+    ])
+
+
+@pytest.mark.parametrize(("rule", "kept"), [
+    ("drop", {9}), ("keep", {6, 7, 8, 9}), ("drop-environment", {8, 9})])
+def test_the_rule_for_targets_that_raised_is_an_option(tmp_path, rule, kept):
+    path = write(tmp_path / "t.jsonl", [environment_trajectory("env")])
+    result = sample([path], "output", n=100, errors=rule)
+    assert {e["target"]["step"] for e in result.examples if e["target"]["step"] <= 9} == kept
+    assert {e["sampling"]["errors"] for e in result.examples} == {rule}
+
+
+def test_the_cli_states_the_rule_for_targets_that_raised(tmp_path, capsys):
+    path = write(tmp_path / "t.jsonl", [environment_trajectory("env")])
+    out = tmp_path / "b.jsonl"
+    assert main(["sample", str(path), "--task", "output", "--out", str(out),
+                 "--errors", "drop-environment"]) == 0
+    assert "targets that raised: --errors drop-environment" in capsys.readouterr().out
+    assert main(["sample", str(path), "--task", "output", "--out", str(out),
+                 "--keep-errors"]) == 0  # the option's old spelling
+    assert "--errors keep" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["sample", str(path), "--task", "output", "--out", str(out), "--errors", "some"])
 
 
 def test_deterministic_for_a_seed_and_independent_of_file_order(tmp_path):
@@ -161,6 +209,8 @@ def test_examples_are_self_contained(tmp_path):
     assert by_step[7]["target"] == steps[6]
     assert by_step[7]["task"] == "output"
     assert by_step[7]["provenance"] == {"trajectory_id": "abc", "step": 7, "file": str(path)}
+    assert by_step[7]["sampling"] == {"n": 5, "seed": 0, "errors": "drop", "candidates": 1,
+                                      "census": True}
 
 
 def test_cli_writes_a_benchmark_file(tmp_path, capsys):

@@ -11,6 +11,7 @@ import pytest
 from themisto_ext.evaluation.stats import (
     binomial_two_sided,
     bootstrap_ci,
+    holm,
     mcnemar_exact,
     paired_bootstrap,
 )
@@ -133,3 +134,73 @@ def test_paired_bootstrap_p_value_rejects_a_true_null_about_5_percent_of_the_tim
 def test_bad_input_is_refused(call):
     with pytest.raises(ValueError):
         call()
+
+
+# --- clusters, strata, Holm ---------------------------------------------------------------
+
+
+def clustered_sample(rng: np.random.Generator, clusters: int, size: int,
+                     spread: float = 0.3) -> tuple[np.ndarray, list[int]]:
+    """Scores of ``clusters`` trajectories of ``size`` examples whose true mean is 0.5:
+    each trajectory shifts its examples by a common amount (the notebook's difficulty)."""
+    shift = rng.normal(0, spread, clusters)
+    values = np.clip(0.5 + np.repeat(shift, size) + rng.normal(0, 0.15, clusters * size), 0, 1)
+    # clipping is symmetric around 0.5: the true mean stays 0.5
+    return values, list(np.repeat(np.arange(clusters), size))
+
+
+def test_resampling_trajectories_covers_where_resampling_examples_does_not():
+    """The issue's first point: examples of a trajectory are alike, so intervals that treat
+    them as independent are far too narrow."""
+    rng = np.random.default_rng(12)
+    trials = 200
+    covered = {"example": 0, "trajectory": 0}
+    for t in range(trials):
+        values, clusters = clustered_sample(rng, 40, 8)
+        by_example = bootstrap_ci(values, resamples=500, seed=t)
+        by_cluster = bootstrap_ci(values, resamples=500, seed=t, clusters=clusters)
+        covered["example"] += by_example.low <= 0.5 <= by_example.high
+        covered["trajectory"] += by_cluster.low <= 0.5 <= by_cluster.high
+        assert by_cluster.clusters == 40 and by_example.clusters == by_cluster.n == 320
+    assert covered["example"] / trials < 0.75
+    assert 0.88 <= covered["trajectory"] / trials <= 0.99
+
+
+def test_strata_keep_their_share_in_every_resample():
+    # Two strata whose values are constant: only the mix could vary, and the design fixes it.
+    values = [0.0] * 30 + [1.0] * 10
+    strata = ["q2-q3"] * 30 + ["q4"] * 10
+    clusters = [i % 7 for i in range(40)]
+    ci = bootstrap_ci(values, resamples=500, seed=1, clusters=clusters, strata=strata)
+    assert ci.low == pytest.approx(0.25) and ci.high == pytest.approx(0.25)
+    unstratified = bootstrap_ci(values, resamples=500, seed=1, clusters=clusters)
+    assert unstratified.high - unstratified.low > 0.05
+
+
+def test_paired_differences_resample_whole_trajectories():
+    rng = np.random.default_rng(4)
+    control, clusters = clustered_sample(rng, 30, 6)
+    # the treatment helps some trajectories a lot and others not at all
+    gain = np.repeat(rng.choice([0.0, 0.2], 30), 6)
+    treatment = control + gain
+    by_cluster = paired_bootstrap(treatment, control, resamples=2000, seed=0, clusters=clusters)
+    by_example = paired_bootstrap(treatment, control, resamples=2000, seed=0)
+    assert by_cluster.mean == pytest.approx(by_example.mean) == pytest.approx(gain.mean())
+    assert by_cluster.clusters == 30 and by_cluster.n == 180
+    assert (by_cluster.high - by_cluster.low) > 1.5 * (by_example.high - by_example.low)
+
+
+def test_labels_must_cover_every_value():
+    with pytest.raises(ValueError, match="clusters label 2 examples, not 3"):
+        bootstrap_ci([1.0, 2.0, 3.0], clusters=["a", "b"])
+    with pytest.raises(ValueError, match="strata label"):
+        paired_bootstrap([1.0, 2.0], [1.0, 1.0], strata=["q1"])
+
+
+def test_holm_hand_computed():
+    # sorted: 0.01 (x4), 0.02 (x3), 0.03 (x2), 0.5 (x1); then made non-decreasing
+    assert holm([0.03, 0.01, 0.5, 0.02]) == pytest.approx([0.06, 0.04, 0.5, 0.06])
+    assert holm([0.9, 0.3]) == pytest.approx([0.9, 0.6])
+    assert holm([0.9, 0.8]) == pytest.approx([1.0, 1.0])
+    assert holm([0.4, 0.4, 0.4]) == pytest.approx([1.0, 1.0, 1.0])
+    assert holm([]) == []

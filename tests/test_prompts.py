@@ -14,10 +14,16 @@ from typing import Any
 import pytest
 from conftest import NOTEBOOKS, ROOT
 
-from themisto_ext.prediction.prompts import CONTEXTS, TASKS
-from themisto_ext.prediction.prompts.build import build_prompt, system_text
+from themisto_ext.prediction.prompts import CONTEXTS, MARKUP, TASKS, Prompt
+from themisto_ext.prediction.prompts.build import (
+    QUESTIONS,
+    build_prompt,
+    demonstrations,
+    system_text,
+)
 from themisto_ext.prediction.prompts.postprocess import postprocess
 from themisto_ext.prediction.prompts.state import cell_reads, curated_selection
+from themisto_ext.prediction.prompts.window import RUNG, PromptTooLong, Window, fit_prompt
 from themisto_ext.trajectory import validate_step
 
 
@@ -178,8 +184,8 @@ def test_prefix_only_grows_and_system_is_fixed(task, context):
         assert len(after.prefix) > len(before.prefix)
         assert after.system == before.system == system_text(context)
     assert "no code fences" in prompts[0].system
-    assert prompts[-1].suffix.endswith("What will this cell display?" if task == "output"
-                                       else "What is the code of the next cell?")
+    assert prompts[-1].suffix.endswith(QUESTIONS[task])
+    assert QUESTIONS["output"] == "What will this cell display? Answer with <output>."
 
 
 def long_session(count: int, output_chars: int = 300) -> list[dict[str, Any]]:
@@ -259,7 +265,7 @@ def test_a_target_larger_than_the_budget_is_cut_and_the_instructions_kept(contex
     assert len(p.system) + len(p.user) <= 6_000
     assert p.system == system_text(context)
     assert "line_0 = " in p.suffix and "line_3999 = " in p.suffix and "omitted ...]" in p.suffix
-    assert p.suffix.endswith("What will this cell display?")
+    assert p.suffix.endswith("What will this cell display? Answer with <output>.")
 
 
 def test_prompts_never_see_the_target():
@@ -304,6 +310,69 @@ def test_postprocess(answer, expected):
     assert postprocess(answer) == expected
 
 
+@pytest.mark.parametrize(("task", "answer", "expected"), [
+    ("output", "<output>\n42\n", "42"),
+    ("output", "\n42\n", "42"),  # the reply was begun with the tag by the transport
+    ("output", "The output is:\n\n<output>\n42\n</output>", "42"),
+    ("output", '<output error="NameError">\nNameError: x\n</output>\n</cell>', "NameError: x"),
+    ("output", "42\n</output>\n</cell>\n\n<cell step=\"9\">\n<code>", "42"),
+    ("output", "<output>\n```\n42\n```\n", "42"),
+    ("next-cell", "<code>\ndf.head()\n</code>\n<output>\n   a\n", "df.head()"),
+    ("next-cell", "<output>\n3\n</output>", "3"),  # the other task's tag goes too
+    ("next-cell", "df.head()\n<state_changes>\ncreated df", "df.head()"),
+    ("next-cell", "<target_cell>\n<code>\nx\n</code>", "x"),
+    ("output", "<runtime_state>\nx: int\n</runtime_state>", ""),
+])
+def test_prompt_markup_never_survives_in_an_answer(task, answer, expected):
+    cleaned = postprocess(answer, task)
+    assert cleaned == expected
+    assert not any(tag in cleaned for tag in MARKUP)
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_demonstrations_show_the_answer_format_in_the_contexts_own_layout(context):
+    steps = session()
+    output, nxt = prompt_for(steps, 8, "output", context), prompt_for(steps, 8, "next-cell",
+                                                                      context)
+    assert output.demonstrations == nxt.demonstrations == demonstrations(context)
+    asked_output, asked_next = demonstrations(context)
+    assert asked_output.user.endswith(QUESTIONS["output"])
+    assert asked_next.user.endswith(QUESTIONS["next-cell"])
+    assert asked_output.assistant == "<output>\nradius 2.0\n4.0\n</output>"
+    assert asked_next.assistant == "<code>\nprint(f'radius {r}')\nr * 2\n</code>"
+    assert ("<state_changes>" in asked_output.user) == (context == "full")
+    assert ("<runtime_state" in asked_output.user) == (context == "curated")
+    messages = output.messages()
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user",
+                                             "assistant", "user"]
+    assert messages[-1]["content"] == output.user
+    assert (output.stop, nxt.stop) == (("</output>", "</cell>"), ("</code>", "</cell>"))
+
+
+def test_a_prompt_is_fitted_to_a_window_in_tokens_down_a_fixed_ladder():
+    steps = [make_step(i, f"v{i} = {i} * 1000", str(i * 1000)) for i in range(1, 200)]
+
+    def build(budget: int) -> Prompt:
+        return build_prompt(steps, "output", "full", target_code="v1", budget_chars=budget)
+
+    def count(prompt: Prompt) -> int:  # a tokenizer of two characters a token
+        return sum(len(m["content"]) for m in prompt.messages()) // 2
+
+    whole = build(24_000)
+    window = Window(3_000, count)
+    fitted = fit_prompt(build, 24_000, window)
+    assert count(whole) > 3_000 - whole.max_tokens
+    assert count(fitted) <= 3_000 - fitted.max_tokens
+    assert fitted.dropped_steps > whole.dropped_steps
+    # the budget is a rung of the ladder: neighbouring targets share it, and their pages
+    rungs = [int(24_000 * RUNG ** k) for k in range(12)]
+    assert any(fitted == build(b) for b in rungs)
+    assert fit_prompt(build, 24_000, None) == whole
+    assert fit_prompt(build, 24_000, Window(100_000, count)) == whole
+    with pytest.raises(PromptTooLong, match="more than the 300-token window"):
+        fit_prompt(build, 24_000, Window(300, count))
+
+
 # --- the CLI ------------------------------------------------------------------------------
 
 def themisto(*args: str) -> subprocess.CompletedProcess[str]:
@@ -320,11 +389,14 @@ def write_jsonl(path: Path, steps: list[dict]) -> Path:
     return path
 
 
-def split_cli(stdout: str) -> tuple[str, str]:
-    match = re.fullmatch(r"===== SYSTEM =====\n(.*)\n===== USER =====\n(.*)\n===== END =====\n",
-                         stdout, re.DOTALL)
-    assert match, stdout
-    return match.group(1), match.group(2)
+def split_cli(stdout: str) -> list[tuple[str, str]]:
+    """The messages ``themisto prompt`` printed, as (role, content)."""
+    assert stdout.endswith("\n===== END =====\n"), stdout
+    parts = re.split(r"^===== (SYSTEM|USER|ASSISTANT) =====\n", stdout[:-len("===== END =====\n")],
+                     flags=re.MULTILINE)
+    assert parts[0] == ""
+    return [(role.lower(), text.removesuffix("\n"))
+            for role, text in zip(parts[1::2], parts[2::2], strict=True)]
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -334,11 +406,12 @@ def test_cli_prints_exactly_the_prompt(tmp_path, task, context):
     path = write_jsonl(tmp_path / "t.jsonl", steps)
     done = themisto("prompt", str(path), "--step", "9", "--task", task, "--context", context)
     assert done.returncode == 0, done.stderr
-    system, user = split_cli(done.stdout)
+    messages = split_cli(done.stdout)
     expected = prompt_for(steps, 8, task, context)
-    assert (system, user) == (expected.system, expected.user)
+    assert messages == [(m["role"], m["content"]) for m in expected.messages()]
     assert "TARGET_OUTPUT_SENTINEL" not in done.stdout
-    assert ("big = df" in user) == (task == "output")
+    assert ("big = df" in messages[-1][1]) == (task == "output")
+    assert "the answer is expected after" in done.stderr
 
 
 def test_cli_trajectory_choice_and_errors(tmp_path):
@@ -402,7 +475,7 @@ def test_real_trajectory_prompts(recorded):
     done = themisto("prompt", str(recorded), "--step", str(target["step"]), "--task", "output",
                     "--context", "curated")
     assert done.returncode == 0, done.stderr
-    chosen = state_json(split_cli(done.stdout)[1])
+    chosen = state_json(split_cli(done.stdout)[-1][1])
     assert chosen["states"]["type"] == "DataFrame"
     assert "read by this cell" in chosen["states"]["why"]
     assert "population_dict" not in chosen

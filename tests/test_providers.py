@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import socket
 import subprocess
@@ -28,11 +29,15 @@ from themisto_ext.prediction.clients import (
     ProviderResponseError,
     ProviderServerError,
     ProviderTimeoutError,
+    make_predictor,
 )
 from themisto_ext.prediction.clients.anthropic import AnthropicProvider
 from themisto_ext.prediction.clients.http import HTTPProvider, parse_retry_after
 from themisto_ext.prediction.clients.openai import OpenAIProvider
-from themisto_ext.prediction.prompts import Prompt
+from themisto_ext.prediction.prompts import MARKUP, Prompt
+from themisto_ext.prediction.prompts.build import build_prompt
+from themisto_ext.prediction.prompts.postprocess import postprocess
+from themisto_ext.prediction.run import predict
 
 # Naming the fixture too keeps parametrize ids when pytest-jupyter (conftest) collects
 # coroutine tests before anyio's plugin can add it.
@@ -110,6 +115,7 @@ async def test_openai_success_and_cached_prefix(llm: FakeLLM) -> None:
         "max_tokens": 64,
         "temperature": 0.2,
         "stream": False,
+        "repeat_penalty": 1.0,  # a compatible server: llama.cpp's would penalise repeats
     }
 
 
@@ -204,6 +210,102 @@ async def test_anthropic_joins_text_blocks_only(llm: FakeLLM) -> None:
     async with make("anthropic", llm.url) as provider:
         completion = await provider.complete(PROMPT)
     assert (completion.text, completion.prompt_tokens, completion.cached_tokens) == ("42", 7, None)
+
+
+# -- one protocol whatever the transport -------------------------------------------------
+
+
+def real_prompt(task: str = "output") -> Prompt:
+    steps = [{"step": n, "code": f"x{n} = {n} * 3\nx{n}", "output": str(n * 3),
+              "execution_time": 0.001, "memory_bytes": None, "error": None,
+              "runtime_variables": {f"x{n}": {"type": "int", "size": 28, "repr": str(n * 3)}}}
+             for n in range(1, 6)]
+    return build_prompt(steps, task, "full",  # type: ignore[arg-type]
+                        target_code="x6 = 6 * 3\nx6" if task == "output" else None)
+
+
+async def test_openai_gets_the_protocols_messages_stops_and_cap(llm: FakeLLM) -> None:
+    prompt = real_prompt()
+    async with make("openai", llm.url) as provider:
+        await provider.complete(prompt)
+    body = llm.requests[0].body
+    assert body["messages"] == prompt.messages()
+    assert [m["role"] for m in body["messages"]] == \
+        ["system", "user", "assistant", "user", "assistant", "user"]
+    assert body["messages"][2]["content"].startswith("<output>\n")
+    assert body["stop"] == ["</output>", "</cell>"]
+    assert body["max_tokens"] == prompt.max_tokens == 256
+    assert body["temperature"] == 0.0 and body["repeat_penalty"] == 1.0
+    # api.openai.com refuses fields it does not know: it gets the standard ones only
+    official = OpenAIProvider("gpt-4o-mini", base_url="https://api.openai.com/v1")
+    assert "repeat_penalty" not in official.body(prompt)
+    await official.aclose()
+
+
+async def test_anthropic_begins_the_reply_with_the_answer_tag(llm: FakeLLM) -> None:
+    prompt = real_prompt("next-cell")
+    llm.answer = "<code>\nx6 = 6 * 3\n</code>\n<output>"
+    async with make("anthropic", llm.url, max_tokens=64) as provider:
+        completion = await provider.complete(prompt)
+    body = llm.requests[0].body
+    assert [m["role"] for m in body["messages"]] == \
+        ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert body["messages"][-1] == {"role": "assistant", "content": "<code>"}  # no trailing \n
+    assert body["messages"][1]["content"] == prompt.demonstrations[0].assistant
+    assert body["stop_sequences"] == ["</code>", "</cell>"]
+    assert body["max_tokens"] == 64  # the provider's own lower cap
+    assert completion.text == "\nx6 = 6 * 3\n"  # the continuation, cut at the stop
+    assert postprocess(completion.text, "next-cell") == "x6 = 6 * 3"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("reply", "answer"), [
+    # the issue: openai: answers opened with prose and kept a literal </output>
+    ("The output of this cell is:\n<output>\n18\n</output>", "18"),
+    ("Sure! Here it is: 18\n</output>\n</cell>\n\n<cell step=\"7\">", "Sure! Here it is: 18"),
+    ("<output>\n18\n", "18"),
+    ("```text\n18\n```", "18"),
+    ("18\n<state_changes>\ncreated x6: int\n</state_changes>", "18"),
+])
+async def test_every_transport_reads_answers_back_the_same_way(llm: FakeLLM, kind: str,
+                                                               reply: str, answer: str) -> None:
+    llm.answer = reply
+    predictor = make_predictor(f"{kind}:m", base_url=llm.url + ("/v1" if kind == "openai"
+                                                                else ""), timeout=5)
+    steps = [{"step": n, "code": f"x{n} = {n}", "output": "", "execution_time": 0.0,
+              "memory_bytes": None, "error": None, "runtime_variables": {}}
+             for n in range(1, 4)]
+    try:
+        record = await predict(predictor, steps, "output", "none",  # type: ignore[arg-type]
+                               trajectory_id="t", target_step=4, target_code="x4 = 18\nx4")
+    finally:
+        await predictor.aclose()
+    assert record["answer"] == answer  # type: ignore[index]
+    for tag in MARKUP:
+        assert tag not in record["answer"]  # type: ignore[index]
+
+
+async def test_latency_is_model_time_and_queueing_is_recorded_apart(llm: FakeLLM) -> None:
+    """The issue: recorded latency climbed from 10 s to 71 s as calls queued."""
+    llm.script(ok(delay=0.4), ok(delay=0.4))
+    async with make("openai", llm.url, max_concurrency=1) as provider:
+        first, second = await asyncio.gather(provider.complete(PROMPT),
+                                             provider.complete(PROMPT))
+    waited = sorted([first, second], key=lambda c: c.queue_seconds or 0)
+    assert waited[0].queue_seconds is not None and waited[0].queue_seconds < SLACK
+    assert waited[1].queue_seconds is not None and waited[1].queue_seconds >= 0.35
+    assert all(0.35 <= c.latency < 0.4 + SLACK for c in (first, second))
+
+
+async def test_llama_cpp_server_timings_are_the_model_time(llm: FakeLLM) -> None:
+    llm.script(raw(json.dumps({
+        "choices": [{"message": {"role": "assistant", "content": "42"}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2},
+        "timings": {"cache_n": 4, "prompt_ms": 120.0, "predicted_ms": 30.5}})))
+    async with make("openai", llm.url) as provider:
+        completion = await provider.complete(PROMPT)
+    assert completion.latency == pytest.approx(0.1505)
+    assert completion.cached_tokens == 4
 
 
 # -- failures without retry ----------------------------------------------------------------

@@ -147,6 +147,7 @@ class Prediction(TypedDict):
     scores: Scores | None
     prompt: NotRequired[PromptText]
     raw: NotRequired[str]
+    queue_seconds: NotRequired[float | None]
 
 
 # ---------------------------------------------------------------- live events

@@ -188,9 +188,13 @@ export interface Prediction {
   target_step: number;
   created_at: string;
   /**
-   * Seconds the model took.
+   * Seconds the model worked on the answer (the server's own timing when it reports one); time waiting for a slot or for the local model's worker is queue_seconds.
    */
   latency: number | null;
+  /**
+   * Seconds the request waited before the model took it up; null when nothing was measured (a failed call); absent from records made before it existed.
+   */
+  queue_seconds?: number | null;
   prompt_tokens: number | null;
   completion_tokens: number | null;
   cached_tokens: number | null;

@@ -1,4 +1,5 @@
-"""``sample``, ``import-june``, ``bench`` and ``report``: the benchmark from data to numbers."""
+"""``sample``, ``import-june``, ``stats``, ``bench`` and ``report``: the benchmark from data
+to numbers."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from themisto_ext.cli.args import non_negative_int, positive_float, positive_int
+from themisto_ext.prediction.clients import PREDICTOR_FORMS
 from themisto_ext.prediction.prompts import CONTEXTS, TASKS
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -22,9 +24,18 @@ def register(sub: Any) -> None:
     p.add_argument("--out", type=Path, required=True, metavar="BENCH.jsonl")
     p.add_argument("--n", type=positive_int, default=200, help="examples to draw (default 200)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
-    p.add_argument("--keep-errors", action="store_true",
-                   help="keep targets that raised an exception (default: drop them)")
+    p.add_argument("--errors", choices=("drop", "keep", "drop-environment"), default="drop",
+                   help="targets that raised: drop them all (default, as the Themisto paper "
+                   "did), keep them all, or drop only those the environment caused (a "
+                   "missing module or file, a changed library API, a failure cascading)")
+    p.add_argument("--keep-errors", action="store_const", const="keep", dest="errors",
+                   help=argparse.SUPPRESS)  # the option's old spelling
     p.set_defaults(run=sample_command)
+
+    p = sub.add_parser("stats", help="how development-like and reproducible trajectories are")
+    p.add_argument("files", type=Path, nargs="+", metavar="TRAJECTORIES.jsonl")
+    p.add_argument("--json", type=Path, metavar="STATS.json", help="also write the counts")
+    p.set_defaults(run=stats_command)
 
     p = sub.add_parser("import-june", help="convert a JuNE execution log (CSV) to trajectories")
     p.add_argument("file", type=Path, metavar="DATASET.csv")
@@ -38,8 +49,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("bench", help="run predictors over benchmark examples (resumable)")
     p.add_argument("file", type=Path, metavar="BENCH.jsonl")
     p.add_argument("--predictor", action="append", default=[], metavar="P",
-                   help="baseline, local, local:PATH.gguf, openai:MODEL or anthropic:MODEL; "
-                   "repeat for several")
+                   help=f"{PREDICTOR_FORMS}; repeat for several")
     p.add_argument("--context", default=",".join(CONTEXTS),
                    help=f"comma list of {', '.join(CONTEXTS)} (default: all)")
     p.add_argument("--out", type=Path, metavar="RESULTS/", help="results directory")
@@ -49,7 +59,14 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout", type=positive_float, default=120,
                    help="seconds per call (default 120)")
     p.add_argument("--budget", type=positive_int, default=24_000,
-                   help="prompt size limit in characters (default 24000)")
+                   help="prompt size limit in characters (default 24000); each model's "
+                   "prompts are also fitted to its context window in its tokens")
+    p.add_argument("--window", type=positive_int, metavar="TOKENS",
+                   help="context window of the openai:/anthropic: models (default 16384); "
+                   "the local model's is its own")
+    p.add_argument("--tokenizer", type=Path, metavar="PATH.gguf",
+                   help="count openai:/anthropic: tokens with this model file's tokenizer and "
+                   "chat template (a server holding that file); default: an estimate")
     p.add_argument("--in-order", action="store_true", help="run each trajectory's examples in "
                    "step order, so that prefix caches are reused")
     p.add_argument("--dump-prompts", type=Path, metavar="DIR",
@@ -63,14 +80,17 @@ def register(sub: Any) -> None:
     p.add_argument("--resamples", type=positive_int, default=10_000,
                    help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--json", type=Path, metavar="SUMMARY.json",
+                   help="write every number of the report (means, intervals, comparisons)")
+    p.add_argument("--unit", choices=("trajectory", "example"), default="trajectory",
+                   help="what the bootstrap resamples (default: whole trajectories)")
     p.set_defaults(run=report_command)
 
 
 def sample_command(args: argparse.Namespace) -> int:
     from themisto_ext.evaluation.sample import sample, write_examples
 
-    result = sample(args.files, args.task, n=args.n, seed=args.seed,
-                    keep_errors=args.keep_errors)
+    result = sample(args.files, args.task, n=args.n, seed=args.seed, errors=args.errors)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as fh:
         write_examples(result.examples, fh)
@@ -79,9 +99,34 @@ def sample_command(args: argparse.Namespace) -> int:
     dropped = ", ".join(f"{v} {k}" for k, v in result.dropped.items())
     low, high = result.bounds
     strata = ", ".join(f"{s.name} {s.taken}/{s.available}" for s in result.strata)
-    print(f"{result.steps} steps: {result.candidates} candidate targets ({dropped}); "
-          f"quartiles of target length {low:g} and {high:g}; drew {strata}; wrote "
-          f"{len(result.examples)} examples to {args.out}")
+    print(f"{result.steps} steps: {result.candidates} candidate targets ({dropped}; targets "
+          f"that raised: --errors {args.errors}); quartiles of target length {low:g} and "
+          f"{high:g}; drew {strata}; wrote {len(result.examples)} examples to {args.out}")
+    return 0
+
+
+def stats_command(args: argparse.Namespace) -> int:
+    import json
+
+    from themisto_ext.evaluation.realism import Realism, describe, measure_trajectory
+    from themisto_ext.evaluation.sample import read_trajectories
+
+    total = Realism()
+    rows = []
+    for trajectory in read_trajectories(args.files):
+        steps = [trajectory.step(i) for i in range(len(trajectory.lines))]
+        realism = measure_trajectory(steps)
+        total.add(realism)
+        name = next((s.get("notebook_path") for s in steps if s.get("notebook_path")), None)
+        rows.append({"trajectory_id": trajectory.trajectory_id, "notebook_path": name,
+                     "file": str(trajectory.source), **realism.to_json()})
+        print(f"{trajectory.trajectory_id[:12]}  {name or '(no notebook)'}: "
+              f"{describe(realism.to_json())}")
+    print(f"all: {describe(total.to_json())}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"total": total.to_json(), "trajectories": rows},
+                                        indent=2) + "\n", encoding="utf-8")
     return 0
 
 
@@ -120,9 +165,14 @@ def bench_command(args: argparse.Namespace) -> int:
         raise ValueError("give at least one --predictor (or --dump-prompts DIR)")
     if args.out is None:
         raise ValueError("give the results directory with --out")
+    if args.window is not None and args.window <= 0:
+        raise ValueError("--window must be positive")
+    if args.tokenizer is not None and not args.tokenizer.is_file():
+        raise ValueError(f"--tokenizer {args.tokenizer}: no such file")
     config = BenchConfig(args.predictor, contexts, args.out, concurrency=args.concurrency,
                          base_url=args.base_url, in_order=args.in_order,
-                         timeout=args.timeout, budget_chars=args.budget)
+                         timeout=args.timeout, budget_chars=args.budget,
+                         window_tokens=args.window, tokenizer=args.tokenizer)
     outcome = asyncio.run(run_bench(examples, args.file, config))
     if outcome.unreadable:
         print(f"note: {outcome.unreadable} unreadable lines in the results (an interrupted "
@@ -139,7 +189,7 @@ def bench_command(args: argparse.Namespace) -> int:
 def dump_prompts(examples: list[dict[str, Any]], contexts: list[Any], out: Path,
                  budget_chars: int) -> int:
     """Write every prompt as ``themisto prompt`` prints it, one file per example and context."""
-    from themisto_ext.cli.predictions import END_MARK, SYSTEM_MARK, USER_MARK
+    from themisto_ext.cli.predictions import prompt_text
     from themisto_ext.prediction.prompts.build import build_prompt
 
     count = 0
@@ -150,16 +200,25 @@ def dump_prompts(examples: list[dict[str, Any]], contexts: list[Any], out: Path,
             code = example["target"]["code"] if example["task"] == "output" else None
             prompt = build_prompt(example["history"], example["task"], context,
                                   target_code=code, budget_chars=budget_chars)
-            text = f"{SYSTEM_MARK}\n{prompt.system}\n{USER_MARK}\n{prompt.user}\n{END_MARK}\n"
-            (folder / (_UNSAFE.sub("_", example["id"]) + ".txt")).write_text(text, "utf-8")
+            (folder / (_UNSAFE.sub("_", example["id"]) + ".txt")).write_text(
+                prompt_text(prompt), "utf-8")
             count += 1
     return count
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from themisto_ext.evaluation.report import build_report, render_figure, render_markdown
+    import json
 
-    report = build_report(args.results, resamples=args.resamples, seed=args.seed)
+    from themisto_ext.evaluation.render import render_figure, render_markdown
+    from themisto_ext.evaluation.report import build_summary
+
+    report = build_summary(args.results, resamples=args.resamples, seed=args.seed,
+                           unit=args.unit)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",
+                             encoding="utf-8")
+        print(f"wrote {args.json}", file=sys.stderr)
     text = render_markdown(report)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from themisto_ext.cli.args import positive_float, positive_int
-from themisto_ext.prediction.prompts import CONTEXTS, TASKS
+from themisto_ext.prediction.clients import PREDICTOR_FORMS
+from themisto_ext.prediction.prompts import CONTEXTS, TASKS, Prompt
 from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.records import Prediction, Step
 from themisto_ext.trajectory import (
@@ -23,7 +24,16 @@ from themisto_ext.trajectory import (
 
 SYSTEM_MARK = "===== SYSTEM ====="
 USER_MARK = "===== USER ====="
+ASSISTANT_MARK = "===== ASSISTANT ====="
 END_MARK = "===== END ====="
+
+
+def prompt_text(prompt: Prompt) -> str:
+    """Every message a model receives, in order, between marks (``themisto prompt``)."""
+    parts = [SYSTEM_MARK, prompt.system]
+    for exchange in prompt.demonstrations:
+        parts += [USER_MARK, exchange.user, ASSISTANT_MARK, exchange.assistant]
+    return "\n".join([*parts, USER_MARK, prompt.user, END_MARK]) + "\n"
 
 
 def _target_parser(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
@@ -46,8 +56,7 @@ def register(sub: Any) -> None:
     p.set_defaults(run=prompt)
 
     p = _target_parser(sub, "predict", "predict one step's output or code with a predictor")
-    p.add_argument("--predictor", required=True, help="baseline, local, local:PATH.gguf, "
-                   "openai:MODEL or anthropic:MODEL")
+    p.add_argument("--predictor", required=True, help=PREDICTOR_FORMS)
     p.add_argument("--base-url", help="API base URL (default: OPENAI_BASE_URL or "
                    "ANTHROPIC_BASE_URL, else the vendor's)")
     p.add_argument("--timeout", type=positive_float, default=120, help="seconds (default 120)")
@@ -151,13 +160,10 @@ def prompt(args: argparse.Namespace) -> int:
     target_code = steps[index]["code"] if args.task == "output" else None
     built = build_prompt(steps[:index], args.task, args.context, target_code=target_code,
                          budget_chars=args.budget)
-    print(SYSTEM_MARK)
-    print(built.system)
-    print(USER_MARK)
-    print(built.user)
-    print(END_MARK)
+    sys.stdout.write(prompt_text(built))
     print(f"{len(built.system) + len(built.user)} characters: system {len(built.system)}, "
           f"cached prefix {len(built.prefix)}, suffix {len(built.suffix)}; "
-          f"{built.dropped_steps} earlier cells omitted; the local model's reply is begun "
-          f"with {built.answer_open!r} and ends at {built.answer_close!r}", file=sys.stderr)
+          f"{built.dropped_steps} earlier cells omitted; the answer is expected after "
+          f"{built.answer_open.strip()!r}, stops at {', '.join(map(repr, built.stop))} and "
+          f"is capped at {built.max_tokens} tokens", file=sys.stderr)
     return 0

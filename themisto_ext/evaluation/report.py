@@ -1,81 +1,48 @@
-"""Tables and a figure from a results directory, recomputed from results.jsonl alone.
+"""The numbers of a results directory, recomputed from results.jsonl: one summary, from
+which the Markdown report, the figure and ``--json`` are all made (``render.py``).
 
-For every task: each predictor x context's mean EM, ROUGE-L and chrF with a 95% percentile
-bootstrap interval over examples; for every predictor, each pair of contexts compared on
-the examples both scored (paired bootstrap interval and p-value of the mean difference,
-McNemar's exact test on exact match). Every bootstrap gets its own seed, derived from the
-report's seed and what it describes, so a number does not change when other predictors or
-contexts are added to the results.
+Per task, every predictor x context is measured on one **common example set**: the
+examples every condition of the task answered (a failed call is counted and shown, and
+its example leaves the set for everyone, never for one side only). Means and paired
+differences get percentile bootstrap intervals resampling **trajectories** (the unit,
+``unit="trajectory"``; ``"example"`` resamples examples as if independent) within the
+sample's strata (``stats.py``). Comparisons: each predictor's contexts against each other
+(``full - none``, ``curated - none``, ``curated - full``; skipped when the answers are the
+same under both), and each model against each reference (``copy-previous``, ``baseline``)
+under the same context. Every p-value of the report (bootstrap per metric, McNemar on
+exact match) is Holm-adjusted over all of them. Every bootstrap gets its own seed, derived
+from the report's seed and what it describes.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
+import json
+from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
-from themisto_ext.evaluation.run import METRICS, RESULTS_FILE, Record, load_results
-from themisto_ext.evaluation.stats import (
-    Interval,
-    McNemar,
-    PairedDifference,
-    bootstrap_ci,
-    mcnemar_exact,
-    paired_bootstrap,
-)
+from themisto_ext.evaluation.run import METRICS, RESULTS_FILE, RUN_FILE, Record, load_results
+from themisto_ext.evaluation.stats import bootstrap_ci, holm, mcnemar_exact, paired_bootstrap
 from themisto_ext.prediction.prompts import CONTEXTS
 
-METRIC_NAMES = {"exact_match": "EM", "rouge_l": "ROUGE-L", "chrf": "ChrF"}
+METRIC_NAMES = {"exact_match": "EM", "rouge_l": "ROUGE-L", "chrf": "chrF"}
 CONFIDENCE = 0.95
+UNITS = ("trajectory", "example")
+REFERENCES = ("copy-previous", "baseline")
+"""Predictors that give the numbers their meaning: every model is compared with them."""
+MIN_CLUSTERS = 20
+"""Below this many trajectories, intervals resampling them undercover: simulated 95%
+intervals held the true mean 85% of the time with 6 trajectories, 90% with 10 and 93%
+with 20 or more (benchmarks/cluster_coverage.py)."""
 
 
 def derived_seed(seed: int, *parts: str) -> list[int]:
     """A seed for one bootstrap: the report's seed and a stable digest of what it is for."""
     digest = hashlib.blake2b("\0".join(parts).encode("utf-8"), digest_size=8).digest()
     return [seed, int.from_bytes(digest, "big")]
-
-
-@dataclass
-class ConditionRow:
-    predictor: str
-    context: str
-    n: int
-    errors: int
-    intervals: dict[str, Interval]
-
-
-@dataclass
-class Comparison:
-    predictor: str
-    treatment: str
-    control: str
-    n: int
-    differences: dict[str, PairedDifference]
-    mcnemar: McNemar
-
-    @property
-    def label(self) -> str:
-        return f"{self.treatment} - {self.control}"
-
-
-@dataclass
-class TaskReport:
-    task: str
-    rows: list[ConditionRow] = field(default_factory=list)
-    comparisons: list[Comparison] = field(default_factory=list)
-
-
-@dataclass
-class Report:
-    source: Path
-    records: int
-    unreadable: int
-    resamples: int
-    seed: int
-    tasks: list[TaskReport]
 
 
 _CONTEXT_RANK: dict[str, int] = {c: i for i, c in enumerate(CONTEXTS)}
@@ -86,180 +53,183 @@ def _context_order(context: str) -> tuple[int, str]:
     return (_CONTEXT_RANK.get(context, len(_CONTEXT_RANK)), context)
 
 
-def build_report(results: Path, *, resamples: int = 10_000, seed: int = 0) -> Report:
+def _predictor_order(predictor: str) -> tuple[int, str]:
+    """References first, in REFERENCES order, then the models by name."""
+    return (REFERENCES.index(predictor) if predictor in REFERENCES else len(REFERENCES),
+            predictor)
+
+
+class _Task:
+    """The latest records of one task, by condition and example."""
+
+    def __init__(self, task: str, records: list[Record]) -> None:
+        self.task = task
+        self.by: dict[tuple[str, str], dict[str, Record]] = defaultdict(dict)
+        for record in records:
+            self.by[(record["predictor"], record["context"])][record["example_id"]] = record
+        self.conditions = sorted(self.by, key=lambda c: (_predictor_order(c[0]),
+                                                         _context_order(c[1])))
+        answered = [{e for e, r in self.by[c].items() if _scored(r)} for c in self.conditions]
+        self.common = sorted(set.intersection(*answered)) if answered else []
+        self.examples = sorted({e for c in self.conditions for e in self.by[c]})
+
+    def scores(self, condition: tuple[str, str], metric: str) -> list[float]:
+        return [float(self.by[condition][e]["scores"][metric]) for e in self.common]
+
+    def answers(self, condition: tuple[str, str]) -> list[str]:
+        return [str(self.by[condition][e].get("answer")) for e in self.common]
+
+    def labels(self, unit: str) -> tuple[list[str] | None, list[str] | None]:
+        """Each common example's cluster (None: examples are the unit) and stratum."""
+        first = self.by[self.conditions[0]]
+        # a record without its trajectory (written by an old bench) is a cluster of its own
+        clusters = None if unit == "example" else \
+            [str(first[e].get("trajectory_id") or f"example:{e}") for e in self.common]
+        strata = [first[e].get("stratum") for e in self.common]
+        if not all(isinstance(s, str) for s in strata):
+            return clusters, None
+        return clusters, [str(s) for s in strata]
+
+
+def _scored(record: Record) -> bool:
+    return not record.get("error") and isinstance(record.get("scores"), dict)
+
+
+def _condition_rows(task: _Task) -> list[dict[str, Any]]:
+    rows = []
+    for predictor, context in task.conditions:
+        records = task.by[(predictor, context)]
+        failed = Counter(str((r.get("error") or {}).get("type", "error"))
+                         for r in records.values() if not _scored(r))
+        rows.append({"task": task.task, "predictor": predictor, "context": context,
+                     "answered": len(records) - sum(failed.values()),
+                     "failed": sum(failed.values()), "errors": dict(sorted(failed.items())),
+                     "missing": len(task.examples) - len(records)})
+    return rows
+
+
+def _comparison_pairs(task: _Task) -> list[tuple[str, tuple[str, str], tuple[str, str]]]:
+    """(kind, treatment, control): contexts of a predictor, then models vs references."""
+    pairs: list[tuple[str, tuple[str, str], tuple[str, str]]] = []
+    predictors = sorted({p for p, _ in task.conditions}, key=_predictor_order)
+    for predictor in predictors:
+        contexts = [c for p, c in task.conditions if p == predictor]
+        for control, treatment in combinations(contexts, 2):
+            pairs.append(("context", (predictor, treatment), (predictor, control)))
+    for predictor in predictors:
+        if predictor in REFERENCES:
+            continue
+        for reference in REFERENCES:
+            for context in [c for p, c in task.conditions if p == predictor]:
+                if (reference, context) in task.by:
+                    pairs.append(("reference", (predictor, context), (reference, context)))
+    return pairs
+
+
+def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
+                  unit: str = "trajectory") -> dict[str, Any]:
+    """Everything the report shows, as JSON-able data (the ``--json`` file)."""
+    if unit not in UNITS:
+        raise ValueError(f"unknown unit {unit!r}: use {' or '.join(UNITS)}")
+    folder = results if results.is_dir() else results.parent
     path = results / RESULTS_FILE if results.is_dir() else results
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file (run `themisto bench` first)")
     loaded = load_results(path)
     if not loaded.latest:
         raise ValueError(f"{path}: no results")
-    by_group: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
+    run = json.loads((folder / RUN_FILE).read_text("utf-8")) \
+        if (folder / RUN_FILE).is_file() else {}
+    by_task: dict[str, list[Record]] = defaultdict(list)
     for record in loaded.latest.values():
-        by_group[(record.get("task", "?"), record["predictor"], record["context"])].append(record)
+        by_task[str(record.get("task", "?"))].append(record)
 
-    tasks: list[TaskReport] = []
-    for task in sorted({t for t, _, _ in by_group}):
-        report = TaskReport(task)
-        predictors = sorted({p for t, p, _ in by_group if t == task})
-        for predictor in predictors:
-            contexts = sorted({c for t, p, c in by_group if t == task and p == predictor},
-                              key=_context_order)
-            scored: dict[str, dict[str, dict[str, float]]] = {}
-            for context in contexts:
-                records = by_group[(task, predictor, context)]
-                ok = {r["example_id"]: r["scores"] for r in records
-                      if not r.get("error") and r.get("scores")}
-                scored[context] = ok
-                report.rows.append(_row(task, predictor, context, ok,
-                                        len(records) - len(ok), resamples, seed))
-            for control, treatment in combinations(contexts, 2):
-                comparison = _compare(task, predictor, treatment, control, scored, resamples,
-                                      seed)
-                if comparison is not None:
-                    report.comparisons.append(comparison)
-        tasks.append(report)
-    return Report(path, len(loaded.latest), loaded.unreadable, resamples, seed, tasks)
-
-
-def _row(task: str, predictor: str, context: str, scores: dict[str, dict[str, float]],
-         errors: int, resamples: int, seed: int) -> ConditionRow:
-    ids = sorted(scores)
-    intervals = {}
-    if ids:
-        for metric in METRICS:
-            intervals[metric] = bootstrap_ci(
-                [scores[i][metric] for i in ids], resamples=resamples, confidence=CONFIDENCE,
-                seed=derived_seed(seed, "mean", task, predictor, context, metric))
-    return ConditionRow(predictor, context, len(ids), errors, intervals)
-
-
-def _compare(task: str, predictor: str, treatment: str, control: str,
-             scored: dict[str, dict[str, dict[str, float]]], resamples: int,
-             seed: int) -> Comparison | None:
-    ids = sorted(set(scored[treatment]) & set(scored[control]))
-    if not ids:
-        return None
-    differences = {}
-    for metric in METRICS:
-        differences[metric] = paired_bootstrap(
-            [scored[treatment][i][metric] for i in ids],
-            [scored[control][i][metric] for i in ids], resamples=resamples,
-            confidence=CONFIDENCE,
-            seed=derived_seed(seed, "paired", task, predictor, treatment, control, metric))
-    mcnemar = mcnemar_exact([scored[treatment][i]["exact_match"] for i in ids],
-                            [scored[control][i]["exact_match"] for i in ids])
-    return Comparison(predictor, treatment, control, len(ids), differences, mcnemar)
-
-
-# ------------------------------------------------------------------- Markdown
-
-
-def fmt_interval(interval: Interval | PairedDifference, signed: bool = False) -> str:
-    sign = "+" if signed else ""
-    return f"{interval.mean:{sign}.3f} [{interval.low:{sign}.3f}, {interval.high:{sign}.3f}]"
-
-
-def fmt_p(p: float) -> str:
-    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
-
-
-def render_markdown(report: Report) -> str:
-    level = round(CONFIDENCE * 100)
-    lines = [
-        "# Benchmark report", "",
-        f"From `{report.source}`: {report.records} results (the latest per example, "
-        f"predictor and context; failed calls are counted, not scored)"
-        + (f", {report.unreadable} unreadable lines ignored" if report.unreadable else "")
-        + ".", "",
-        f"Means with {level}% percentile bootstrap intervals over examples "
-        f"({report.resamples} resamples, seed {report.seed}). Paired differences are on the "
-        "examples both conditions scored: paired bootstrap interval and two-sided p-value "
-        "of the mean difference (first-named context minus second); McNemar's exact test "
-        "on exact match, with b/c the examples right only under the first-named context / "
-        "only under the second.",
-    ]
-    for task in report.tasks:
-        lines += ["", f"## Task: {task.task}", "",
-                  "| predictor | context | n | errors | "
-                  + " | ".join(METRIC_NAMES[m] for m in METRICS) + " |",
-                  "|---|---|--:|--:|" + "---|" * len(METRICS)]
-        for row in task.rows:
-            cells = [fmt_interval(row.intervals[m]) if row.intervals else "n/a" for m in METRICS]
-            lines.append(f"| {row.predictor} | {row.context} | {row.n} | {row.errors} | "
-                         + " | ".join(cells) + " |")
-        lines += ["", f"### Paired differences ({task.task})", ""]
-        if not task.comparisons:
-            lines.append("No two contexts of one predictor share a scored example.")
+    summary: dict[str, Any] = {
+        "unit": unit, "confidence": CONFIDENCE, "resamples": resamples, "seed": seed,
+        "source": str(path), "records": len(loaded.latest), "unreadable": loaded.unreadable,
+        "sampling": run.get("sampling"), "realism": run.get("realism"),
+        "targets": run.get("targets"), "environment_targets": run.get("environment_targets"),
+        "tasks": [], "conditions": [], "means": [], "comparisons": [], "skipped": [],
+        "warnings": [],
+    }
+    tests: list[tuple[dict[str, Any], str]] = []  # (entry, key of its p-value)
+    for name in sorted(by_task):
+        task = _Task(name, by_task[name])
+        summary["conditions"] += _condition_rows(task)
+        clusters, strata = task.labels(unit) if task.common else (None, None)
+        distinct = len({r.get("trajectory_id") for c in task.conditions
+                        for e, r in task.by[c].items() if e in task.common})
+        summary["tasks"].append({"task": name, "examples": len(task.examples),
+                                 "common": len(task.common), "clusters": distinct,
+                                 "stratified": strata is not None})
+        if not task.common:
+            summary["warnings"].append(f"{name}: no example was answered by every condition")
             continue
-        lines += ["| predictor | comparison | n | "
-                  + " | ".join(f"Δ{METRIC_NAMES[m]} | p" for m in METRICS)
-                  + " | McNemar EM b/c | p |",
-                  "|---|---|--:|" + "---|--:|" * len(METRICS) + "--:|--:|"]
-        for c in task.comparisons:
-            diffs = " | ".join(f"{fmt_interval(c.differences[m], signed=True)} | "
-                               f"{fmt_p(c.differences[m].p_value)}" for m in METRICS)
-            lines.append(f"| {c.predictor} | {c.label} | {c.n} | {diffs} | "
-                         f"{c.mcnemar.only_treatment}/{c.mcnemar.only_control} | "
-                         f"{fmt_p(c.mcnemar.p_value)} |")
-    return "\n".join(lines) + "\n"
+        if unit == "trajectory" and distinct < MIN_CLUSTERS:
+            summary["warnings"].append(
+                f"{name}: only {distinct} trajectories; intervals resampling fewer than "
+                f"{MIN_CLUSTERS} undercover (simulated 95% intervals held the true mean 85% of the "
+                "time with 6 trajectories, 90% with 10): read them as rough")
+        left_out = len(task.examples) - len(task.common)
+        if left_out:
+            summary["warnings"].append(
+                f"{name}: {left_out} of {len(task.examples)} examples are left out of every "
+                "condition's numbers because some condition failed on them or did not run them")
+        for predictor, context in task.conditions:
+            for metric in METRICS:
+                ci = bootstrap_ci(task.scores((predictor, context), metric),
+                                  resamples=resamples, confidence=CONFIDENCE, clusters=clusters,
+                                  strata=strata, seed=derived_seed(seed, "mean", name, predictor,
+                                                                   context, metric))
+                summary["means"].append({
+                    "task": name, "predictor": predictor, "context": context, "metric": metric,
+                    "mean": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "n": ci.n,
+                    "clusters": ci.clusters})
+        for kind, treatment, control in _comparison_pairs(task):
+            if kind == "context" and task.answers(treatment) == task.answers(control):
+                summary["skipped"].append({
+                    "task": name, "predictor": treatment[0], "treatment": treatment[1],
+                    "control": control[1], "reason": "the same answers under both contexts"})
+                continue
+            for metric in METRICS:
+                entry = _compare(task, kind, treatment, control, metric, clusters, strata,
+                                 resamples, seed)
+                summary["comparisons"].append(entry)
+                tests.append((entry, "p"))
+                if "mcnemar" in entry:
+                    tests.append((entry["mcnemar"], "p"))
+    for (entry, key), adjusted in zip(tests, holm([e[k] for e, k in tests]), strict=True):
+        entry[f"{key}_adjusted"] = adjusted
+    summary["tests"] = len(tests)
+    if summary["sampling"] and any(s.get("census") for s in summary["sampling"].values()):
+        summary["warnings"].append(
+            "every candidate target was taken (fewer candidates than --n): the intervals are "
+            "about trajectories like these, not about sampling within them")
+    return summary
 
 
-# ------------------------------------------------------------------- figure
+def _compare(task: _Task, kind: str, treatment: tuple[str, str], control: tuple[str, str],
+             metric: str, clusters: Sequence[str] | None, strata: Sequence[str] | None,
+             resamples: int, seed: int) -> dict[str, Any]:
+    a, b = task.scores(treatment, metric), task.scores(control, metric)
+    d = paired_bootstrap(a, b, resamples=resamples, confidence=CONFIDENCE, clusters=clusters,
+                         strata=strata, seed=derived_seed(seed, "paired", task.task,
+                                                          *treatment, *control, metric))
+    entry: dict[str, Any] = {
+        "task": task.task, "metric": metric, "kind": kind,
+        "treatment": {"predictor": treatment[0], "context": treatment[1]},
+        "control": {"predictor": control[0], "context": control[1]},
+        "diff": d.mean, "ci_low": d.low, "ci_high": d.high, "p": d.p_value,
+        "n": d.n, "clusters": d.clusters}
+    if metric == "exact_match":
+        m = mcnemar_exact(a, b)
+        entry["mcnemar"] = {"only_treatment": m.only_treatment,
+                            "only_control": m.only_control, "p": m.p_value}
+    return entry
 
 
-def render_figure(report: Report, path: Path) -> None:
-    """Per task: condition means (top) and paired differences (bottom), one column a metric."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: the report runs in terminals and CI
-    import matplotlib.pyplot as plt
-
-    rows = 2 * len(report.tasks)
-    height = sum(max(len(t.rows), 1) + max(len(t.comparisons), 1) for t in report.tasks)
-    fig, axes = plt.subplots(rows, len(METRICS), figsize=(4.2 * len(METRICS), 1.2 + 0.38 * height),
-                             squeeze=False, height_ratios=[
-                                 max(len(x), 1) for t in report.tasks
-                                 for x in (t.rows, t.comparisons)])
-    for t, task in enumerate(report.tasks):
-        for m, metric in enumerate(METRICS):
-            means = [(f"{r.predictor} · {r.context}", r.intervals[metric], False)
-                     for r in task.rows if r.intervals]
-            _forest(axes[2 * t][m], means, f"{task.task}: {METRIC_NAMES[metric]}", zero=False,
-                    labels=m == 0)
-            diffs = [(f"{c.predictor} · {c.label}", c.differences[metric],
-                      c.differences[metric].p_value < 1 - CONFIDENCE)
-                     for c in task.comparisons]
-            _forest(axes[2 * t + 1][m], diffs, f"{task.task}: Δ{METRIC_NAMES[metric]} (paired)",
-                    zero=True, labels=m == 0)
-    level = round(CONFIDENCE * 100)
-    fig.suptitle(f"Means and paired differences with {level}% bootstrap intervals "
-                 f"(red: p < {1 - CONFIDENCE:.2f})", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def _forest(ax: object, items: Sequence[tuple[str, Interval | PairedDifference, bool]],
-            title: str,
-            zero: bool, labels: bool) -> None:
-    from matplotlib.axes import Axes
-
-    assert isinstance(ax, Axes)
-    ax.set_title(title, fontsize=9)
-    if not items:
-        ax.text(0.5, 0.5, "no paired comparisons" if zero else "no scores",
-                ha="center", va="center", transform=ax.transAxes, fontsize=8)
-        ax.set_axis_off()
-        return
-    ys = list(range(len(items)))[::-1]
-    for y, (_, value, significant) in zip(ys, items, strict=True):
-        colour = "tab:red" if significant else "tab:blue"
-        ax.errorbar([value.mean], [y], xerr=[[value.mean - value.low], [value.high - value.mean]],
-                    fmt="o", color=colour, capsize=3, markersize=4)
-    if zero:
-        ax.axvline(0, color="grey", linewidth=0.8, linestyle="--")
-    else:
-        ax.set_xlim(-0.02, 1.02)  # every metric is in [0, 1]: one scale for all panels
-    ax.set_yticks(ys, [label for label, _, _ in items] if labels else [], fontsize=8)
-    ax.tick_params(axis="x", labelsize=8)
-    ax.set_ylim(-0.7, len(items) - 0.3)
+def comparison_label(entry: dict[str, Any]) -> str:
+    t, c = entry["treatment"], entry["control"]
+    if entry["kind"] == "context":
+        return f"{t['predictor']}: {t['context']} - {c['context']}"
+    return f"{t['predictor']} - {c['predictor']} ({t['context']})"

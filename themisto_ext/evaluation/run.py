@@ -6,10 +6,16 @@ in flight. A rerun reads the file first and skips the pairs whose latest record 
 error: finished calls are never paid for twice, failed ones are retried. The latest record
 of a pair is the one that counts (in the summary and the report).
 
-Concurrency: one asyncio task per pending pair (or, with ``in_order``, one per trajectory,
-predictor and context, running its examples in step order so that a predictor's prefix
-cache sees a growing prompt), and at most ``concurrency`` calls in flight per predictor.
-Every prompt is built from its own example alone, so results do not depend on order.
+Concurrency: one asyncio task per pending pair, at most ``concurrency`` calls in flight per
+predictor. With ``in_order``, one task per trajectory, predictor and context runs its
+examples in step order, so that a predictor's prefix cache sees a growing prompt, and at
+most ``concurrency`` such chains run at once per predictor (a chain keeps its slot to the
+end: interleaved chains would evict each other's cache). Every prompt is built from its
+own example alone, so results do not depend on order.
+
+``RESULTS/run.json`` ties the directory to its benchmark file and keeps what the report
+needs of it: how the examples were sampled and what the trajectories they come from are
+like (``realism.py``), measured on the examples' own histories and targets.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from themisto_ext.evaluation.realism import measure, step_facts
 from themisto_ext.evaluation.sample import Example
 from themisto_ext.prediction.clients import Predictor, make_predictor
 from themisto_ext.prediction.prompts import CONTEXTS, Context
@@ -152,6 +159,10 @@ class BenchConfig:
     in_order: bool = False
     timeout: float = 120
     budget_chars: int = 24_000
+    window_tokens: int | None = None
+    """Remote models' context window (tokens); the local model knows its own."""
+    tokenizer: Path | None = None
+    """A GGUF whose tokenizer counts remote models' tokens (else an estimate)."""
 
 
 @dataclass
@@ -194,7 +205,32 @@ def bench_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _claim_directory(out: Path, bench: Path) -> None:
+def describe_examples(examples: Sequence[Example]) -> dict[str, Any]:
+    """What the report says of a benchmark's examples: the sampling of each task and the
+    realism of the trajectories (each as far as its longest example reaches) and of the
+    targets' references."""
+    longest: dict[str, list[dict[str, Any]]] = {}
+    targets: dict[str, set[int]] = defaultdict(set)
+    sampling: dict[str, Any] = {}
+    for example in examples:
+        steps = [*example["history"], example["target"]]
+        tid = _trajectory(example)
+        if len(steps) > len(longest.get(tid, ())):
+            longest[tid] = steps
+        targets[tid].add(int(example["target"]["step"]))
+        if isinstance(example.get("sampling"), dict):
+            sampling.setdefault(example["task"], example["sampling"])
+    dependent = 0
+    for tid, steps in longest.items():
+        facts = step_facts(steps)
+        dependent += sum(1 for s, f in zip(steps, facts, strict=True)
+                         if f.kinds and int(s["step"]) in targets[tid])
+    return {"sampling": sampling, "realism": measure(longest.values()).to_json(),
+            "targets": sum(len(t) for t in targets.values()),
+            "environment_targets": dependent}
+
+
+def _claim_directory(out: Path, bench: Path, examples: Sequence[Example]) -> None:
     """Tie RESULTS/ to one benchmark file, so that a resume never mixes two benchmarks."""
     out.mkdir(parents=True, exist_ok=True)
     run_file = out / RUN_FILE
@@ -208,7 +244,8 @@ def _claim_directory(out: Path, bench: Path) -> None:
     if (out / RESULTS_FILE).exists():
         raise ValueError(f"{out / RESULTS_FILE} exists but {RUN_FILE} does not: not a "
                          "directory made by `themisto bench`")
-    run_file.write_text(json.dumps({"bench": str(bench), "bench_sha256": digest}, indent=2)
+    run_file.write_text(json.dumps({"bench": str(bench), "bench_sha256": digest,
+                                    **describe_examples(examples)}, indent=2)
                         + "\n", encoding="utf-8")
 
 
@@ -231,7 +268,8 @@ async def _one(predictor: Predictor, example: Example, context: Context, config:
         record = {"task": example["task"], "context": context, "predictor": predictor.name,
                   "error": {"type": type(exc).__name__, "message": str(exc)}}
     record.pop("id", None)  # the prediction's own uuid; the pair is what identifies a result
-    return {"example_id": example["id"], **record}
+    record.setdefault("trajectory_id", _trajectory(example))
+    return {"example_id": example["id"], "stratum": example.get("stratum"), **record}
 
 
 async def run_bench(examples: Sequence[Example], bench: Path, config: BenchConfig, *,
@@ -246,8 +284,10 @@ async def run_bench(examples: Sequence[Example], bench: Path, config: BenchConfi
         for spec in dict.fromkeys(config.predictors):
             predictors.append(make_predictor(spec, base_url=config.base_url,
                                              timeout=config.timeout,
-                                             max_concurrency=config.concurrency))
-        _claim_directory(config.out, bench)
+                                             max_concurrency=config.concurrency,
+                                             window_tokens=config.window_tokens,
+                                             tokenizer=config.tokenizer))
+        _claim_directory(config.out, bench, examples)
     except BaseException:
         for predictor in predictors:
             await predictor.aclose()
@@ -279,14 +319,14 @@ async def run_bench(examples: Sequence[Example], bench: Path, config: BenchConfi
         if config.in_order:
             items.sort(key=lambda item: int(item[1]["target"]["step"]))
         session = "bench:" + ":".join(chain) if config.in_order else None
-        for predictor, example, context in items:
-            async with limits[predictor.name]:
+        async with limits[items[0][0].name]:
+            for predictor, example, context in items:
                 record = await _one(predictor, example, context, config, session)
-            writer.write(record)
-            failed = bool(record.get("error"))
-            outcome.ran += 1
-            outcome.failed += failed
-            progress.step(failed)
+                writer.write(record)
+                failed = bool(record.get("error"))
+                outcome.ran += 1
+                outcome.failed += failed
+                progress.step(failed)
 
     try:
         await asyncio.gather(*(run_chain(k, v) for k, v in chains.items()))
@@ -323,6 +363,8 @@ def summarize(records: Iterable[Record]) -> dict[str, Any]:
             "n": len(ok), "errors": len(failed),
             "means": {m: _mean(r["scores"][m] for r in ok) for m in METRICS},
             "latency_mean": _mean(r["latency"] for r in ok if r.get("latency") is not None),
+            "queue_mean": _mean(r["queue_seconds"] for r in ok
+                                if r.get("queue_seconds") is not None),
             "prompt_tokens": sum(r.get("prompt_tokens") or 0 for r in ok),
             "completion_tokens": sum(r.get("completion_tokens") or 0 for r in ok),
         })

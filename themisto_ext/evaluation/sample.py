@@ -2,11 +2,12 @@
 
 A candidate target is a step with at least ``MIN_PRIOR`` steps before it in its
 trajectory. Empty targets, targets longer than the 0.99 quantile (of code length, and of
-output length for the output task) and, unless asked to keep them, targets that raised
-are dropped. ``n`` targets are then drawn stratified by target length (the length of what
-is predicted: the output, or the code of the next cell): 90% from the second and third
-quartiles, 5% each from the first and the fourth. docs/benchmark.md has the details
-(rounding, short strata).
+output length for the output task) and targets that raised, as the ``errors`` rule says
+(``drop`` all, ``keep`` all, or ``drop-environment``: drop those whose failure the
+environment caused, see ``realism.py``), are dropped. ``n`` targets are then drawn
+stratified by target length (the length of what is predicted: the output, or the code of
+the next cell): 90% from the second and third quartiles, 5% each from the first and the
+fourth. docs/benchmark.md has the details (rounding, short strata, every candidate taken).
 
 The draw depends only on the candidates and the seed, not on the order of the input
 files: candidates are ordered by ``(trajectory_id, position)`` before drawing.
@@ -24,6 +25,7 @@ from typing import IO, Any, NamedTuple
 
 import numpy as np
 
+from themisto_ext.evaluation.realism import Tracker
 from themisto_ext.prediction.prompts import TASKS, Task
 from themisto_ext.records import Step
 from themisto_ext.trajectory.jsonl import iter_jsonl
@@ -31,6 +33,9 @@ from themisto_ext.trajectory.jsonl import iter_jsonl
 MIN_PRIOR = 5
 LENGTH_QUANTILE = 0.99
 STRATA = ("q1", "q2-q3", "q4")
+ERROR_RULES = ("drop", "keep", "drop-environment")
+"""What to do with targets that raised: the paper dropped them all; a traceback is an
+output too, and one the environment caused (a missing module) says little of the code."""
 Example = dict[str, Any]
 
 
@@ -47,6 +52,7 @@ class _Facts(NamedTuple):
     blank_code: bool
     blank_output: bool
     raised: bool
+    environment_error: bool
 
 
 @dataclass
@@ -98,7 +104,7 @@ class SampleResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _facts(step: Any, source: Path, line: int) -> _Facts:
+def _facts(step: Any, source: Path, line: int, tracker: Tracker) -> _Facts:
     # The full schema check (themisto validate) costs ~0.1 ms a step; these are the
     # fields sampling relies on, checked so that bad input fails with its location.
     if not isinstance(step, dict):
@@ -110,8 +116,11 @@ def _facts(step: Any, source: Path, line: int) -> _Facts:
     if "error" not in step:
         raise SampleInputError(f"{source}:{line}: error: missing")
     code, output = step["code"], step["output"]
+    if step["error"] is not None and not isinstance(step["error"], dict):
+        raise SampleInputError(f"{source}:{line}: error: not an object or null")
+    cause = tracker.observe(step, outputs=False).cause
     return _Facts(step["step"], len(code), len(output), not code.strip(), not output.strip(),
-                  step["error"] is not None)
+                  step["error"] is not None, cause == "environment")
 
 
 def read_trajectories(paths: Sequence[Path]) -> list[Trajectory]:
@@ -128,12 +137,16 @@ def read_trajectories(paths: Sequence[Path]) -> list[Trajectory]:
         if not path.is_file():
             raise SampleInputError(f"{path}: no such file")
         current: Trajectory | None = None
+        tracker = Tracker()
         for entry in iter_jsonl(path):
             line = entry.number
             if entry.problem is not None:
                 raise SampleInputError(f"{path}:{line}: {entry.problem}")
             step = entry.value
-            facts = _facts(step, path, line)
+            if not (current is not None and isinstance(step, dict)
+                    and step.get("trajectory_id") == current.trajectory_id):
+                tracker = Tracker()  # a new trajectory
+            facts = _facts(step, path, line, tracker)
             tid = step["trajectory_id"]
             if current is not None and current.trajectory_id == tid:
                 if facts.step <= current.facts[-1].step:
@@ -195,7 +208,7 @@ def _describe(stratum: int, bounds: tuple[float, float]) -> str:
     return (f"length < {low:g}", f"{low:g} <= length <= {high:g}", f"length > {high:g}")[stratum]
 
 
-def _candidates(trajectories: list[Trajectory], task: Task, keep_errors: bool,
+def _candidates(trajectories: list[Trajectory], task: Task, errors: str,
                 dropped: dict[str, int]) -> list[_Candidate]:
     found: list[_Candidate] = []
     output_task = task == "output"
@@ -206,7 +219,8 @@ def _candidates(trajectories: list[Trajectory], task: Task, keep_errors: bool,
             fact = facts[position]
             if fact.blank_code or (output_task and fact.blank_output):
                 dropped["empty target"] += 1
-            elif fact.raised and not keep_errors:
+            elif fact.raised and (errors == "drop" or (errors == "drop-environment"
+                                                      and fact.environment_error)):
                 dropped["raised an exception"] += 1
             else:
                 length = fact.output_length if output_task else fact.code_length
@@ -242,21 +256,24 @@ def _without_gc() -> Iterator[None]:
 
 
 def sample(paths: Sequence[Path], task: Task, *, n: int = 200, seed: int = 0,
-           keep_errors: bool = False) -> SampleResult:
-    """Draw the benchmark examples for ``task`` from the trajectory files ``paths``."""
+           errors: str = "drop") -> SampleResult:
+    """Draw the benchmark examples for ``task`` from the trajectory files ``paths``;
+    ``errors`` is the rule for targets that raised (``ERROR_RULES``)."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
+    if errors not in ERROR_RULES:
+        raise ValueError(f"unknown --errors rule {errors!r}: use {', '.join(ERROR_RULES)}")
     if n < 1:
         raise ValueError("--n must be at least 1")
     with _without_gc():
-        return _sample(read_trajectories(paths), task, n, seed, keep_errors)
+        return _sample(read_trajectories(paths), task, n, seed, errors)
 
 
 def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
-            keep_errors: bool) -> SampleResult:
+            errors: str) -> SampleResult:
     dropped = {"fewer than 5 prior steps": 0, "empty target": 0, "raised an exception": 0,
                "longer than the 0.99 quantile": 0}
-    found = _drop_long(_candidates(trajectories, task, keep_errors, dropped), task, dropped)
+    found = _drop_long(_candidates(trajectories, task, errors, dropped), task, dropped)
     found.sort(key=lambda c: (c.trajectory.trajectory_id, c.position))
     steps = sum(len(t.lines) for t in trajectories)
     notes: list[str] = []
@@ -270,9 +287,17 @@ def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
     members = [np.flatnonzero(stratum_of == s) for s in range(len(STRATA))]
     quotas = list(split_counts(n))
     available = [len(m) for m in members]
-    if len(found) < n:
-        notes.append(f"only {len(found)} candidates for {n} examples: all are taken")
-    taken = _fill(quotas, available, notes, (q1, q3))
+    census = len(found) <= n
+    if census:
+        # Every candidate is taken: quotas and strata change nothing, and saying which
+        # stratum was short would suggest they did.
+        notes.append(f"every candidate is taken: {len(found)} candidates for --n {n}, so the "
+                     "length quotas (" + "/".join(map(str, quotas)) + ") do not apply; "
+                     "the examples are the whole population: "
+                     + ", ".join(f"{STRATA[s]} {available[s]}" for s in range(len(STRATA))))
+        taken = available
+    else:
+        taken = _fill(quotas, available, notes, (q1, q3))
 
     rng = np.random.default_rng(seed)
     chosen: list[tuple[int, int]] = []
@@ -280,12 +305,15 @@ def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
         picked = index[rng.permutation(len(index))[: taken[s]]] if taken[s] else index[:0]
         chosen += [(int(i), s) for i in picked]
     chosen.sort()
-    examples = [_example(found[i], task, STRATA[s]) for i, s in chosen]
+    design = {"n": n, "seed": seed, "errors": errors, "candidates": len(found),
+              "census": census}
+    examples = [_example(found[i], task, STRATA[s], design) for i, s in chosen]
     strata = [Stratum(STRATA[s], available[s], quotas[s], taken[s]) for s in range(len(STRATA))]
     return SampleResult(examples, steps, dropped, len(found), (q1, q3), strata, notes)
 
 
-def _example(candidate: _Candidate, task: Task, stratum: str) -> Example:
+def _example(candidate: _Candidate, task: Task, stratum: str,
+             design: dict[str, Any]) -> Example:
     trajectory = candidate.trajectory
     target = trajectory.step(candidate.position)
     return {
@@ -296,6 +324,7 @@ def _example(candidate: _Candidate, task: Task, stratum: str) -> Example:
         "stratum": stratum,
         "provenance": {"trajectory_id": trajectory.trajectory_id,
                        "step": target["step"], "file": str(trajectory.source)},
+        "sampling": design,
     }
 
 

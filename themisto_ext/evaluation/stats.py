@@ -1,11 +1,21 @@
 """Confidence intervals and paired tests over per-example scores: pure functions, numpy only.
 
-* ``bootstrap_ci``: the percentile bootstrap interval of a mean (resampling examples).
+Examples are not independent: the steps of one trajectory share a notebook, its data and
+its author. So the unit of resampling is a *cluster* (a trajectory), drawn with
+replacement with all its examples, within the *strata* the examples were sampled from
+(``themisto sample``'s target-length strata, whose sizes the design fixed): each stratum's
+clusters are resampled on their own, its resampled mean is the ratio of the resampled sums
+to the resampled counts, and the strata are combined with their fixed shares of the
+examples. Without clusters every example is its own cluster (the plain bootstrap); without
+strata there is one stratum.
+
+* ``bootstrap_ci``: the percentile bootstrap interval of a mean.
 * ``paired_bootstrap``: the mean difference of two conditions on the same examples, its
-  percentile interval from resampling examples (pairs stay together), and a two-sided
-  p-value from the bootstrap distribution shifted to the null (mean difference 0).
+  percentile interval from resampling the same way (the two scores of an example stay
+  together), and a two-sided p-value from the bootstrap distribution shifted to the null.
 * ``mcnemar_exact``: McNemar's exact test on two binary outcomes of the same examples
-  (the binomial test on the discordant pairs).
+  (the binomial test on the discordant pairs; it takes examples as independent).
+* ``holm``: Holm's step-down adjustment of a family of p-values.
 
 Seeds are anything ``numpy.random.default_rng`` accepts (an int or a sequence of ints),
 so that a caller can derive an independent, stable seed for every comparison.
@@ -14,7 +24,7 @@ so that a caller can derive an independent, stable seed for every comparison.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -22,7 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 Seed = int | Sequence[int]
-_CHUNK_CELLS = 1 << 22  # resample rows per chunk x examples: bounds memory at ~32 MB
+Labels = Sequence[Hashable] | None
+_CHUNK_CELLS = 1 << 22  # resample rows per chunk x clusters: bounds memory at ~32 MB
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,8 @@ class Interval:
     low: float
     high: float
     n: int
+    clusters: int = 0
+    """Distinct clusters among the ``n`` examples (``n`` when each example is its own)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,7 @@ class PairedDifference:
     high: float
     p_value: float
     n: int
+    clusters: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,17 +83,48 @@ def _check(resamples: int, confidence: float) -> None:
         raise ValueError("confidence must be between 0 and 1")
 
 
-def bootstrap_means(values: npt.NDArray[np.float64], resamples: int,
-                    seed: Seed) -> npt.NDArray[np.float64]:
-    """Means of ``resamples`` samples of ``len(values)`` drawn with replacement."""
+@dataclass(frozen=True)
+class _Stratum:
+    share: float
+    """The stratum's fixed share of the examples."""
+    sums: npt.NDArray[np.float64]
+    counts: npt.NDArray[np.float64]
+    """Per cluster of the stratum: the sum of its values and how many there are."""
+
+
+def _design(values: npt.NDArray[np.float64], clusters: Labels,
+            strata: Labels) -> tuple[list[_Stratum], int]:
     n = len(values)
+    for name, labels in (("clusters", clusters), ("strata", strata)):
+        if labels is not None and len(labels) != n:
+            raise ValueError(f"{name} label {len(labels)} examples, not {n}")
+    cluster_of = list(range(n)) if clusters is None else list(clusters)
+    stratum_of: list[Hashable] = [0] * n if strata is None else list(strata)
+    groups: dict[Hashable, dict[Hashable, list[int]]] = {}
+    for i in range(n):
+        groups.setdefault(stratum_of[i], {}).setdefault(cluster_of[i], []).append(i)
+    design = []
+    for members in groups.values():
+        sums = np.array([values[idx].sum() for idx in members.values()])
+        counts = np.array([float(len(idx)) for idx in members.values()])
+        design.append(_Stratum(float(counts.sum()) / n, sums, counts))
+    return design, len(set(cluster_of))
+
+
+def bootstrap_means(values: npt.NDArray[np.float64], resamples: int, seed: Seed,
+                    clusters: Labels = None, strata: Labels = None) -> npt.NDArray[np.float64]:
+    """``resamples`` bootstrap means of ``values``, clusters drawn within strata."""
     rng = np.random.default_rng(seed)
-    means = np.empty(resamples)
-    rows = max(1, _CHUNK_CELLS // max(n, 1))
-    for lo in range(0, resamples, rows):
-        hi = min(resamples, lo + rows)
-        index = rng.integers(0, n, size=(hi - lo, n))
-        means[lo:hi] = values[index].mean(axis=1)
+    design, _ = _design(values, clusters, strata)
+    means = np.zeros(resamples)
+    for stratum in design:
+        m = len(stratum.sums)
+        rows = max(1, _CHUNK_CELLS // max(m, 1))
+        for lo in range(0, resamples, rows):
+            hi = min(resamples, lo + rows)
+            index = rng.integers(0, m, size=(hi - lo, m))
+            means[lo:hi] += stratum.share * (stratum.sums[index].sum(axis=1)
+                                             / stratum.counts[index].sum(axis=1))
     return means
 
 
@@ -89,20 +134,29 @@ def _percentiles(means: npt.NDArray[np.float64], confidence: float) -> tuple[flo
     return float(low), float(high)
 
 
+def count_clusters(n: int, clusters: Labels) -> int:
+    return n if clusters is None else len(set(clusters))
+
+
 def bootstrap_ci(values: Sequence[float] | npt.ArrayLike, *, resamples: int = 10_000,
-                 confidence: float = 0.95, seed: Seed = 0) -> Interval:
-    """The mean of ``values`` with its percentile bootstrap interval."""
+                 confidence: float = 0.95, seed: Seed = 0, clusters: Labels = None,
+                 strata: Labels = None) -> Interval:
+    """The mean of ``values`` with its percentile bootstrap interval; ``clusters`` and
+    ``strata`` label each value's cluster and stratum (see the module)."""
     _check(resamples, confidence)
     array = _as_array(values)
     if len(array) == 0:
         raise ValueError("no values to bootstrap")
-    low, high = _percentiles(bootstrap_means(array, resamples, seed), confidence)
-    return Interval(float(array.mean()), low, high, len(array))
+    means = bootstrap_means(array, resamples, seed, clusters, strata)
+    low, high = _percentiles(means, confidence)
+    return Interval(float(array.mean()), low, high, len(array),
+                    count_clusters(len(array), clusters))
 
 
 def paired_bootstrap(treatment: Sequence[float] | npt.ArrayLike,
                      control: Sequence[float] | npt.ArrayLike, *, resamples: int = 10_000,
-                     confidence: float = 0.95, seed: Seed = 0) -> PairedDifference:
+                     confidence: float = 0.95, seed: Seed = 0, clusters: Labels = None,
+                     strata: Labels = None) -> PairedDifference:
     """Mean of ``treatment - control`` (element i of both is the same example).
 
     The p-value is that of the bootstrap test of a zero mean difference: the bootstrap
@@ -117,14 +171,27 @@ def paired_bootstrap(treatment: Sequence[float] | npt.ArrayLike,
         raise ValueError("no pairs to bootstrap")
     diff = a - b
     observed = float(diff.mean())
-    means = bootstrap_means(diff, resamples, seed)
+    means = bootstrap_means(diff, resamples, seed, clusters, strata)
     low, high = _percentiles(means, confidence)
     # A tolerance, so that resamples of a constant difference (equal up to rounding in the
     # last bit) count as "as extreme" as the observation when it is zero.
     tolerance = 1e-12 * max(1.0, abs(observed))
     extreme = np.count_nonzero(np.abs(means - observed) >= abs(observed) - tolerance)
     p_value = (1 + int(extreme)) / (1 + resamples)
-    return PairedDifference(observed, low, high, min(1.0, p_value), len(a))
+    return PairedDifference(observed, low, high, min(1.0, p_value), len(a),
+                            count_clusters(len(a), clusters))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: the k-th smallest of m is
+    multiplied by ``m - k + 1``, then made non-decreasing in that order, capped at 1."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [0.0] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
 
 
 def binomial_two_sided(k: int, n: int) -> float:

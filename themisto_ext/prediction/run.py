@@ -1,11 +1,15 @@
 """One prediction, end to end: prompt -> model client -> post-processed answer -> record.
 
+The prompt is fitted to the predictor's own window in its own tokens (``prompts/window.py``)
+and capped at its answer length; a model's reply is read back by the one post-processing of
+the protocol, whatever the transport; a rule-based predictor's answer is used as it is.
 The record is what the store keeps, the API serves and the panel shows; its schema is
 ``schemas/prediction.schema.json``. Scoring it against the real step is ``scoring.py``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Sequence
@@ -19,8 +23,10 @@ from themisto_ext.prediction.clients.base import (
     Predictor,
     ProviderError,
 )
+from themisto_ext.prediction.prompts import ANSWER_TOKENS, Prompt
 from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.prediction.prompts.postprocess import postprocess
+from themisto_ext.prediction.prompts.window import PromptTooLong, fit_prompt
 from themisto_ext.records import Context, Prediction, Step, Task
 
 
@@ -48,20 +54,35 @@ async def predict(
     cell_id: str | None = None,
 ) -> Prediction | Superseded:
     """Predict and return the record; a failed model call becomes the record's ``error``."""
-    prompt = build_prompt(history, task, context, target_code=target_code,
-                          budget_chars=budget_chars)
+    cap = predictor.max_tokens or ANSWER_TOKENS
+
+    def build(budget: int) -> Prompt:
+        return build_prompt(history, task, context, target_code=target_code,
+                            budget_chars=budget, max_tokens=cap)
+
+    fitting: PromptTooLong | ProviderError | None = None
+    if predictor.window is None:
+        prompt = build(budget_chars)
+    else:
+        try:  # counting tokens may load a model: off the event loop
+            prompt = await asyncio.to_thread(fit_prompt, build, budget_chars, predictor.window)
+        except (PromptTooLong, ProviderError) as exc:  # too long; the model cannot load
+            prompt, fitting = build(budget_chars), exc
     record: Prediction = {
         "id": uuid.uuid4().hex, "trajectory_id": trajectory_id, "kernel_id": kernel_id,
         "notebook_path": notebook_path, "cell_id": cell_id, "task": task,
         "context": context, "predictor": predictor.name, "model": None,
         "target_step": target_step,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-        "latency": None, "prompt_tokens": None, "completion_tokens": None,
-        "cached_tokens": None, "prefix_reused": None,
+        "latency": None, "queue_seconds": None, "prompt_tokens": None,
+        "completion_tokens": None, "cached_tokens": None, "prefix_reused": None,
         "prompt": {"system": prompt.system, "user": prompt.user},
         "dropped_steps": prompt.dropped_steps,
         "raw": "", "answer": "", "error": None, "reference": None, "scores": None,
     }
+    if fitting is not None:
+        record["error"] = {"type": type(fitting).__name__, "message": str(fitting)}
+        return record
     start = time.perf_counter()
     try:
         completion = await predictor.predict(PredictionRequest(
@@ -75,13 +96,16 @@ async def predict(
         return record
     record["model"] = completion.model
     record["latency"] = round(completion.latency, 4)
+    if completion.queue_seconds is not None:
+        record["queue_seconds"] = round(completion.queue_seconds, 4)
     record["prompt_tokens"] = completion.prompt_tokens
     record["completion_tokens"] = completion.completion_tokens
     record["cached_tokens"] = completion.cached_tokens
     record["prefix_reused"] = (None if completion.cached_tokens is None
                                else completion.cached_tokens > 0)
     record["raw"] = completion.text
-    record["answer"] = postprocess(completion.text)
+    record["answer"] = completion.answer if completion.answer is not None \
+        else postprocess(completion.text, task)
     return record
 
 

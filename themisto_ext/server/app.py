@@ -106,7 +106,8 @@ class ThemistoExtension(ExtensionApp):
         config=True)
     predictors = List(
         Unicode(),
-        help="Predictors run live on every cell, by name: baseline, local, local:PATH.gguf, "
+        help="Predictors run live on every cell, by name: baseline, copy-previous, hybrid, "
+             "local, local:PATH.gguf, "
              "openai:MODEL (OPENAI_BASE_URL, OPENAI_API_KEY), anthropic:MODEL "
              "(ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY). Default: the embedded local model "
              "when it is installed, else baseline. An empty list turns predictions off.",
@@ -197,7 +198,7 @@ class ThemistoExtension(ExtensionApp):
         events = EventBus()
         predictors = self._make_predictors()
         local = {p.name: self.local_prediction_budget for p in predictors
-                 if p.name.split(":", 1)[0] == "local"}
+                 if p.name.split(":", 1)[0] in ("local", "hybrid")}
         contexts = cast("list[Context]", list(self.contexts))  # checked by _valid_contexts
         live = LivePredictions(store, events, predictors, contexts,
                                self.prediction_budget, local)

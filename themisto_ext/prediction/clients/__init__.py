@@ -1,8 +1,13 @@
 """Model clients by name, the same in server settings and on the command line.
 
-``baseline`` | ``local`` | ``local:PATH.gguf`` | ``openai:MODEL`` | ``anthropic:MODEL``.
-A remote model is reached through a provider (``openai.py``, ``anthropic.py`` over
-``http.py``); ``baseline`` and ``local`` answer in this process.
+``baseline`` | ``copy-previous`` | ``hybrid`` | ``local`` | ``local:PATH.gguf`` |
+``openai:MODEL`` | ``anthropic:MODEL``. A remote model is reached through a provider
+(``openai.py``, ``anthropic.py`` over ``http.py``); the references (``baseline``,
+``copy-previous``), ``hybrid`` (the references where they apply, else ``local``) and
+``local`` answer in this process. Every model's prompts are fitted to its window in its
+own tokens: the local model's ``n_ctx`` counted by its tokenizer; a remote model's
+configured ``window_tokens``, counted by an estimate or, given ``tokenizer=PATH.gguf``,
+by that model file's tokenizer and chat template.
 """
 
 from __future__ import annotations
@@ -25,6 +30,12 @@ from themisto_ext.prediction.clients.base import (
     ProviderTimeoutError,
 )
 from themisto_ext.prediction.prompts import Prompt
+from themisto_ext.prediction.prompts.window import Window, estimated_window
+
+PREDICTOR_FORMS = ("baseline, copy-previous, hybrid, local, local:PATH.gguf, openai:MODEL "
+                   "or anthropic:MODEL")
+API_WINDOW_TOKENS = 16_384
+"""A remote model's window unless configured: more than a 24,000-character prompt needs."""
 
 
 class PredictorSpecError(ValueError):
@@ -33,6 +44,7 @@ class PredictorSpecError(ValueError):
 
 class ChatProvider(Protocol):
     name: str
+    max_tokens: int | None
 
     async def complete(self, prompt: Prompt) -> Completion: ...
 
@@ -42,9 +54,11 @@ class ChatProvider(Protocol):
 class ProviderPredictor:
     """A remote chat model behind a provider: the prompt is all it sees."""
 
-    def __init__(self, provider: ChatProvider) -> None:
+    def __init__(self, provider: ChatProvider, window: Window | None = None) -> None:
         self._provider = provider
         self.name = provider.name
+        self.window = window
+        self.max_tokens = provider.max_tokens
 
     async def predict(self, request: PredictionRequest) -> Completion:
         return await self._provider.complete(request.prompt)
@@ -65,33 +79,59 @@ def local_model_available() -> bool:
         return False
 
 
+def check_predictor_name(spec: str) -> str:
+    """``spec`` if it is one of the documented forms, else ``PredictorSpecError``."""
+    kind, colon, arg = spec.strip().partition(":")
+    if (kind in ("baseline", "copy-previous", "hybrid") and not colon) or kind == "local" \
+            or (kind in ("openai", "anthropic") and arg):
+        return spec.strip()
+    raise PredictorSpecError(f"unknown predictor {spec!r}: use {PREDICTOR_FORMS}")
+
+
 def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 60,
                    max_concurrency: int = 8, reuse_prefix: bool = True,
-                   max_tokens: int | None = None) -> Predictor:
-    kind, _, arg = spec.strip().partition(":")
-    if kind == "baseline" and not arg:
+                   max_tokens: int | None = None, window_tokens: int | None = None,
+                   tokenizer: Path | None = None) -> Predictor:
+    """The predictor named ``spec``. ``max_tokens`` caps answers below the protocol's;
+    ``window_tokens`` and ``tokenizer`` set a remote model's window (see the module)."""
+    kind, _, arg = check_predictor_name(spec).partition(":")
+    if kind == "baseline":
         from themisto_ext.prediction.clients.baseline import BaselinePredictor
 
         return BaselinePredictor()
-    if kind == "local":
+    if kind == "copy-previous":
+        from themisto_ext.prediction.clients.references import CopyPreviousPredictor
+
+        return CopyPreviousPredictor()
+    if kind in ("local", "hybrid"):
         from themisto_ext.prediction.clients.local import LocalPredictor
 
-        return LocalPredictor(Path(arg) if arg else None, reuse_prefix=reuse_prefix,
-                              **({"max_tokens": max_tokens} if max_tokens else {}))
-    if kind in ("openai", "anthropic") and arg:
-        from themisto_ext.prediction.clients.anthropic import AnthropicProvider
-        from themisto_ext.prediction.clients.openai import OpenAIProvider
+        local = LocalPredictor(Path(arg) if arg else None, reuse_prefix=reuse_prefix,
+                               max_tokens=max_tokens)
+        if kind == "local":
+            return local
+        from themisto_ext.prediction.clients.hybrid import HybridPredictor
 
-        cls: type[OpenAIProvider] | type[AnthropicProvider] = (
-            OpenAIProvider if kind == "openai" else AnthropicProvider)
-        return ProviderPredictor(cls(arg, base_url=base_url, timeout=timeout,
-                                     max_concurrency=max_concurrency))
-    raise PredictorSpecError(
-        f"unknown predictor {spec!r}: use baseline, local, local:PATH.gguf, openai:MODEL "
-        "or anthropic:MODEL")
+        return HybridPredictor(local)
+    from themisto_ext.prediction.clients.anthropic import AnthropicProvider
+    from themisto_ext.prediction.clients.openai import OpenAIProvider
+
+    cls: type[OpenAIProvider] | type[AnthropicProvider] = (
+        OpenAIProvider if kind == "openai" else AnthropicProvider)
+    tokens = window_tokens or API_WINDOW_TOKENS
+    if tokenizer is None:
+        window = estimated_window(tokens)
+    else:
+        from themisto_ext.prediction.clients.local.engine import gguf_prompt_counter
+
+        window = Window(tokens, gguf_prompt_counter(tokenizer))
+    return ProviderPredictor(cls(arg, base_url=base_url, timeout=timeout,
+                                 max_concurrency=max_concurrency, max_tokens=max_tokens),
+                             window)
 
 
 __all__ = [
+    "PREDICTOR_FORMS",
     "Completion",
     "PredictionRequest",
     "PredictionSuperseded",
@@ -106,6 +146,7 @@ __all__ = [
     "ProviderResponseError",
     "ProviderServerError",
     "ProviderTimeoutError",
+    "check_predictor_name",
     "local_model_available",
     "make_predictor",
 ]

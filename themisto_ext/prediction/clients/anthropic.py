@@ -1,4 +1,9 @@
-"""Anthropic's Messages API, with the stable prompt prefix marked for prompt caching."""
+"""Anthropic's Messages API, with the stable prompt prefix marked for prompt caching.
+
+The protocol's messages go as they are (system, the demonstration exchange, the question),
+and the reply is begun with the answer's opening tag (an assistant prefill, which the API
+allows; without its trailing newline, which it refuses), stopped at the closing tag.
+"""
 
 from __future__ import annotations
 
@@ -68,12 +73,21 @@ class AnthropicProvider(HTTPProvider):
                 content.append({"type": "text", "text": prompt.prefix, **cache})
         if prompt.suffix or not content:
             content.append({"type": "text", "text": prompt.suffix})
+        messages: list[dict[str, Any]] = []
+        for exchange in prompt.demonstrations:
+            messages += [{"role": "user", "content": exchange.user},
+                         {"role": "assistant", "content": exchange.assistant}]
+        messages.append({"role": "user", "content": content})
+        if prompt.answer_open.strip():
+            messages.append({"role": "assistant", "content": prompt.answer_open.rstrip()})
         body: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.cap(prompt),
             "temperature": self.temperature,
-            "messages": [{"role": "user", "content": content}],
+            "messages": messages,
         }
+        if prompt.stop:
+            body["stop_sequences"] = list(prompt.stop)
         if prompt.system:
             body["system"] = [{"type": "text", "text": prompt.system}]
         return body

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from themisto_ext.errors import ProviderError
 from themisto_ext.prediction.prompts import Prompt
+from themisto_ext.prediction.prompts.window import Window
 from themisto_ext.records import Step, Task
 
 __all__ = [
@@ -33,13 +34,20 @@ class Completion:
     text: str
     model: str
     latency: float
-    """Seconds from sending the request to the complete answer."""
+    """Seconds the model worked on the answer: from the request leaving for the model to
+    the complete answer, time spent waiting for a free slot or worker excluded."""
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
     """Prompt tokens served from a prefix cache (OpenAI ``cached_tokens``, Anthropic
     ``cache_read_input_tokens``, llama.cpp's reused KV cache)."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    queue_seconds: float | None = None
+    """Seconds the request waited before the model took it up (a concurrency slot, the
+    local model's one worker); not part of ``latency``."""
+    answer: str | None = None
+    """A rule-based predictor's final answer, used as it is; a model's ``text`` is
+    post-processed instead."""
 
 
 class ProviderConnectionError(ProviderError):
@@ -99,7 +107,16 @@ class Predictor(Protocol):
     completion."""
 
     name: str
-    """As configured: ``baseline``, ``local``, ``openai:MODEL``, ``anthropic:MODEL``."""
+    """As configured: ``baseline``, ``copy-previous``, ``local``, ``openai:MODEL``..."""
+
+    @property
+    def window(self) -> Window | None:
+        """The context window prompts are fitted to, in the model's tokens (None: no model
+        reads the prompt)."""
+
+    @property
+    def max_tokens(self) -> int | None:
+        """A cap on answers below the protocol's (live latency), else None."""
 
     async def predict(self, request: PredictionRequest) -> Completion: ...
 

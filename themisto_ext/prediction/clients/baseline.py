@@ -2,7 +2,9 @@
 
 Output task: the cell is read with ``ast`` (IPython magics and broken code give an empty
 prediction) and run symbolically, top-level statement by statement, over what the runtime
-snapshot before it says (the ``runtime_variables`` of the last step of the history). What
+snapshot before it says (the ``runtime_variables`` of the last step of the history) *as far
+as the prediction's context shows it*: nothing under ``none`` (which gives a model only
+code and outputs), the curated variables under ``curated``, all under ``full``. What
 can be known is predicted; the rest is assumed to print nothing, as most cells do:
 
 * ``print(...)`` of literals, of variables whose value the snapshot holds as a literal repr,
@@ -33,7 +35,8 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
-from themisto_ext.records import Step
+from themisto_ext.prediction.prompts.state import curated_selection
+from themisto_ext.records import Context, RuntimeVariable, Step
 
 # Snapshot reprs that are not the value's repr (see docs/format.md).
 _PLACEHOLDER = re.compile(
@@ -64,11 +67,15 @@ _PURE_BUILTINS: dict[str, Callable[..., Any]] = {
 
 class BaselinePredictor:
     name = "baseline"
+    window = None
+    max_tokens = None
 
     async def predict(self, request: PredictionRequest) -> Completion:
         started = time.perf_counter()
         if request.task == "output":
-            text = predict_output(request.target_code or "", request.history)
+            code = request.target_code or ""
+            state = visible_state(request.history, request.prompt.context, code)
+            text = predict_output(code, request.history, state)
         else:
             text = predict_next_cell(request.history)
         return Completion(
@@ -77,6 +84,7 @@ class BaselinePredictor:
             latency=time.perf_counter() - started,
             prompt_tokens=None,
             completion_tokens=None,
+            answer=text,
         )
 
     async def aclose(self) -> None:
@@ -95,18 +103,60 @@ def predict_next_cell(history: Sequence[Step]) -> str:
     return str(history[best + 1]["code"])
 
 
-def predict_output(code: str, history: Sequence[Step]) -> str:
+def visible_state(history: Sequence[Step], context: Context,
+                  target_code: str | None) -> Mapping[str, RuntimeVariable]:
+    """The runtime state a prediction in ``context`` may use: what its prompt shows."""
+    if not history or context == "none":
+        return {}
+    variables = history[-1].get("runtime_variables") or {}
+    if context == "curated":
+        chosen = curated_selection(history, target_code)
+        return {name: entry for name, entry in variables.items() if name in chosen}
+    return variables
+
+
+def predict_output(code: str, history: Sequence[Step],
+                   snapshot: Mapping[str, RuntimeVariable] | None = None) -> str:
+    """What ``code`` displays after ``history``, as far as ``snapshot`` (default: the whole
+    state before it) determines it; what it does not determine is taken to show nothing."""
+    determined = determined_output(code, history, snapshot)
+    return "" if determined is None else determined[0]
+
+
+def determined_output(code: str, history: Sequence[Step],
+                      snapshot: Mapping[str, RuntimeVariable] | None = None,
+                      ) -> tuple[str, bool] | None:
+    """``(shown, complete)``: what ``code`` displays as far as the rules know, and whether
+    they know all of it (no statement that could display something was undetermined;
+    assignments, imports and definitions are taken to show nothing). None: not Python."""
     try:
         cell = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # magics, shell escapes
-        return ""
-    snapshot = (history[-1].get("runtime_variables") or {}) if history else {}
+        return None
+    if snapshot is None:
+        snapshot = (history[-1].get("runtime_variables") or {}) if history else {}
     state = _State(snapshot, _bound_names(cell) | set(snapshot), _classes_defined(history))
     shown: list[str] = []
     for i, statement in enumerate(cell.body):
         is_last = i == len(cell.body) - 1
         shown.append(state.run(statement, display=is_last and not _quiet(code)))
-    return "".join(shown).removesuffix("\n")
+    return "".join(shown).removesuffix("\n"), not state.undetermined
+
+
+_SILENT = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Import, ast.ImportFrom, ast.Pass,
+           ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Delete, ast.Global,
+           ast.Nonlocal)
+
+
+def _may_display(statement: ast.stmt, display: bool) -> bool:
+    """Whether an undetermined statement could show something: a displayed expression, a
+    call (it may print), a raise."""
+    if isinstance(statement, _SILENT):
+        return False
+    if isinstance(statement, ast.Expr) and display:
+        return True
+    return any(isinstance(node, ast.Call | ast.Raise | ast.Assert)
+               for node in ast.walk(statement))
 
 
 class _Undetermined(Exception):
@@ -146,6 +196,7 @@ class _State:
         self.values: dict[str, Any] = {}  # assigned by the cell to a known value
         self.shadowed = shadowed  # names the user rebinds: builtins no more
         self.classes = classes
+        self.undetermined = False  # a statement that may have shown something was not known
 
     def run(self, statement: ast.stmt, display: bool) -> str:
         """What the statement shows; the state updated past it."""
@@ -167,6 +218,7 @@ class _State:
                 return ""
         except _Undetermined:
             pass
+        self.undetermined |= _may_display(statement, display)
         # Anything else may have changed every variable it names.
         for node in ast.walk(statement):
             if isinstance(node, ast.Name):

@@ -52,6 +52,8 @@ class Parsed:
     prompt_tokens: int | None
     completion_tokens: int | None
     cached_tokens: int | None
+    model_seconds: float | None = None
+    """The server's own measure of the model's work, when it reports one (llama.cpp)."""
 
 
 @dataclass
@@ -130,7 +132,7 @@ class HTTPProvider(abc.ABC):
         timeout: float = 60,
         max_retries: int = 3,
         max_concurrency: int = 8,
-        max_tokens: int = 512,
+        max_tokens: int | None = None,
         temperature: float = 0.0,
         retry_backoff: float = 0.5,
     ) -> None:
@@ -175,6 +177,11 @@ class HTTPProvider(abc.ABC):
     def body(self, prompt: Prompt) -> dict[str, Any]:
         """The JSON request body for ``prompt``."""
 
+    def cap(self, prompt: Prompt) -> int:
+        """The answer's cap: the protocol's, or this provider's if it set a lower one."""
+        return prompt.max_tokens if self.max_tokens is None \
+            else min(prompt.max_tokens, self.max_tokens)
+
     @abc.abstractmethod
     def parse(self, data: Any) -> Parsed:
         """Read a 2xx JSON body; raise ``ProviderResponseError`` when it is not an answer."""
@@ -209,9 +216,12 @@ class HTTPProvider(abc.ABC):
 
         ``timeout`` bounds the whole call once it holds one of the ``max_concurrency``
         slots, retries and waits included; time queued for a slot is not counted, so a
-        large batch can be gathered at once without its tail timing out.
+        large batch can be gathered at once without its tail timing out. It is the
+        completion's ``queue_seconds``; its ``latency`` is the server's own timing of the
+        model when it reports one, else the call's time once it held a slot.
         """
         body = self.body(prompt)
+        queued = time.monotonic()
         async with self._semaphore:
             start = time.monotonic()
             deadline = start + self.timeout
@@ -222,14 +232,16 @@ class HTTPProvider(abc.ABC):
                     f"{self.name}: no complete answer within {self.timeout:g} s"
                 )
             else:
+                elapsed = time.monotonic() - start
                 return Completion(
                     text=parsed.text,
                     model=self.model,
-                    latency=time.monotonic() - start,
+                    latency=elapsed if parsed.model_seconds is None else parsed.model_seconds,
                     prompt_tokens=parsed.prompt_tokens,
                     completion_tokens=parsed.completion_tokens,
                     cached_tokens=parsed.cached_tokens,
                     raw=data,
+                    queue_seconds=start - queued,
                 )
         raise error  # outside the except block, so no httpx exception is chained to it
 

@@ -1,14 +1,25 @@
-"""OpenAI-compatible Chat Completions: OpenAI itself, vLLM, Ollama, llama.cpp's server."""
+"""OpenAI-compatible Chat Completions: OpenAI itself, vLLM, Ollama, llama.cpp's server.
+
+Chat Completions cannot begin the model's reply for it, so the protocol's answer opening
+rests on the demonstration exchange and the question naming the tag (see
+``prompts/build.py``); stop sequences end the answer at the closing tag. Decoding is greedy
+without a repetition penalty, as in-process llama.cpp decodes: llama.cpp's servers add one
+by default (``repeat_penalty`` 1.1), so servers other than api.openai.com (which refuses
+unknown fields) are told ``repeat_penalty: 1.0``; others ignore the field.
+"""
 
 from __future__ import annotations
 
 from typing import Any
+
+import httpx
 
 from themisto_ext.prediction.clients.base import ProviderResponseError
 from themisto_ext.prediction.clients.http import HTTPProvider, Parsed, optional_int
 from themisto_ext.prediction.prompts import Prompt
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OPENAI_HOST = "api.openai.com"
 
 
 class OpenAIProvider(HTTPProvider):
@@ -27,17 +38,20 @@ class OpenAIProvider(HTTPProvider):
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     def body(self, prompt: Prompt) -> dict[str, Any]:
-        messages = [{"role": "user", "content": prompt.user}]
-        if prompt.system:  # some local chat templates choke on an empty system turn
-            messages.insert(0, {"role": "system", "content": prompt.system})
+        # (an empty system turn is left out: some local chat templates choke on one)
         # max_tokens rather than max_completion_tokens: every compatible server knows it
-        return {
+        body: dict[str, Any] = {
             "model": self.model,
-            "messages": messages,
-            "max_tokens": self.max_tokens,
+            "messages": prompt.messages(),
+            "max_tokens": self.cap(prompt),
             "temperature": self.temperature,
             "stream": False,
         }
+        if prompt.stop:
+            body["stop"] = list(prompt.stop)[:4]  # OpenAI takes at most four
+        if httpx.URL(self.base_url).host != OPENAI_HOST:
+            body["repeat_penalty"] = 1.0
+        return body
 
     def parse(self, data: Any) -> Parsed:
         try:
@@ -55,11 +69,17 @@ class OpenAIProvider(HTTPProvider):
         details = usage.get("prompt_tokens_details")
         cached = optional_int(details.get("cached_tokens")) if isinstance(details, dict) else None
         timings = data.get("timings")
-        if cached is None and isinstance(timings, dict):  # llama.cpp reports its KV reuse here
-            cached = optional_int(timings.get("cache_n"))
+        model_seconds = None
+        if isinstance(timings, dict):  # llama.cpp's server reports its KV reuse and timing
+            if cached is None:
+                cached = optional_int(timings.get("cache_n"))
+            spent = [timings.get(k) for k in ("prompt_ms", "predicted_ms")]
+            if all(isinstance(v, int | float) and not isinstance(v, bool) for v in spent):
+                model_seconds = sum(spent) / 1000  # type: ignore[arg-type]
         return Parsed(
             text=text,
             prompt_tokens=optional_int(usage.get("prompt_tokens")),
             completion_tokens=optional_int(usage.get("completion_tokens")),
             cached_tokens=cached,
+            model_seconds=model_seconds,
         )

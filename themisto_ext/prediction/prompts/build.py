@@ -22,9 +22,19 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cache
 
-from themisto_ext.prediction.prompts import CONTEXTS, TASKS, Context, Prompt, Task
+from themisto_ext.prediction.prompts import (
+    ANSWER_TAGS,
+    ANSWER_TOKENS,
+    CONTEXTS,
+    TASKS,
+    Context,
+    Exchange,
+    Prompt,
+    Task,
+)
 from themisto_ext.prediction.prompts.state import (
     Variable,
     clip,
@@ -33,7 +43,7 @@ from themisto_ext.prediction.prompts.state import (
     render_full_state,
     render_state_changes,
 )
-from themisto_ext.records import Step
+from themisto_ext.records import RuntimeVariable, Step
 
 _SUFFIX_SHARE: dict[Context, float] = {"none": 0.10, "full": 0.10, "curated": 0.30}
 """Part of the budget kept free of history for the curated state, the target, the question."""
@@ -67,18 +77,19 @@ _ANSWERS = (
     "prints, the repr of its last expression, or the traceback if it raises; if it "
     "displays nothing, give an empty answer. A next cell is its code, exactly as the "
     "person would type it.\n"
-    "Reply with the answer only: no code fences, no explanations, no prose."
+    "Reply with the answer only, between the tags the cells use (<output> and </output> "
+    "for an output, <code> and </code> for a next cell): no code fences, no explanations, "
+    "no prose."
 )
-_QUESTION: dict[Task, str] = {
+QUESTIONS: dict[Task, str] = {
     # Short: it is read anew for every prediction; how to answer is in the system text.
-    "output": "What will this cell display?",
-    "next-cell": "What is the code of the next cell?",
+    # Naming the tag matters for a small model: without it SmolLM2 opened 7 of 20 next-cell
+    # answers with <code> (the rest with <output>), with it 20 of 20.
+    "output": "What will this cell display? Answer with <output>.",
+    "next-cell": "What is the code of the next cell? Answer with <code>.",
 }
-_ANSWER_TAGS: dict[Task, tuple[str, str]] = {
-    "output": ("<output>\n", "</output>"),
-    "next-cell": ("<code>\n", "</code>"),
-}
-"""The tags that delimit the answer in a history cell (see ``render_cell``)."""
+_STOP_AT_CELL_END = "</cell>"
+"""A model that forgets the closing tag goes on to end the cell: stop there too."""
 _HEADER = "Cells run so far in this kernel session, oldest first:\n\n"
 _NO_CELLS = "(No cells have run yet.)\n\n"
 
@@ -224,8 +235,46 @@ def _fit_history(history: Sequence[Step], context: Context, budget_chars: int,
     return _History(blocks, boundaries, dropped, carried)
 
 
+def _demo_step(step: int, code: str, output: str,
+               variables: dict[str, RuntimeVariable]) -> Step:
+    return {"format_version": 1, "trajectory_id": "demonstration", "kernel_id": "",
+            "step": step, "started_at": "", "ended_at": "", "code": code, "output": output,
+            "outputs": [], "execution_time": 0.0004 * step,
+            "memory_bytes": 90_000_000 + step * 4096, "runtime_variables": variables,
+            "hash_index": "", "error": None}
+
+
+_MATH: RuntimeVariable = {"type": "module", "size": 72, "repr": "<module 'math' (built-in)>"}
+_DEMO_HISTORY = (
+    _demo_step(1, "import math", "", {"math": _MATH}),
+    _demo_step(2, "r = 2.0\nmath.pi * r ** 2", "12.566370614359172",
+               {"math": _MATH, "r": {"type": "float", "size": 24, "repr": "2.0"}}),
+)
+_DEMO_TARGET = "print(f'radius {r}')\nr * 2"
+_DEMO_OUTPUT = "radius 2.0\n4.0"
+
+
+@cache
+def demonstrations(context: Context) -> tuple[Exchange, ...]:
+    """The fixed exchange before every question: one output and one next-cell question on
+    a two-cell trajectory, in the context's own format, with their answers in tags.
+
+    Shown the format, SmolLM2 opened 40 of 40 output answers with ``<output>`` (0 of 30 when
+    only told to), so a chat API that cannot begin the reply for the model still gets
+    tagged answers, as in-process llama.cpp would with the reply begun for it."""
+    asked: tuple[tuple[Task, str | None, str], ...] = (
+        ("output", _DEMO_TARGET, _DEMO_OUTPUT), ("next-cell", None, _DEMO_TARGET))
+    exchanges = []
+    for task, target, answer in asked:
+        shown = _build(_DEMO_HISTORY, task, context, target, 4_000)
+        opening, closing = ANSWER_TAGS[task]
+        exchanges.append(Exchange(shown.user, f"{opening}{answer}\n{closing}"))
+    return tuple(exchanges)
+
+
 def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
-                 target_code: str | None = None, budget_chars: int = 24_000) -> Prompt:
+                 target_code: str | None = None, budget_chars: int = 24_000,
+                 max_tokens: int = ANSWER_TOKENS) -> Prompt:
     """The prompt for predicting the output of ``target_code`` run after ``history``
     (``task="output"``), or the code of the cell run after ``history`` (``"next-cell"``).
 
@@ -243,9 +292,17 @@ def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
         raise ValueError("the next-cell task predicts the target cell: it must not be given")
     if budget_chars <= 0:
         raise ValueError("budget_chars must be positive")
+    built = _build(history, task, context, target_code, budget_chars)
+    opening, closing = ANSWER_TAGS[task]
+    return replace(built, demonstrations=demonstrations(context), answer_open=opening,
+                   answer_close=closing, stop=(closing, _STOP_AT_CELL_END),
+                   max_tokens=max_tokens)
 
+
+def _build(history: Sequence[Step], task: Task, context: Context, target_code: str | None,
+           budget_chars: int) -> Prompt:
     system = system_text(context)
-    question = _QUESTION[task]
+    question = QUESTIONS[task]
     history_room = budget_chars - len(system) - int(budget_chars * _SUFFIX_SHARE[context]) \
         - _HEADER_ROOM
     kept = _fit_history(history, context, budget_chars, history_room)
@@ -270,5 +327,4 @@ def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
         state = render_curated_state(history, target_code,
                                      min(state_room, int(budget_chars * _CURATED_SHARE)))
     return Prompt(task=task, context=context, system=system, prefix=prefix,
-                  suffix=lead + state + target + question, dropped_steps=kept.dropped,
-                  answer_open=_ANSWER_TAGS[task][0], answer_close=_ANSWER_TAGS[task][1])
+                  suffix=lead + state + target + question, dropped_steps=kept.dropped)

@@ -1,13 +1,25 @@
-"""Clean a model's answer the way the Themisto benchmark does, before it is scored.
+"""Read a model's answer back, the same way for every transport, before it is scored.
 
-Models asked for "the answer only" still wrap it in Markdown fences, often with a language
-tag, sometimes with a sentence before or after. The answer is the fenced block then. This
-is a pure function: callers keep the raw answer next to the cleaned one.
+The protocol asks for the answer between the task's tags (``<output>`` ... ``</output>``),
+and stops generation at the closing tag, so a reply normally is ``<output>\\n42\\n`` (or
+``\\n42\\n`` when the transport began the reply with the tag). Models still stray: a
+sentence before the tag, another tag of the prompts' format after the answer (``</cell>``,
+a new ``<cell ...>``), or the answer wrapped in Markdown fences with a language tag. So:
+
+1. the text up to and including the task's opening tag goes (a leading tag of the other
+   task too: a next-cell answer that opens an ``<output>`` block);
+2. the text from the first remaining tag of the prompts' markup on goes (``MARKUP``:
+   no ``</output>``, ``<state_changes>`` or ``<cell step=...>`` survives);
+3. a fenced block, when there is one, is the answer; surrounding whitespace goes.
+
+This is a pure function: callers keep the raw answer next to the cleaned one.
 """
 
 from __future__ import annotations
 
 import re
+
+from themisto_ext.prediction.prompts import ANSWER_TAGS, MARKUP, Task
 
 # A fence line: three or more backticks or tildes, an optional info string (language tag).
 # The closing fence uses the same character and is at least as long (CommonMark); an
@@ -19,11 +31,29 @@ _FENCED = re.compile(
 # ```42``` or ```python x = 1``` on a single line.
 _ONE_LINE = re.compile(r"^(`{3,})(?:(?:python|py|text|output)\b)?[ \t]*(?P<body>.*?)\1$")
 _INLINE = re.compile(r"^`(?P<body>[^`\n]+)`$")
+_OPENING = {task: re.compile(re.escape(opening.strip()[:-1]) + r"(?:\s[^>\n]*)?>[ \t]*\n?")
+            for task, (opening, _) in ANSWER_TAGS.items()}
+"""The task's opening tag, with attributes (``<output error="NameError">``) and its newline."""
+_ANY_OPENING = re.compile(r"\s*<(?:output|code)(?:\s[^>\n]*)?>[ \t]*\n?")
+_MARKUP = re.compile("|".join(re.escape(tag) for tag in MARKUP))
 
 
-def postprocess(answer: str) -> str:
-    """The answer without code fences, language tags and surrounding whitespace."""
-    text = answer.strip()
+def postprocess(answer: str, task: Task | None = None) -> str:
+    """The answer without prompt markup, code fences, language tags and surrounding
+    whitespace. Without ``task`` only fences and whitespace are removed."""
+    text = answer
+    if task is not None:
+        opening = _OPENING[task].search(text)
+        if opening is not None:
+            text = text[opening.end():]
+        else:
+            leading = _ANY_OPENING.match(text)
+            if leading is not None:
+                text = text[leading.end():]
+        markup = _MARKUP.search(text)
+        if markup is not None:
+            text = text[:markup.start()]
+    text = text.strip()
     match = _FENCED.search(text)
     if match:
         return match.group("body").strip()

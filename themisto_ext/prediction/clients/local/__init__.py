@@ -6,10 +6,10 @@ in llama.cpp's KV cache from the previous step: re-evaluating only the new tail 
 multi-second cold prompt into a fraction of a second. The KV state of a few recently used
 sessions is kept so that interleaved sessions do not wipe each other's prefix.
 
-The model's reply is begun for it with the prompt's own answer tag (``<output>``) and ends
-at the closing one: a 135M model otherwise starts with prose ("The output of this cell
-is:") that costs generation time and is thrown away, and the tag gives it a natural place
-to stop.
+It speaks the prompts' protocol as a chat API does (``engine.py``): the same messages,
+answer tags, stop sequences and cap, so ``local`` and ``openai:`` against a llama.cpp
+server holding the same GGUF give the same answers. Prompts are fitted to its window
+(``n_ctx`` tokens) with its own tokenizer.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from themisto_ext.prediction.clients.local.engine import (
     default_model_path,
 )
 from themisto_ext.prediction.clients.local.worker import Job, Worker
+from themisto_ext.prediction.prompts.window import Window
 
 MiB = 1024 * 1024
 
@@ -47,12 +48,14 @@ class LocalPredictor:
         n_threads: int = 2,
         n_threads_decode: int = 1,
         n_ctx: int = 4096,
-        max_tokens: int = 256,
+        max_tokens: int | None = None,
         max_sessions: int = 4,
         cache_bytes: int = 512 * MiB,
         reuse_prefix: bool = True,
     ) -> None:
         self.name = "local" if model_path is None else f"local:{model_path}"
+        self.max_tokens = max_tokens
+        """A cap below the protocol's (live predictions); None: the protocol's."""
         self._engine = Engine(
             model_path,
             n_threads=n_threads,
@@ -64,6 +67,7 @@ class LocalPredictor:
             reuse_prefix=reuse_prefix,
         )
         self._worker = Worker()
+        self.window = Window(n_ctx, self._engine.count_prompt)
 
     @property
     def queued(self) -> int:
@@ -102,7 +106,9 @@ class LocalPredictor:
         return Completion(
             text=response["choices"][0]["message"]["content"] or "",
             model=self._engine.model_name,
-            latency=time.perf_counter() - called,
+            # Model time only: restoring the session's KV state, evaluating, generating.
+            latency=run.switch_seconds + run.run_seconds,
+            queue_seconds=run.queue_seconds,
             prompt_tokens=usage["prompt_tokens"],
             completion_tokens=usage["completion_tokens"],
             cached_tokens=run.cached_tokens,

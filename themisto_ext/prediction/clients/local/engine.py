@@ -1,17 +1,21 @@
-"""The llama.cpp side of the local predictor: the model, its one context, and a reply begun
-with the prompt's own answer tag.
+"""The llama.cpp side of the local predictor: the model, its one context, the protocol's
+chat.
 
-The model's reply is begun for it with the prompt's own answer tag (``<output>``) and ends
-at the closing one: a 135M model otherwise starts with prose ("The output of this cell
-is:") that costs generation time and is thrown away, and the tag gives it a natural place
-to stop. Generation runs on the worker thread only (``worker.py``).
+The messages are the protocol's (``Prompt.messages``: system, demonstration exchange,
+question), rendered with the GGUF's own chat template exactly as ``llama_cpp.server``
+renders a chat request, and decoded greedily without a repetition penalty, stopped at the
+closing tag: the same GGUF served over the OpenAI-compatible API answers the same. The
+reply is not begun for the model: the demonstration makes it open with the tag itself
+(40 of 40 output answers on the shared notebooks), and a begun reply is tokenized
+differently from a generated one, which changed 8 of 40 answers against the server's.
+Generation runs on the worker thread only (``worker.py``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -111,7 +115,7 @@ class Engine:
         n_threads: int,
         n_threads_decode: int,
         n_ctx: int,
-        max_tokens: int,
+        max_tokens: int | None,
         max_sessions: int,
         cache_bytes: int,
         reuse_prefix: bool,
@@ -172,9 +176,18 @@ class Engine:
         self.model_name = path.name
         return llm
 
+    @property
+    def n_ctx(self) -> int:
+        return self._n_ctx
+
     def count_tokens(self, text: str) -> int:
         # Tokenizing reads only the vocabulary, never the context, so any thread may do it.
         return len(self.load().tokenize(text.encode(), add_bos=False, special=False))
+
+    def count_prompt(self, prompt: Prompt) -> int:
+        """Tokens the model reads for ``prompt``: its chat, template included."""
+        llm = self.load()
+        return len(_chat_tokens(llm, self._formatter, prompt.messages()))
 
     def warm_sessions(self) -> list[str]:
         with self._state_lock:
@@ -194,16 +207,17 @@ class Engine:
         threads = self._share_cores(llm)
         switched = time.perf_counter()
         self._meter.start(abort)
-        messages = [{"role": "system", "content": prompt.system},
-                    {"role": "user", "content": prompt.user}]
+        cap = prompt.max_tokens if self._max_tokens is None \
+            else min(prompt.max_tokens, self._max_tokens)
         response: dict[str, Any]
         try:
             if self._formatter is None:  # a GGUF without a chat template: llama.cpp's default
                 response = dict(llm.create_chat_completion(  # type: ignore[arg-type]
-                    messages=messages,  # type: ignore[arg-type]
-                    temperature=0.0, repeat_penalty=1.0, max_tokens=self._max_tokens))
+                    messages=prompt.messages(),  # type: ignore[arg-type]
+                    temperature=0.0, repeat_penalty=1.0, max_tokens=cap,
+                    stop=list(prompt.stop)))
             else:
-                response = self._begun(llm, self._formatter, messages, prompt)
+                response = self._chat(llm, self._formatter, prompt, cap)
         except Abandoned:
             raise PredictionSuperseded("abandoned by its caller while generating") from None
         except ValueError as exc:  # the prompt does not fit the context window
@@ -239,22 +253,20 @@ class Engine:
             self._prompt_threads = threads
         return threads
 
-    def _begun(self, llm: Llama, formatter: Jinja2ChatFormatter,
-               messages: list[dict[str, str]], prompt: Prompt) -> dict[str, Any]:
-        """The chat template as llama.cpp's own chat handler applies it, with the reply
-        begun by the prompt's answer tag and stopped at its closing tag (neither is part of
-        the content)."""
-        chat = formatter(messages=messages)  # type: ignore[arg-type]
-        tokens = llm.tokenize((chat.prompt + prompt.answer_open).encode(),
-                              add_bos=not chat.added_special, special=True)
+    def _chat(self, llm: Llama, formatter: Jinja2ChatFormatter, prompt: Prompt,
+              cap: int) -> dict[str, Any]:
+        """The chat template as llama.cpp's own chat handler applies it, stopped at the
+        answer's closing tag (not part of the content)."""
+        chat = formatter(messages=prompt.messages())  # type: ignore[arg-type]
+        tokens = llm.tokenize(chat.prompt.encode(), add_bos=not chat.added_special,
+                              special=True)
         stop = list(chat.stop) if isinstance(chat.stop, list) else [chat.stop] if chat.stop \
             else []
-        if prompt.answer_close:
-            stop.append(prompt.answer_close)
+        stop += prompt.stop
         completion: dict[str, Any] = dict(llm.create_completion(  # type: ignore[arg-type]
             prompt=tokens, temperature=0.0,
             # Outputs repeat themselves (tables, logs): a repeat penalty would distort them.
-            repeat_penalty=1.0, max_tokens=self._max_tokens,
+            repeat_penalty=1.0, max_tokens=cap,
             stop=stop, stopping_criteria=chat.stopping_criteria))
         choice = completion["choices"][0]
         return {**completion, "object": "chat.completion", "choices": [{
@@ -291,6 +303,33 @@ class Engine:
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
+
+
+def _chat_tokens(llm: Llama, formatter: Jinja2ChatFormatter | None,
+                 messages: list[dict[str, str]]) -> list[int]:
+    if formatter is None:  # llama.cpp's default chat format: count the text, a bound
+        text = "".join(f"{m['role']}\n{m['content']}\n" for m in messages)
+        return llm.tokenize(text.encode(), add_bos=True, special=False)
+    chat = formatter(messages=messages)  # type: ignore[arg-type]
+    return llm.tokenize(chat.prompt.encode(), add_bos=not chat.added_special, special=True)
+
+
+def gguf_prompt_counter(path: Path) -> Callable[[Prompt], int]:
+    """Counts a prompt's tokens as the model of the GGUF file ``path`` reads its chat: for
+    an API model served from that file (``openai:`` against llama.cpp's server)."""
+    from llama_cpp import Llama
+
+    if not path.is_file():
+        raise LocalModelError(f"No GGUF model file at {path}")
+    vocab = Llama(model_path=str(path), vocab_only=True, verbose=False)
+    formatter = chat_formatter(vocab)
+    lock = threading.Lock()
+
+    def count(prompt: Prompt) -> int:
+        with lock:
+            return len(_chat_tokens(vocab, formatter, prompt.messages()))
+
+    return count
 
 
 def chat_formatter(llm: Llama) -> Jinja2ChatFormatter | None:

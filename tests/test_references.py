@@ -1,0 +1,169 @@
+"""The references: ``copy-previous``, and ``baseline`` seeing only what its context shows."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT
+from test_baseline import HISTORY, VARIABLES, step
+from test_server import start_kernel, wait_for_steps
+
+from themisto_ext.prediction.clients import PredictorSpecError, make_predictor
+from themisto_ext.prediction.clients.baseline import visible_state
+from themisto_ext.prediction.run import predict
+from themisto_ext.prediction.scoring import scored
+from themisto_ext.records import Context, Task
+
+
+def run(spec: str, task: Task, context: Context, history: list[dict[str, Any]],
+        target: str | None) -> dict[str, Any]:
+    async def go() -> Any:
+        predictor = make_predictor(spec)
+        try:
+            return await predict(predictor, history, task, context, trajectory_id="t",  # type: ignore[arg-type]
+                                 target_step=len(history) + 1, target_code=target)
+        finally:
+            await predictor.aclose()
+    return asyncio.run(go())
+
+
+def test_copy_previous_copies_the_previous_output_or_cell():
+    history = [step(1, "x = 2"), step(2, "print(x)"), step(3, "x * 21")]
+    history[1]["output"], history[2]["output"] = "2", "42"
+    for context in ("none", "full", "curated"):
+        output = run("copy-previous", "output", context, history, "x * 22")
+        nxt = run("copy-previous", "next-cell", context, history, None)
+        assert (output["answer"], nxt["answer"]) == ("42", "x * 21")
+        assert output["predictor"] == output["model"] == "copy-previous"
+    # its answer is used as it is: no post-processing of what a cell really showed
+    history[2]["output"] = "```\nfenced\n```\n<output>"
+    assert run("copy-previous", "output", "full", history, "y")["answer"] == history[2]["output"]
+    assert run("copy-previous", "output", "none", [], "y")["answer"] == ""
+
+
+def test_baseline_under_none_sees_no_runtime_state():
+    """The issue: the baseline read the snapshot under `none`, so its contexts never differed."""
+    full = run("baseline", "output", "full", HISTORY, "n")
+    none = run("baseline", "output", "none", HISTORY, "n")
+    assert full["answer"] == VARIABLES["n"]["repr"] == "1000"
+    assert none["answer"] == ""
+    # literals need no state: the same under every context
+    assert run("baseline", "output", "none", HISTORY, "print('hi', 42)")["answer"] == "hi 42"
+
+
+def test_baseline_under_curated_sees_only_the_curated_variables():
+    # n is read by the cell; ratio is neither read nor changed by the last cells
+    history = [*HISTORY, *(step(4 + i, f"pass  # {i}", VARIABLES) for i in range(4))]
+    assert set(visible_state(history, "curated", "n + 1")) == {"n"}
+    assert set(visible_state(history, "full", "n + 1")) == set(VARIABLES)
+    assert visible_state(history, "none", "n + 1") == {}
+    assert run("baseline", "output", "curated", history, "n")["answer"] == "1000"
+
+
+def test_unknown_predictor_names_list_copy_previous():
+    with pytest.raises(PredictorSpecError, match="copy-previous"):
+        make_predictor("copy-next")
+    with pytest.raises(PredictorSpecError):
+        make_predictor("copy-previous:x")
+
+
+def test_cli_predicts_with_copy_previous(tmp_path: Path):
+    history = [step(i + 1, f"v = {i}") for i in range(3)]
+    for i, s in enumerate(history):
+        s["output"] = f"out {i}"
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(s) + "\n" for s in history))
+    r = subprocess.run([sys.executable, "-m", "themisto_ext.cli", "predict", str(path),
+                        "--step", "3", "--task", "output", "--context", "none", "--predictor",
+                        "copy-previous", "--json"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    record = json.loads(r.stdout)
+    assert record["answer"] == "out 1" and record["reference"] == "out 2"
+    assert scored(record, history[2])["scores"]["exact_match"] == 0.0
+
+
+@pytest.fixture
+def jp_server_config(themisto_config) -> dict:
+    return themisto_config(predictors=["copy-previous"], contexts=["none"])
+
+
+async def test_copy_previous_runs_live_as_a_server_setting(jp_fetch, jp_serverapp):
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    store = jp_serverapp.web_app.settings["themisto"].store
+    try:
+        await client.execute_interactive("print('first')", timeout=30)
+        await wait_for_steps(jp_fetch, kernel_id, 1)
+        await asyncio.sleep(0.2)
+        await client.execute_interactive("print('first')", timeout=30)
+        status = await wait_for_steps(jp_fetch, kernel_id, 2)
+        deadline = asyncio.get_running_loop().time() + 15
+        while True:
+            found = [p for p in store.predictions(status["trajectory_id"], target_step=2)
+                     if p["task"] == "output" and p["scores"]]
+            if found or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        assert found and found[0]["predictor"] == "copy-previous"
+        assert found[0]["answer"] == found[0]["reference"] == "first\n"
+        assert found[0]["scores"]["exact_match"] == 1.0
+        r = await jp_fetch("themisto", "api", "predictors")
+        assert json.loads(r.body)["predictors"] == ["copy-previous"]
+    finally:
+        client.stop_channels()
+
+
+def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
+    from fake_llm import FakeLLM
+
+    from themisto_ext.prediction.clients.hybrid import HybridPredictor
+
+    history = [step(1, "import numpy as np"), step(2, "x = 6", {"x": VARIABLES["n"]}),
+               step(3, "print('shown')", {"x": VARIABLES["n"]})]
+    history[2]["output"] = "shown\n"
+
+    async def go(task: Task, context: Context, code: str | None, steps: list) -> dict:
+        with FakeLLM(answer="The output:\n<output>\n7\n</output>") as llm:
+            hybrid = HybridPredictor(make_predictor("openai:m", base_url=llm.openai_url))
+            try:
+                record = await predict(hybrid, steps, task, context, trajectory_id="t",
+                                       target_step=len(steps) + 1, target_code=code)
+            finally:
+                await hybrid.aclose()
+            return {**record, "asked": len(llm.requests)}  # type: ignore[dict-item]
+
+    def hybrid(task: Task, context: Context, code: str | None, steps: list = history) -> dict:
+        return asyncio.run(go(task, context, code, steps))
+
+    # the baseline's rules determine everything this cell shows (the state has x = 1000)
+    known = hybrid("output", "full", "print(x)\nx")
+    assert (known["answer"], known["model"], known["asked"]) == ("1000\n1000",
+                                                                  "hybrid:baseline", 0)
+    assert hybrid("output", "full", "y = 3")["answer"] == ""  # an assignment shows nothing
+    # under none the state is not shown: the rules abstain, the previous output is copied
+    blind = hybrid("output", "none", "print(x)")
+    assert (blind["answer"], blind["model"], blind["asked"]) == ("shown\n",
+                                                                  "hybrid:copy-previous", 0)
+    # nothing to copy either: the model answers, read back by the protocol
+    silent = history[:2]
+    asked = hybrid("output", "none", "print(x)", silent)
+    assert (asked["answer"], asked["model"], asked["asked"]) == ("7", "hybrid:m", 1)
+    assert asked["prompt"]["user"].endswith("Answer with <output>.")
+    nxt = hybrid("next-cell", "full", None)
+    assert (nxt["answer"], nxt["model"]) == ("print('shown')", "hybrid:copy-previous")
+
+
+def test_hybrid_is_a_predictor_name_with_the_local_models_window():
+    predictor = make_predictor("hybrid", max_tokens=32)
+    try:
+        assert predictor.name == "hybrid"
+        assert predictor.window is not None and predictor.window.tokens == 4096
+        assert predictor.max_tokens == 32
+    finally:
+        asyncio.run(predictor.aclose())

@@ -1,0 +1,171 @@
+"""The Markdown report and the figure, made from a report summary (``report.py``) alone:
+the numbers a reader sees are the numbers of the ``--json`` file."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from themisto_ext.evaluation.realism import describe
+from themisto_ext.evaluation.report import METRIC_NAMES, comparison_label
+from themisto_ext.evaluation.run import METRICS
+
+Summary = dict[str, Any]
+
+
+def fmt_interval(mean: float, low: float, high: float, signed: bool = False) -> str:
+    sign = "+" if signed else ""
+    return f"{mean:{sign}.3f} [{low:{sign}.3f}, {high:{sign}.3f}]"
+
+
+def fmt_p(p: float) -> str:
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def _means(summary: Summary, task: str) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
+    table: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for m in summary["means"]:
+        if m["task"] == task:
+            table.setdefault((m["predictor"], m["context"]), {})[m["metric"]] = m
+    return table
+
+
+def _intro(summary: Summary) -> list[str]:
+    level = round(summary["confidence"] * 100)
+    unit = summary["unit"]
+    lines = [
+        "# Benchmark report", "",
+        f"From `{summary['source']}`: {summary['records']} results (the latest per example, "
+        "predictor and context)"
+        + (f", {summary['unreadable']} unreadable lines ignored" if summary["unreadable"]
+           else "") + ".", "",
+        f"**Unit of resampling: {unit}.** Means and paired differences have {level}% "
+        f"percentile bootstrap intervals ({summary['resamples']} resamples, seed "
+        f"{summary['seed']}) that resample "
+        + ("whole trajectories with all their examples" if unit == "trajectory"
+           else "examples as if they were independent")
+        + ", within the sample's length strata when the results carry them. Every condition "
+        "of a task is measured on the same examples: those every condition answered. Paired "
+        "differences read first-named minus second-named; p is the bootstrap test of a zero "
+        "difference; McNemar's exact test on exact match (b/c: examples right only under the "
+        "first / only under the second) takes examples as independent. "
+        f"p_adj is Holm-adjusted over all {summary.get('tests', 0)} tests of this report.",
+    ]
+    for warning in summary["warnings"]:
+        lines += ["", f"> **Warning:** {warning}"]
+    realism = summary.get("realism")
+    if realism:
+        lines += ["", "## What the trajectories are like", "", describe(realism)]
+        if summary.get("targets"):
+            lines.append(f"Of the {summary['targets']} targets, "
+                         f"{summary['environment_targets']} have a reference that depends on "
+                         "the environment (see docs/benchmark.md, \"Realism\").")
+    for task, sampling in sorted((summary.get("sampling") or {}).items()):
+        lines += ["", f"Sampling ({task}): --n {sampling['n']}, --seed {sampling['seed']}, "
+                  f"--errors {sampling['errors']}; {sampling['candidates']} candidates"
+                  + (", every one taken." if sampling.get("census") else ".")]
+    return lines
+
+
+def render_markdown(summary: Summary) -> str:
+    lines = _intro(summary)
+    for info in summary["tasks"]:
+        task = info["task"]
+        lines += ["", f"## Task: {task}", "",
+                  f"{info['common']} of {info['examples']} examples, answered by every "
+                  f"condition, from {info['clusters']} trajectories"
+                  + (" (stratified)" if info["stratified"] else "") + ".", "",
+                  "| predictor | context | answered | failed | n | clusters | "
+                  + " | ".join(METRIC_NAMES[m] for m in METRICS) + " |",
+                  "|---|---|--:|--:|--:|--:|" + "---|" * len(METRICS)]
+        means = _means(summary, task)
+        for row in summary["conditions"]:
+            if row["task"] != task:
+                continue
+            got = means.get((row["predictor"], row["context"]))
+            cells = [fmt_interval(got[m]["mean"], got[m]["ci_low"], got[m]["ci_high"])
+                     if got else "n/a" for m in METRICS]
+            n = got[METRICS[0]]["n"] if got else 0
+            clusters = got[METRICS[0]]["clusters"] if got else 0
+            failed = str(row["failed"]) + (" (" + ", ".join(
+                f"{k} {v}" for k, v in row["errors"].items()) + ")" if row["errors"] else "")
+            lines.append(f"| {row['predictor']} | {row['context']} | {row['answered']} | "
+                         f"{failed} | {n} | {clusters} | " + " | ".join(cells) + " |")
+        lines += ["", f"### Paired differences ({task})", ""]
+        entries = [c for c in summary["comparisons"] if c["task"] == task]
+        if not entries:
+            lines.append("No comparison: fewer than two conditions with different answers.")
+        else:
+            lines += ["| comparison | n | clusters | metric | difference | p | p_adj | "
+                      "McNemar b/c | p | p_adj |", "|---|--:|--:|---|---|--:|--:|--:|--:|--:|"]
+            for c in entries:
+                mc = c.get("mcnemar")
+                extra = (f"{mc['only_treatment']}/{mc['only_control']} | {fmt_p(mc['p'])} | "
+                         f"{fmt_p(mc['p_adjusted'])}") if mc else " | | "
+                lines.append(f"| {comparison_label(c)} | {c['n']} | {c['clusters']} | "
+                             f"{METRIC_NAMES[c['metric']]} | "
+                             f"{fmt_interval(c['diff'], c['ci_low'], c['ci_high'], True)} | "
+                             f"{fmt_p(c['p'])} | {fmt_p(c['p_adjusted'])} | {extra} |")
+        for s in summary["skipped"]:
+            if s["task"] == task:
+                lines.append(f"\n{s['predictor']}: {s['treatment']} - {s['control']} not "
+                             f"tested ({s['reason']}).")
+    return "\n".join(lines) + "\n"
+
+
+def render_figure(summary: Summary, path: Path) -> None:
+    """Per task: condition means (top) and paired differences (bottom), one column a metric."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: the report runs in terminals and CI
+    import matplotlib.pyplot as plt
+
+    tasks = [t["task"] for t in summary["tasks"]]
+    rows: list[tuple[str, list[dict[str, Any]], bool]] = []
+    for task in tasks:
+        rows.append((task, [m for m in summary["means"] if m["task"] == task], False))
+        rows.append((task, [c for c in summary["comparisons"] if c["task"] == task], True))
+    sizes = [max(len(items) // len(METRICS), 1) for _, items, _ in rows]
+    fig, axes = plt.subplots(len(rows), len(METRICS), squeeze=False, height_ratios=sizes,
+                             figsize=(4.4 * len(METRICS), 1.2 + 0.36 * sum(sizes)))
+    alpha = 1 - summary["confidence"]
+    for r, (task, items, paired) in enumerate(rows):
+        for m, metric in enumerate(METRICS):
+            mine = [i for i in items if i["metric"] == metric]
+            shown = [(comparison_label(i) if paired else f"{i['predictor']} · {i['context']}",
+                      i["diff"] if paired else i["mean"], i["ci_low"], i["ci_high"],
+                      paired and i.get("p_adjusted", 1.0) < alpha) for i in mine]
+            title = f"{task}: {'Δ' if paired else ''}{METRIC_NAMES[metric]}"
+            _forest(axes[r][m], shown, title, zero=paired, labels=m == 0)
+    level = round(summary["confidence"] * 100)
+    fig.suptitle(f"Means and paired differences, {level}% bootstrap intervals resampling "
+                 f"{summary['unit']}s (red: Holm-adjusted p < {alpha:.2f})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _forest(ax: object, items: Sequence[tuple[str, float, float, float, bool]], title: str,
+            zero: bool, labels: bool) -> None:
+    from matplotlib.axes import Axes
+
+    assert isinstance(ax, Axes)
+    ax.set_title(title, fontsize=9)
+    if not items:
+        ax.text(0.5, 0.5, "no paired comparisons" if zero else "no scores",
+                ha="center", va="center", transform=ax.transAxes, fontsize=8)
+        ax.set_axis_off()
+        return
+    ys = list(range(len(items)))[::-1]
+    for y, (_, value, low, high, significant) in zip(ys, items, strict=True):
+        colour = "tab:red" if significant else "tab:blue"
+        ax.errorbar([value], [y], xerr=[[value - low], [high - value]],
+                    fmt="o", color=colour, capsize=3, markersize=4)
+    if zero:
+        ax.axvline(0, color="grey", linewidth=0.8, linestyle="--")
+    else:
+        ax.set_xlim(-0.02, 1.02)  # every metric is in [0, 1]: one scale for all panels
+    ax.set_yticks(ys, [item[0] for item in items] if labels else [], fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_ylim(-0.7, len(items) - 0.3)
