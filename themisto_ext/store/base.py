@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from themisto_ext.errors import StoreError, StoreUnavailable
-from themisto_ext.records import Prediction, Step, TrajectoryInfo
+from themisto_ext.records import Prediction, Step, StepSummary, TrajectoryInfo
 
 __all__ = ["StoreError", "StoreUnavailable"]
 
@@ -136,8 +136,19 @@ class TrajectoryStore(Protocol):
 
     def predictions(
         self, trajectory_id: str, since_step: int = 0, target_step: int | None = None,
-        unscored: bool = False,
-    ) -> list[Prediction]: ...
+        unscored: bool = False, until_step: int | None = None, slim: bool = False,
+    ) -> list[Prediction]:
+        """Predictions of target steps after ``since_step`` (up to ``until_step``, or only
+        ``target_step``), oldest target first; ``slim`` leaves out prompt and raw answer."""
+        ...
+
+    def step_summaries(
+        self, trajectory_id: str, since_step: int = 0, limit: int = 500
+    ) -> list[StepSummary]:
+        """Up to ``limit`` steps after ``since_step`` in brief, each with its predictions in
+        brief; read without decoding whole steps or prompts (a notebook's history opens
+        from these)."""
+        ...
 
     def get_prediction(self, prediction_id: str) -> Prediction | None: ...
 
