@@ -16,16 +16,21 @@ import type {
   LiveStep,
   PredictingEvent,
   PredictionTask,
-  ScoredEvent
+  ScoredEvent,
+  StepSummary
 } from '../api/records';
 import type { INotebookLive } from '../tokens';
+import { StepIndex } from './history';
+import { insertSorted, trimFront } from './order';
 import { ScoreBook } from './scorebook';
 import type {
   ConnectionState,
   ICombo,
   IPredictionSlot,
   IScorePoint,
+  ICellStep,
   IScoreRow,
+  IStepHistory,
   LiveChange
 } from './types';
 
@@ -40,6 +45,12 @@ export interface ILiveLimits {
   /** Points kept per score series. */
   seriesPoints: number;
 }
+
+/**
+ * Earlier trajectories of a notebook kept in brief (before kernel restarts,
+ * other kernels): cells not run since show their steps from them.
+ */
+export const PAST_KEPT = 8;
 
 export const DEFAULT_LIMITS: ILiveLimits = {
   steps: 200,
@@ -212,10 +223,108 @@ export class NotebookLive implements INotebookLive {
   }
 
   /**
-   * The latest output scores of a cell, one per predictor × context.
+   * The code cell run last: the last one this page saw finish, else that of
+   * the latest step recorded.
    */
-  cellScores(cellId: string): ReadonlyArray<IPredictionSlot> {
-    return this._book.cellScores(cellId);
+  get lastRunCell(): string | null {
+    if (this._lastRun !== null) {
+      return this._lastRun;
+    }
+    for (const index of [this._index, ...this._past]) {
+      if (index.size > 0) {
+        return index.get(index.last)?.cell_id ?? null;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * A cell's latest step: in the current trajectory, else in the latest
+   * earlier one that ran it.
+   */
+  cellStep(cellId: string): ICellStep | null {
+    const current = this._index.latestOfCell(cellId);
+    if (current) {
+      return {
+        trajectoryId: this._trajectoryId,
+        summary: current,
+        current: true
+      };
+    }
+    for (const index of this._past) {
+      const summary = index.latestOfCell(cellId);
+      if (summary) {
+        return { trajectoryId: index.trajectoryId, summary, current: false };
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The steps in brief of the current or an earlier trajectory.
+   */
+  historyOf(trajectoryId: string): IStepHistory | null {
+    if (trajectoryId === this._trajectoryId) {
+      return this._index;
+    }
+    return (
+      this._past.find(index => index.trajectoryId === trajectoryId) ?? null
+    );
+  }
+
+  /**
+   * Add steps in brief of an earlier trajectory of this notebook.
+   */
+  addPastSummaries(
+    trajectoryId: string,
+    summaries: readonly StepSummary[]
+  ): void {
+    if (trajectoryId === this._trajectoryId) {
+      this.addSummaries(summaries);
+      return;
+    }
+    let index = this._past.find(i => i.trajectoryId === trajectoryId);
+    if (!index) {
+      index = new StepIndex(trajectoryId);
+      this._past.push(index);
+      if (this._past.length > PAST_KEPT) {
+        this._past.splice(PAST_KEPT);
+      }
+    }
+    if (index.addSummaries(summaries)) {
+      this._changed.emit('history');
+    }
+  }
+
+  /**
+   * A code cell of this notebook finished running.
+   */
+  noteRun(cellId: string): void {
+    this._lastRun = cellId;
+  }
+
+  /**
+   * The steps in brief, as far as loaded.
+   */
+  get history(): IStepHistory {
+    return this._index;
+  }
+
+  /**
+   * Add steps in brief (a history page): cells' badges and footers, and
+   * the scoreboard, from steps not kept whole.
+   */
+  addSummaries(summaries: readonly StepSummary[]): void {
+    if (!this._index.addSummaries(summaries)) {
+      return;
+    }
+    for (const summary of summaries) {
+      this._lastStep = Math.max(this._lastStep, summary.step);
+      for (const p of summary.predictions) {
+        this._book.add({ ...p, target_step: summary.step });
+      }
+    }
+    this._changed.emit('history');
   }
 
   /**
@@ -256,16 +365,25 @@ export class NotebookLive implements INotebookLive {
     }
     if (this._trajectoryId !== null) {
       // Only a change of trajectory discards data: history read before the
-      // first event belongs to the trajectory being adopted.
+      // first event belongs to the trajectory being adopted. Its steps in
+      // brief stay: cells not run again keep their badges.
       this._retired.add(this._trajectoryId);
+      if (this._index.size > 0) {
+        this._past = [
+          this._index,
+          ...this._past.filter(i => i.trajectoryId !== this._trajectoryId)
+        ].slice(0, PAST_KEPT);
+      }
       this._reset();
     }
+    this._past = this._past.filter(i => i.trajectoryId !== trajectoryId);
     this._trajectoryId = trajectoryId;
     // The notebook's session knows its kernel best; the trajectory's is a
     // fallback for a store followed before its session reported one.
     if (kernelId && !this._kernelId) {
       this._kernelId = kernelId;
     }
+    this._index = new StepIndex(trajectoryId);
     this._changed.emit('trajectory');
     return true;
   }
@@ -318,6 +436,7 @@ export class NotebookLive implements INotebookLive {
         this._steps.set(step.step, step);
         added = true;
       }
+      this._index.addStep(step);
     }
     for (const n of trimFront(this._stepOrder, this._limits.steps)) {
       this._steps.delete(n);
@@ -344,12 +463,8 @@ export class NotebookLive implements INotebookLive {
         slot.cellId = prediction.cell_id ?? slot.cellId;
         slot.state = prediction.error ? 'error' : 'done';
       }
-      // A prediction asked for over the API names no cell: its step does.
-      const cellId =
-        prediction.cell_id ??
-        this._steps.get(prediction.target_step)?.cell_id ??
-        null;
-      if (this._book.add(prediction, cellId)) {
+      this._index.addPrediction(prediction);
+      if (this._book.add(prediction)) {
         scored = true;
       }
     }
@@ -362,6 +477,14 @@ export class NotebookLive implements INotebookLive {
    * ignored.
    */
   private _scored(event: ScoredEvent): void {
+    const brief = this._index.setScores(
+      event.prediction_id,
+      event.target_step,
+      event.scores
+    );
+    if (brief && this._book.add({ ...brief, target_step: event.target_step })) {
+      this._changed.emit('scores');
+    }
     const slots = this._slots[event.task].get(event.target_step);
     for (const slot of slots?.values() ?? []) {
       if (slot.prediction?.id === event.prediction_id) {
@@ -444,11 +567,16 @@ export class NotebookLive implements INotebookLive {
     this._slots = { output: new Map(), 'next-cell': new Map() };
     this._targetOrder = { output: [], 'next-cell': [] };
     this._book = new ScoreBook(this._limits.seriesPoints);
+    this._index = new StepIndex(null);
+    this._lastRun = null;
     this._requested.clear();
   }
 
   private _limits: ILiveLimits;
   private _book: ScoreBook;
+  private _index = new StepIndex();
+  private _lastRun: string | null = null;
+  private _past: StepIndex[] = [];
   private _changed = new Signal<INotebookLive, LiveChange>(this);
   private _trajectoryId: string | null = null;
   private _kernelId: string | null = null;
@@ -470,39 +598,6 @@ export class NotebookLive implements INotebookLive {
   };
   private _combos = new Map<string, ICombo>();
   private _requested = new Set<string>();
-}
-
-/**
- * Insert a number into a sorted array unless present; appends in O(1) in
- * the usual case of increasing numbers.
- */
-export function insertSorted(sorted: number[], value: number): boolean {
-  let lo = 0;
-  let hi = sorted.length;
-  if (hi === 0 || sorted[hi - 1] < value) {
-    sorted.push(value);
-    return true;
-  }
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid] < value) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (sorted[lo] === value) {
-    return false;
-  }
-  sorted.splice(lo, 0, value);
-  return true;
-}
-
-/**
- * Drop the smallest values beyond `limit`; returns them.
- */
-function trimFront(sorted: number[], limit: number): number[] {
-  return sorted.length > limit ? sorted.splice(0, sorted.length - limit) : [];
 }
 
 /**

@@ -10,6 +10,7 @@ import type {
 import { NotebookPanel } from '@jupyterlab/notebook';
 
 import { themistoIcon } from '../icon';
+import { lastRunIndex } from './cells';
 import { shownTarget } from '../live/store';
 import { visibleCombos } from '../settings';
 import type {
@@ -51,6 +52,24 @@ export function latestNextCell(
     }
   }
   return null;
+}
+
+/**
+ * Whether the active cell may show the next-cell prediction: the code cell
+ * right below the last code cell run (the one that next cell is about), not
+ * any empty cell of the notebook.
+ */
+export function isNextCell(
+  panel: Pick<NotebookPanel, 'content'>,
+  store: Pick<INotebookLive, 'lastRunCell'> | null
+): boolean {
+  const notebook = panel.content;
+  const last = lastRunIndex(notebook, store?.lastRunCell ?? null);
+  return (
+    last !== null &&
+    notebook.activeCellIndex === last + 1 &&
+    notebook.activeCell?.model.type === 'code'
+  );
 }
 
 /**
@@ -96,11 +115,11 @@ export class NextCellInlineProvider implements IInlineCompletionProvider {
     if (!(widget instanceof NotebookPanel)) {
       return { items: [] };
     }
-    const prediction = latestNextCell(
-      this._live.store(widget.context.path),
-      this._live,
-      this._settings
-    );
+    const store = this._live.store(widget.context.path);
+    if (!isNextCell(widget, store)) {
+      return { items: [] };
+    }
+    const prediction = latestNextCell(store, this._live, this._settings);
     const insertText = prediction
       ? ghostText(prediction, request.text, request.offset)
       : null;

@@ -16,8 +16,16 @@ import { type IPlotSeries, scorePlot } from './plot';
 export interface IPlotChoice {
   task: PredictionTask;
   score: ScoreName;
+  /**
+   * The step under review, marked on the plot.
+   */
+  shown: number | null;
   onTask(task: PredictionTask): void;
   onScore(score: ScoreName): void;
+  /**
+   * A point was clicked: review its step.
+   */
+  onStep(step: number): void;
 }
 
 /**
@@ -76,7 +84,8 @@ export function plotView(
     scorePlot(
       shown,
       choice.score,
-      trans.__('%1 of %2 predictions over steps', long, choice.task)
+      trans.__('%1 of %2 predictions over steps', long, choice.task),
+      { shown: choice.shown, onStep: choice.onStep }
     ),
     legend
   ];
