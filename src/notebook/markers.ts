@@ -171,6 +171,13 @@ export class CellMarkers implements IDisposable {
     const badge = document.createElement('div');
     badge.className = MARKER_CLASS;
     badge.setAttribute('role', 'button');
+    // A press on the badge must not select the cell: the active cell's
+    // badge sits higher (its toolbar takes the corner), so it would move
+    // away before the click lands; the focus stays where it was.
+    badge.addEventListener('mousedown', event => {
+      event.stopPropagation();
+      event.preventDefault();
+    });
     badge.addEventListener('click', event => {
       event.stopPropagation();
       const step = Number(badge.dataset.themistoStep);

@@ -411,6 +411,9 @@ export function outputCard(
       card.append(
         tracebackView(step, trans) ?? '',
         h('div', { class: 'themisto-Label' }, trans.__('Predicted')),
+        answer.trim() === ''
+          ? h('div', { class: 'themisto-Muted' }, trans.__('(no output)'))
+          : '',
         diffPre(diff.segments, 'a', 'themisto-Predicted', trans),
         h('div', { class: 'themisto-Label' }, trans.__('Actual')),
         diffPre(diff.segments, 'b', 'themisto-Actual', trans),
