@@ -284,6 +284,11 @@ export interface IThemistoLive {
   readonly currentChanged: ISignal<IThemistoLive, INotebookLive | null>;
 
   /**
+   * Emitted when a notebook's store is made (the notebook opened).
+   */
+  readonly storeAdded: ISignal<IThemistoLive, INotebookLive>;
+
+  /**
    * Emitted for each stream event after its store applied it.
    */
   readonly eventReceived: ISignal<IThemistoLive, ILiveEventArgs>;

@@ -26,6 +26,10 @@ export class FakeLive implements IThemistoLive {
     IThemistoLive,
     INotebookLive | null
   >(this);
+  storeAdded: Signal<IThemistoLive, INotebookLive> = new Signal<
+    IThemistoLive,
+    INotebookLive
+  >(this);
   eventReceived: Signal<IThemistoLive, ILiveEventArgs> = new Signal<
     IThemistoLive,
     ILiveEventArgs

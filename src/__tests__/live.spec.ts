@@ -4,7 +4,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { IKernelRecording, ITrajectoryFilter } from '../api/model';
 import type { Prediction } from '../api/records';
 import { MAX_STREAMS, ThemistoLive } from '../live/live';
-import { HISTORY_PAGE, WHOLE_STEPS } from '../live/loader';
+import { FIRST_PAGE, HISTORY_PAGE, WHOLE_STEPS } from '../live/loader';
 import type { IThemistoClient } from '../tokens';
 import { prediction, step } from './fixtures';
 
@@ -172,7 +172,11 @@ function tracker() {
     currentWidget: null as NotebookPanel | null,
     currentChanged: new Signal<INotebookTracker, NotebookPanel | null>(
       {} as INotebookTracker
-    )
+    ),
+    widgetAdded: new Signal<INotebookTracker, NotebookPanel>(
+      {} as INotebookTracker
+    ),
+    forEach: () => undefined
   };
   const show = (p: NotebookPanel | null) => {
     t.currentWidget = p;
@@ -362,7 +366,7 @@ describe('ThemistoLive', () => {
     await flush();
     expect(getHistory.mock.calls[0]).toEqual([
       't1',
-      2000 - HISTORY_PAGE,
+      2000 - FIRST_PAGE,
       HISTORY_PAGE
     ]);
     expect(getSteps).toHaveBeenCalledTimes(1);
@@ -411,6 +415,35 @@ describe('ThemistoLive', () => {
       summary: { step: 3 }
     });
     expect(store.historyOf('t1')?.last).toBe(4);
+    live.dispose();
+  });
+
+  it("reads a notebook's history by path before its kernel answers, then follows it", async () => {
+    const api = new FakeClient();
+    api.trajectory = { ...api.trajectory, steps: 4 };
+    const listed = jest.spyOn(api, 'listTrajectories');
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({ client: api, tracker: t });
+    const a = panel('a.ipynb', null);
+    show(a);
+    await flush();
+    const store = live.current!;
+    expect(listed).toHaveBeenCalledWith({ notebook: 'a.ipynb' });
+    expect(api.opened).toHaveLength(0);
+    expect(store.cellStep('t1-cell-3')).toMatchObject({
+      trajectoryId: 't1',
+      current: false
+    });
+    // The kernel answers: its trajectory is the one read, now followed.
+    (a.sessionContext as unknown as { session: unknown }).session = {
+      kernel: { id: 'k1' }
+    };
+    (a.sessionContext.kernelChanged as Signal<unknown, unknown>).emit({});
+    await flush();
+    expect(store.trajectoryId).toBe('t1');
+    expect(store.cellStep('t1-cell-3')).toMatchObject({ current: true });
+    expect(store.lastStep).toBe(4);
+    expect(store.scoreRows[0].means.count).toBe(1);
     live.dispose();
   });
 });

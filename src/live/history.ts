@@ -40,6 +40,18 @@ export class StepIndex implements IStepHistory {
     return this._order.length;
   }
 
+  /**
+   * The steps held, in order.
+   */
+  *summaries(): IterableIterator<StepSummary> {
+    for (const step of this._order) {
+      const summary = this._steps.get(step);
+      if (summary) {
+        yield summary;
+      }
+    }
+  }
+
   get(step: number): StepSummary | null {
     return this._steps.get(step) ?? null;
   }

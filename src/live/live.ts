@@ -43,6 +43,10 @@ export class ThemistoLive implements IThemistoLive {
     this._tracker.currentChanged.connect(this._onCurrentChanged, this);
     this._client.recordingChanged.connect(this._onRecordingChanged, this);
     NotebookActions.executed.connect(this._onExecuted, this);
+    // Every notebook's history is read as soon as it opens, before it has a
+    // kernel or the focus: its cells show their badges at once.
+    this._tracker.widgetAdded.connect(this._onAdded, this);
+    this._tracker.forEach(panel => this._storeOf(panel.context.path));
     this._onCurrentChanged(this._tracker, this._tracker.currentWidget);
     void this.refreshPredictors();
   }
@@ -53,6 +57,10 @@ export class ThemistoLive implements IThemistoLive {
 
   get currentChanged(): ISignal<IThemistoLive, INotebookLive | null> {
     return this._currentChanged;
+  }
+
+  get storeAdded(): ISignal<IThemistoLive, INotebookLive> {
+    return this._storeAdded;
   }
 
   get eventReceived(): ISignal<IThemistoLive, ILiveEventArgs> {
@@ -150,6 +158,7 @@ export class ThemistoLive implements IThemistoLive {
     this._tracker.currentChanged.disconnect(this._onCurrentChanged, this);
     this._client.recordingChanged.disconnect(this._onRecordingChanged, this);
     NotebookActions.executed.disconnect(this._onExecuted, this);
+    this._tracker.widgetAdded.disconnect(this._onAdded, this);
     Signal.clearData(this);
   }
 
@@ -170,6 +179,28 @@ export class ThemistoLive implements IThemistoLive {
     panel.sessionContext.kernelChanged.connect(this._onKernelChanged, this);
     panel.context.pathChanged.connect(this._onPathChanged, this);
     this._follow(panel);
+  }
+
+  private _onAdded(tracker: INotebookTracker, panel: NotebookPanel): void {
+    this._storeOf(panel.context.path);
+  }
+
+  /**
+   * The store of a notebook, made on first sight: its history is read by
+   * its path at once, without waiting for a kernel (a new one has recorded
+   * nothing yet).
+   */
+  private _storeOf(path: string): NotebookLive {
+    let store = this._stores.get(path);
+    if (!store) {
+      store = new NotebookLive(path);
+      this._stores.set(path, store);
+      this._loader
+        .loadPast(store, [{ notebook: path }])
+        .catch(error => console.warn('themisto: no notebook history', error));
+      this._storeAdded.emit(store);
+    }
+    return store;
   }
 
   private _onExecuted(
@@ -207,11 +238,7 @@ export class ThemistoLive implements IThemistoLive {
    */
   private _follow(panel: NotebookPanel): void {
     const path = panel.context.path;
-    let store = this._stores.get(path);
-    if (!store) {
-      store = new NotebookLive(path);
-      this._stores.set(path, store);
-    }
+    const store = this._storeOf(path);
     const kernelId = panel.sessionContext.session?.kernel?.id ?? null;
     const kernelChanged = kernelId !== store.kernelId;
     const activeChanged = kernelChanged || store !== this._current;
@@ -390,6 +417,7 @@ export class ThemistoLive implements IThemistoLive {
     this
   );
   private _eventReceived = new Signal<IThemistoLive, ILiveEventArgs>(this);
+  private _storeAdded = new Signal<IThemistoLive, INotebookLive>(this);
   private _predictorsChanged = new Signal<IThemistoLive, void>(this);
 }
 

@@ -376,14 +376,25 @@ export class NotebookLive implements INotebookLive {
       }
       this._reset();
     }
-    this._past = this._past.filter(i => i.trajectoryId !== trajectoryId);
+    // Read already as an earlier trajectory of the notebook (it was opened
+    // before its kernel answered): those steps are this trajectory's.
+    const kept = this._past.find(i => i.trajectoryId === trajectoryId);
+    this._past = this._past.filter(i => i !== kept);
     this._trajectoryId = trajectoryId;
     // The notebook's session knows its kernel best; the trajectory's is a
     // fallback for a store followed before its session reported one.
     if (kernelId && !this._kernelId) {
       this._kernelId = kernelId;
     }
-    this._index = new StepIndex(trajectoryId);
+    this._index = kept ?? new StepIndex(trajectoryId);
+    if (kept) {
+      this._lastStep = kept.last;
+      for (const summary of kept.summaries()) {
+        for (const p of summary.predictions) {
+          this._book.add({ ...p, target_step: summary.step });
+        }
+      }
+    }
     this._changed.emit('trajectory');
     return true;
   }

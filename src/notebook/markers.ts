@@ -51,6 +51,7 @@ export class CellMarkers implements IDisposable {
     private readonly _review: (step: number, trajectory: string | null) => void
   ) {
     this._live.currentChanged.connect(this._attach, this);
+    this._live.storeAdded.connect(this._attach, this);
     this._settings.changed.connect(this._schedule, this);
     this._live.predictorsChanged.connect(this._schedule, this);
     this._panel.content.model?.cells.changed.connect(this._schedule, this);
@@ -70,6 +71,7 @@ export class CellMarkers implements IDisposable {
     this._disposed = true;
     this._store?.changed.disconnect(this._onChanged, this);
     this._live.currentChanged.disconnect(this._attach, this);
+    this._live.storeAdded.disconnect(this._attach, this);
     this._settings.changed.disconnect(this._schedule, this);
     this._live.predictorsChanged.disconnect(this._schedule, this);
     this._panel.content.model?.cells.changed.disconnect(this._schedule, this);
