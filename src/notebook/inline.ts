@@ -8,6 +8,10 @@ import type {
   IInlineCompletionProvider
 } from '@jupyterlab/completer';
 import { NotebookPanel } from '@jupyterlab/notebook';
+import {
+  nullTranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 
 import { themistoIcon } from '../icon';
 import { lastRunIndex } from './cells';
@@ -100,11 +104,14 @@ export function ghostText(
 export class NextCellInlineProvider implements IInlineCompletionProvider {
   constructor(
     private readonly _live: IThemistoLive,
-    private readonly _settings: IPredictionSettings
-  ) {}
+    private readonly _settings: IPredictionSettings,
+    trans: TranslationBundle = nullTranslator.load('themisto_ext')
+  ) {
+    this.name = trans.__('Themisto next cell');
+  }
 
   readonly identifier = 'themisto-ext:next-cell';
-  readonly name = 'Themisto next cell';
+  readonly name: string;
   readonly icon = themistoIcon;
 
   async fetch(

@@ -61,8 +61,13 @@ export function scorePlot(
   series: IPlotSeries[],
   score: ScoreName,
   title: string,
-  options: { shown?: number | null; onStep?: (step: number) => void } = {}
+  options: {
+    shown?: number | null;
+    onStep?: (step: number) => void;
+    stepLabel?: (step: number) => string;
+  } = {}
 ): SVGSVGElement {
+  const stepLabel = options.stepLabel ?? ((step: number) => `step ${step}`);
   const lines = series.map(s => downsample(s.points, score, MAX_POINTS));
   let minStep = Infinity;
   let maxStep = -Infinity;
@@ -115,7 +120,7 @@ export function scorePlot(
     svg(
       'text',
       { class: 'themisto-Plot-label', x: PAD.left, y: HEIGHT - 4 },
-      `step ${minStep}`
+      stepLabel(minStep)
     ),
     svg(
       'text',
@@ -125,7 +130,7 @@ export function scorePlot(
         y: HEIGHT - 4,
         'text-anchor': 'end'
       },
-      `step ${maxStep}`
+      stepLabel(maxStep)
     )
   );
   const shown = options.shown ?? null;
@@ -163,7 +168,7 @@ export function scorePlot(
         svg(
           'title',
           {},
-          `${series[index].label}, step ${point.step}: ${point.value.toFixed(2)}`
+          `${series[index].label}, ${stepLabel(point.step)}: ${point.value.toFixed(2)}`
         )
       );
       const onStep = options.onStep;

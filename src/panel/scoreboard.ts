@@ -8,6 +8,7 @@ import {
   comboLabel,
   formatScore,
   SCORE_LABELS,
+  scoreTitle,
   SHORT_SCORE
 } from '../live/scores';
 import type { IScoreRow } from '../live/types';
@@ -45,10 +46,14 @@ export function scoreboard(
       },
       'n'
     ),
-    ...SCORE_LABELS.map(({ name, long }) =>
+    ...SCORE_LABELS.map(({ name }) =>
       h(
         'th',
-        { scope: 'col', class: 'themisto-Num themisto-Col-score', title: long },
+        {
+          scope: 'col',
+          class: 'themisto-Num themisto-Col-score',
+          title: scoreTitle(name, trans)
+        },
         SHORT_SCORE[name]
       )
     )

@@ -8,7 +8,8 @@ import {
   comboLabel,
   formatScore,
   formatSeconds,
-  SCORE_LABELS
+  SCORE_LABELS,
+  scoreTitle
 } from '../live/scores';
 import { errorReason, isMissed } from '../live/reasons';
 import type { ICombo, IPredictionSlot } from '../live/types';
@@ -62,9 +63,13 @@ export type Missing = { kind: 'predicting' } | { kind: 'none'; reason: string };
 /**
  * The three scores as labelled chips, with the values in `data-*`.
  */
-export function scoresView(scores: Scores | null): HTMLElement {
+export function scoresView(
+  scores: Scores | null,
+  trans: TranslationBundle
+): HTMLElement {
   const node = h('div', { class: 'themisto-Scores' });
-  for (const { name, short, long } of SCORE_LABELS) {
+  for (const { name, short } of SCORE_LABELS) {
+    const long = scoreTitle(name, trans);
     node.dataset[name.replace(/_(\w)/g, (_, c: string) => c.toUpperCase())] =
       scores ? String(scores[name]) : '';
     node.append(
@@ -418,7 +423,7 @@ export function outputCard(
         h('div', { class: 'themisto-Label' }, trans.__('Actual')),
         diffPre(diff.segments, 'b', 'themisto-Actual', trans),
         slot.prediction.scores
-          ? scoresView(slot.prediction.scores)
+          ? scoresView(slot.prediction.scores, trans)
           : h('div', { class: 'themisto-Muted' }, trans.__('scoring…'))
       );
     } else {
@@ -503,7 +508,7 @@ export function nextCellCard(
           ),
         copy
       ),
-      slot.prediction.scores ? scoresView(slot.prediction.scores) : '',
+      slot.prediction.scores ? scoresView(slot.prediction.scores, trans) : '',
       ...footer(slot, actions, trans)
     );
   }

@@ -113,14 +113,22 @@ export const inlinePlugin: JupyterFrontEndPlugin<void> = {
     IPredictionSettings,
     INotebookTracker
   ],
+  optional: [ITranslator],
   activate: (
     app: JupyterFrontEnd,
     manager: ICompletionProviderManager,
     live: IThemistoLive,
     settings: IPredictionSettings,
-    tracker: INotebookTracker
+    tracker: INotebookTracker,
+    translator: ITranslator | null
   ): void => {
-    manager.registerInlineProvider(new NextCellInlineProvider(live, settings));
+    manager.registerInlineProvider(
+      new NextCellInlineProvider(
+        live,
+        settings,
+        (translator ?? nullTranslator).load('themisto_ext')
+      )
+    );
     // Typing triggers inline completion, but an empty cell has nothing
     // typed: ask for it when such a cell is being edited and a prediction
     // exists (it needs the editor's focus, hence edit mode).
