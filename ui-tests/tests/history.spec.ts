@@ -206,5 +206,59 @@ test.describe('Themisto history', () => {
     await page.notebook.enterCellEditingMode(3);
     await expect(page.locator('.jp-GhostText')).toHaveText(predicted, LIVE);
   });
-});
 
+  test('a kernel restart keeps the badges of cells not run since', async ({
+    page
+  }) => {
+    await page.notebook.createNew('restart.ipynb');
+    await page.notebook.setCell(0, 'code', 'a = 1');
+    await page.notebook.addCell('code', 'b = 2');
+    for (let i = 0; i < 2; i++) {
+      await page.notebook.runCell(i, { inplace: true });
+      await expect(page.locator(BADGE)).toHaveCount(i + 1, LIVE);
+    }
+    const before = await page
+      .locator(BADGE)
+      .evaluateAll(nodes =>
+        nodes.map(n => n.getAttribute('data-themisto-trajectory'))
+      );
+    // The command waits for its dialog: not awaited here.
+    await page.evaluate(() => {
+      void window.jupyterapp.commands.execute('kernelmenu:restart');
+    });
+    await page.locator('.jp-Dialog .jp-mod-accept').click();
+    await expect(page.locator('.themisto-StatusItem')).toHaveAttribute(
+      'data-steps',
+      '0',
+      LIVE
+    );
+    // The restarted kernel recorded nothing yet: both cells keep their step.
+    await expect(page.locator(BADGE)).toHaveCount(2);
+    await expect(page.locator(FOOTER)).toHaveCount(2);
+    // Cell 2 runs again: its badge is step 1 of the new kernel's trajectory,
+    // cell 1 keeps step 1 of the earlier one.
+    await page.notebook.runCell(1, { inplace: true });
+    const second = page.locator(BADGE).nth(1);
+    await expect(second).not.toHaveAttribute(
+      'data-themisto-trajectory',
+      before[1] ?? '',
+      LIVE
+    );
+    await expect(second).toHaveAttribute('data-themisto-step', '1');
+    const first = page.locator(BADGE).first();
+    await expect(first).toHaveAttribute(
+      'data-themisto-trajectory',
+      before[0] ?? ''
+    );
+    // Its step is reviewed from the earlier kernel's trajectory.
+    const panel = await openPanel(page);
+    await first.click();
+    await expect(panel.locator('[data-themisto-view-step="1"]')).toBeVisible();
+    await expect(panel.locator('.themisto-Review-where')).toContainText(
+      'earlier kernel'
+    );
+    await expect(
+      panel.locator('.themisto-RuntimeSection tr[data-name="a"]')
+    ).toBeVisible(LIVE);
+  });
+});
