@@ -22,7 +22,9 @@ import type {
 import type { INotebookLive } from '../tokens';
 import { StepIndex } from './history';
 import { insertSorted, trimFront } from './order';
+import { EarlierTrajectories } from './past';
 import { ScoreBook } from './scorebook';
+import { PredictionSlots } from './slots';
 import type {
   ConnectionState,
   ICombo,
@@ -46,12 +48,6 @@ export interface ILiveLimits {
   seriesPoints: number;
 }
 
-/**
- * Earlier trajectories of a notebook kept in brief (before kernel restarts,
- * other kernels): cells not run since show their steps from them.
- */
-export const PAST_KEPT = 8;
-
 export const DEFAULT_LIMITS: ILiveLimits = {
   steps: 200,
   targets: 100,
@@ -67,6 +63,7 @@ export class NotebookLive implements INotebookLive {
     limits: Partial<ILiveLimits> = {}
   ) {
     this._limits = { ...DEFAULT_LIMITS, ...limits };
+    this._slots = new PredictionSlots(this._limits.targets);
     this._book = new ScoreBook(this._limits.seriesPoints);
   }
 
@@ -182,30 +179,28 @@ export class NotebookLive implements INotebookLive {
    * The highest target step with a prediction of this task, or `null`.
    */
   latestTarget(task: PredictionTask): number | null {
-    const order = this._targetOrder[task];
-    return order.length ? order[order.length - 1] : null;
+    return this._slots.latestTarget(task);
   }
 
   /**
    * The kept target steps of a task, ascending.
    */
   targets(task: PredictionTask): readonly number[] {
-    return this._targetOrder[task];
+    return this._slots.targets(task);
   }
 
   /**
    * The predictions of one target step, in arrival order.
    */
   slots(task: PredictionTask, targetStep: number): IPredictionSlot[] {
-    const slots = this._slots[task].get(targetStep);
-    return slots ? [...slots.values()] : [];
+    return this._slots.slots(task, targetStep);
   }
 
   /**
    * Predictor × context pairs seen in predictions, in arrival order.
    */
   get seenCombos(): Iterable<ICombo> {
-    return this._combos.values();
+    return this._slots.combos;
   }
 
   /**
@@ -227,15 +222,11 @@ export class NotebookLive implements INotebookLive {
    * the latest step recorded.
    */
   get lastRunCell(): string | null {
-    if (this._lastRun !== null) {
-      return this._lastRun;
-    }
-    for (const index of [this._index, ...this._past]) {
-      if (index.size > 0) {
-        return index.get(index.last)?.cell_id ?? null;
-      }
-    }
-    return null;
+    return (
+      this._lastRun ??
+      this._index.get(this._index.last)?.cell_id ??
+      this._past.lastCell
+    );
   }
 
   /**
@@ -251,13 +242,7 @@ export class NotebookLive implements INotebookLive {
         current: true
       };
     }
-    for (const index of this._past) {
-      const summary = index.latestOfCell(cellId);
-      if (summary) {
-        return { trajectoryId: index.trajectoryId, summary, current: false };
-      }
-    }
-    return null;
+    return this._past.cellStep(cellId);
   }
 
   /**
@@ -267,9 +252,7 @@ export class NotebookLive implements INotebookLive {
     if (trajectoryId === this._trajectoryId) {
       return this._index;
     }
-    return (
-      this._past.find(index => index.trajectoryId === trajectoryId) ?? null
-    );
+    return this._past.find(trajectoryId);
   }
 
   /**
@@ -283,15 +266,7 @@ export class NotebookLive implements INotebookLive {
       this.addSummaries(summaries);
       return;
     }
-    let index = this._past.find(i => i.trajectoryId === trajectoryId);
-    if (!index) {
-      index = new StepIndex(trajectoryId);
-      this._past.push(index);
-      if (this._past.length > PAST_KEPT) {
-        this._past.splice(PAST_KEPT);
-      }
-    }
-    if (index.addSummaries(summaries)) {
+    if (this._past.add(trajectoryId, summaries)) {
       this._changed.emit('history');
     }
   }
@@ -332,7 +307,7 @@ export class NotebookLive implements INotebookLive {
    * opposed to made automatically by the server).
    */
   isRequested(task: PredictionTask, targetStep: number): boolean {
-    return this._requested.has(`${task}:${targetStep}`);
+    return this._slots.isRequested(task, targetStep);
   }
 
   /**
@@ -343,9 +318,7 @@ export class NotebookLive implements INotebookLive {
     task: PredictionTask,
     target: number = this._lastStep + 1
   ): number {
-    const key = `${task}:${target}`;
-    if (!this._requested.has(key)) {
-      this._requested.add(key);
+    if (this._slots.markRequested(task, target)) {
       this._changed.emit('predictions');
     }
     return target;
@@ -368,18 +341,12 @@ export class NotebookLive implements INotebookLive {
       // first event belongs to the trajectory being adopted. Its steps in
       // brief stay: cells not run again keep their badges.
       this._retired.add(this._trajectoryId);
-      if (this._index.size > 0) {
-        this._past = [
-          this._index,
-          ...this._past.filter(i => i.trajectoryId !== this._trajectoryId)
-        ].slice(0, PAST_KEPT);
-      }
+      this._past.keep(this._index);
       this._reset();
     }
     // Read already as an earlier trajectory of the notebook (it was opened
     // before its kernel answered): those steps are this trajectory's.
-    const kept = this._past.find(i => i.trajectoryId === trajectoryId);
-    this._past = this._past.filter(i => i !== kept);
+    const kept = this._past.take(trajectoryId);
     this._trajectoryId = trajectoryId;
     // The notebook's session knows its kernel best; the trajectory's is a
     // fallback for a store followed before its session reported one.
@@ -464,7 +431,7 @@ export class NotebookLive implements INotebookLive {
   addPredictions(predictions: LivePrediction[]): void {
     let scored = false;
     for (const prediction of predictions) {
-      const slot = this._slot(
+      const slot = this._slots.slot(
         prediction.task,
         prediction.target_step,
         prediction
@@ -496,8 +463,7 @@ export class NotebookLive implements INotebookLive {
     if (brief && this._book.add({ ...brief, target_step: event.target_step })) {
       this._changed.emit('scores');
     }
-    const slots = this._slots[event.task].get(event.target_step);
-    for (const slot of slots?.values() ?? []) {
+    for (const slot of this._slots.slots(event.task, event.target_step)) {
       if (slot.prediction?.id === event.prediction_id) {
         this.addPredictions([
           {
@@ -512,7 +478,7 @@ export class NotebookLive implements INotebookLive {
   }
 
   private _predicting(event: PredictingEvent): void {
-    const slot = this._slot(event.task, event.target_step, event);
+    const slot = this._slots.slot(event.task, event.target_step, event);
     if (slot) {
       // A new attempt (a retry) replaces the previous answer.
       slot.state = 'predicting';
@@ -521,73 +487,22 @@ export class NotebookLive implements INotebookLive {
     }
   }
 
-  /**
-   * The slot of a prediction, created on first sight; `null` for targets
-   * older than those kept.
-   */
-  private _slot(
-    task: PredictionTask,
-    targetStep: number,
-    combo: ICombo & { cell_id: string | null }
-  ): IPredictionSlot | null {
-    const key = `${combo.predictor}\u0000${combo.context}`;
-    if (!this._combos.has(key)) {
-      this._combos.set(key, {
-        predictor: combo.predictor,
-        context: combo.context
-      });
-    }
-    let slots = this._slots[task].get(targetStep);
-    if (!slots) {
-      const order = this._targetOrder[task];
-      if (
-        order.length >= this._limits.targets &&
-        targetStep < order[0] &&
-        order.length > 0
-      ) {
-        return null;
-      }
-      slots = new Map();
-      this._slots[task].set(targetStep, slots);
-      insertSorted(order, targetStep);
-      for (const old of trimFront(order, this._limits.targets)) {
-        this._slots[task].delete(old);
-      }
-    }
-    let slot = slots.get(key);
-    if (!slot) {
-      slot = {
-        task,
-        targetStep,
-        predictor: combo.predictor,
-        context: combo.context,
-        cellId: combo.cell_id,
-        state: 'predicting',
-        prediction: null
-      };
-      slots.set(key, slot);
-    }
-    return slot;
-  }
-
   private _reset(): void {
     this._steps.clear();
     this._stepOrder = [];
     this._lastStep = 0;
     this._knownSteps = 0;
-    this._slots = { output: new Map(), 'next-cell': new Map() };
-    this._targetOrder = { output: [], 'next-cell': [] };
+    this._slots.clear();
     this._book = new ScoreBook(this._limits.seriesPoints);
     this._index = new StepIndex(null);
     this._lastRun = null;
-    this._requested.clear();
   }
 
   private _limits: ILiveLimits;
   private _book: ScoreBook;
   private _index = new StepIndex();
   private _lastRun: string | null = null;
-  private _past: StepIndex[] = [];
+  private _past = new EarlierTrajectories();
   private _changed = new Signal<INotebookLive, LiveChange>(this);
   private _trajectoryId: string | null = null;
   private _kernelId: string | null = null;
@@ -599,16 +514,7 @@ export class NotebookLive implements INotebookLive {
   private _stepOrder: number[] = [];
   private _lastStep = 0;
   private _knownSteps = 0;
-  private _slots: Record<
-    PredictionTask,
-    Map<number, Map<string, IPredictionSlot>>
-  > = { output: new Map(), 'next-cell': new Map() };
-  private _targetOrder: Record<PredictionTask, number[]> = {
-    output: [],
-    'next-cell': []
-  };
-  private _combos = new Map<string, ICombo>();
-  private _requested = new Set<string>();
+  private _slots: PredictionSlots;
 }
 
 /**
