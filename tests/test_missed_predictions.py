@@ -78,7 +78,7 @@ async def test_cells_run_in_quick_succession_say_why_they_got_no_next_cell_predi
 
 
 async def test_a_next_cell_prediction_cancelled_by_the_next_cell_is_recorded(tmp_path: Path):
-    live, seen, store = live_predictions(tmp_path)
+    live, _, store = live_predictions(tmp_path)
     live.on_ingest(ingested(store, [fresh_step(1)], [started(1)]))
     # Cell 2 starts before the next-cell predictions of step 2 ran: they are dropped.
     live.on_ingest(IngestResult(started=[started(2)]))
@@ -89,7 +89,7 @@ async def test_a_next_cell_prediction_cancelled_by_the_next_cell_is_recorded(tmp
 
 
 async def test_a_next_cell_prediction_that_ran_is_not_missed(tmp_path: Path):
-    live, seen, store = live_predictions(tmp_path)
+    live, _, store = live_predictions(tmp_path)
     live.on_ingest(ingested(store, [fresh_step(1)], [started(1)]))
     await asyncio.gather(*live._tasks, return_exceptions=True)
     live.on_ingest(IngestResult(started=[started(2)]))

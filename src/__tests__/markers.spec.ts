@@ -1,4 +1,4 @@
-import { NotebookPanel } from '@jupyterlab/notebook';
+import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { nullTranslator } from '@jupyterlab/translation';
 import { Signal } from '@lumino/signaling';
 
@@ -127,6 +127,30 @@ describe('CellMarkers', () => {
     settings.update({ showCellFooter: false });
     markers.update();
     expect(footer(0)).toBeNull();
+    markers.dispose();
+  });
+
+  it('takes the old badge away while its cell runs again', () => {
+    const { store, markers, nodes, live } = setup(['c1']);
+    store.adopt('t1');
+    store.addSteps([step(1, { cell_id: 'c1' })]);
+    markers.update();
+    const badge = () => nodes[0].querySelector<HTMLElement>(`.${MARKER_CLASS}`);
+    expect(badge()?.dataset.themistoStep).toBe('1');
+    const cell = { model: { id: 'c1', type: 'code' } };
+    const notebook = (markers as unknown as { _panel: { content: unknown } })
+      ._panel.content;
+    (
+      NotebookActions.executionScheduled as unknown as Signal<unknown, unknown>
+    ).emit({ notebook, cell });
+    markers.update();
+    expect(badge()).toBeNull();
+    expect(nodes[0].querySelector(`.${FOOTER_CLASS}`)).toBeNull();
+    // Its new step lands: the new badge.
+    store.addSteps([step(2, { cell_id: 'c1' })]);
+    markers.update();
+    expect(badge()?.dataset.themistoStep).toBe('2');
+    expect(live.current).toBe(store);
     markers.dispose();
   });
 });

@@ -61,13 +61,14 @@ test.describe('Themisto commands', () => {
     await expect(item).toHaveAttribute('data-recording', 'false', {
       timeout: 10000
     });
-    expect(await themistoMetadata(page)).toEqual({ recording: false });
+    await expect.poll(() => themistoMetadata(page)).toEqual({ recording: false });
     // The menu must be closed before it is opened again.
     await expect(page.locator('.lm-Menu')).toHaveCount(0);
     await page.menu.clickMenuItem('Themisto>Toggle Recording');
     await expect(item).toHaveAttribute('data-recording', 'true', {
       timeout: 10000
     });
-    expect(await themistoMetadata(page)).toBeNull();
+    // The choice is remembered once the server answered the switch.
+    await expect.poll(() => themistoMetadata(page)).toBeNull();
   });
 });
