@@ -6,7 +6,7 @@ A real `jupyter server` with JupyterLab and the extension, seeded through a kern
 a ~4 kB prompt, scored). Debian's Chromium, driven by Playwright, opens the notebook in a
 fresh browser context (nothing cached, a new kernel: the history is found by the
 notebook's path) and times, from navigation start: the first cell shown, every cell's
-badge, and the whole history read in brief (the scoreboard counts all 2,000 steps). The
+badge, and the whole history read in brief (its oldest page arrived). The
 same for a 20-step trajectory of the same notebook, for comparison. Target: badges within
 2 s of navigation for 2,000 steps.
 
