@@ -7,7 +7,7 @@
  *   jlpm gen:records           write src/api/records.ts
  *   jlpm gen:records --check   exit 1 when the committed file differs
  *
- * The four schemas are merged into one document before compiling, because
+ * The schemas are merged into one document before compiling, because
  * json-schema-to-typescript resolves a schema's own `#/$defs/...` references
  * against the document that includes it. Two draft 2020-12 forms that it does
  * not read are rewritten on the way, with the same meaning:
@@ -29,6 +29,7 @@ const FILES = [
   'step.schema.json',
   'trajectory.schema.json',
   'prediction.schema.json',
+  'summary.schema.json',
   'live-event.schema.json'
 ];
 

@@ -8,6 +8,7 @@ import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { exportFilename } from './api/client';
+import { freePath, saveStream } from './notebook/export';
 import { toggleNotebookRecording } from './notebook/recording';
 import type { IThemistoClient, IThemistoLive } from './tokens';
 
@@ -19,6 +20,11 @@ export namespace CommandIDs {
   export const predictNextCell = 'themisto:predict-next-cell';
   export const toggleRecording = 'themisto:toggle-recording';
   export const openPanel = 'themisto:open-prediction-panel';
+  export const showStep = 'themisto:show-step';
+  export const reviewPrevious = 'themisto:review-previous-step';
+  export const reviewNext = 'themisto:review-next-step';
+  export const reviewLive = 'themisto:review-live';
+  export const reviewActiveCell = 'themisto:review-active-cell';
 }
 
 export const PALETTE_CATEGORY = 'Themisto';
@@ -29,40 +35,45 @@ export const PALETTE_CATEGORY = 'Themisto';
 export const NO_ARGS = { args: { type: 'object' as const, properties: {} } };
 
 /**
- * Start a browser download of a URL (the browser streams it to disk).
- */
-export function download(url: string, filename: string): void {
-  const link = document.createElement('a');
-  link.href = url;
-  link.download = filename;
-  link.rel = 'noopener';
-  link.style.display = 'none';
-  document.body.appendChild(link);
-  link.click();
-  link.remove();
-}
-
-/**
- * The export URL of a notebook's trajectories: those of its kernel (every
+ * What a notebook's export holds: the trajectories of its kernel (every
  * restart included) when it has one, as the server records the kernel's
  * own path for a notebook; else those recorded under its path.
  */
-async function exportUrl(
+async function exportSelection(
   client: IThemistoClient,
   panel: NotebookPanel
-): Promise<string> {
+): Promise<{ trajectories: string[] } | { notebook: string }> {
   const kernel = panel.sessionContext.session?.kernel?.id;
-  const filename = exportFilename(panel.context.path);
   if (kernel) {
     const trajectories = await client.listTrajectories({ kernel });
     if (trajectories.length > 0) {
-      return client.exportUrl(
-        { trajectories: trajectories.map(t => t.id) },
-        filename
-      );
+      return { trajectories: trajectories.map(t => t.id) };
     }
   }
-  return client.exportUrl({ notebook: panel.context.path }, filename);
+  return { notebook: panel.context.path };
+}
+
+/**
+ * Export a notebook's trajectory next to it and show it in the file
+ * browser; returns the file's path.
+ */
+async function exportBeside(
+  app: JupyterFrontEnd,
+  client: IThemistoClient,
+  panel: NotebookPanel
+): Promise<string> {
+  const contents = app.serviceManager.contents;
+  const filename = exportFilename(panel.context.path);
+  const response = await client.openExport(
+    await exportSelection(client, panel),
+    filename
+  );
+  const path = await freePath(contents, panel.context.path, filename);
+  await saveStream(contents, path, response);
+  if (app.commands.hasCommand('filebrowser:go-to-path')) {
+    await app.commands.execute('filebrowser:go-to-path', { path });
+  }
+  return path;
 }
 
 function errorText(error: unknown): string {
@@ -86,7 +97,9 @@ export function addCommands(
 
   app.commands.addCommand(CommandIDs.exportTrajectory, {
     label: trans.__("Export This Notebook's Trajectory"),
-    caption: trans.__("Download the notebook's recorded trajectories as JSONL"),
+    caption: trans.__(
+      "Save the notebook's recorded trajectories as JSONL next to it"
+    ),
     describedBy: NO_ARGS,
     isEnabled: hasNotebook,
     execute: async () => {
@@ -94,9 +107,12 @@ export function addCommands(
       if (!panel) {
         return;
       }
-      const filename = exportFilename(panel.context.path);
       try {
-        download(await exportUrl(client, panel), filename);
+        const path = await exportBeside(app, client, panel);
+        Notification.success(
+          trans.__("Themisto exported this notebook's trajectory to %1", path),
+          { autoClose: 5000 }
+        );
       } catch (error) {
         Notification.error(
           trans.__(

@@ -16,6 +16,7 @@ export const DEFAULT_SETTINGS: Readonly<IPredictionOptions> = {
   layout: 'side-by-side',
   markerScore: 'rouge_l',
   showCellMarkers: true,
+  showCellFooter: true,
   ghostText: true
 };
 
@@ -56,6 +57,7 @@ export function readSettings(composite: unknown): IPredictionOptions {
         ? score
         : d.markerScore,
     showCellMarkers: bool(raw.showCellMarkers, d.showCellMarkers),
+    showCellFooter: bool(raw.showCellFooter, d.showCellFooter),
     ghostText: bool(raw.ghostText, d.ghostText)
   };
 }

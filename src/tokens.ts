@@ -7,6 +7,7 @@ import { Token } from '@lumino/coreutils';
 import type { ISignal } from '@lumino/signaling';
 
 import type {
+  IHistoryPage,
   IKernelRecording,
   IPredictionRequest,
   IPredictorsInfo,
@@ -26,8 +27,11 @@ import type {
   ConnectionState,
   ICombo,
   IPredictionSlot,
+  ICellStep,
   IScorePoint,
   IScoreRow,
+  IStepDetail,
+  IStepHistory,
   LiveChange
 } from './live/types';
 
@@ -81,12 +85,23 @@ export interface IThemistoClient {
   ): Promise<IStepsPage>;
 
   /**
-   * A trajectory's predictions of steps after `sinceStep`, without their
-   * prompts.
+   * A page of a trajectory's steps in brief (cell, time, memory, error name,
+   * the predictions' scores or why they are missing) after `sinceStep`.
+   */
+  getHistory(
+    trajectoryId: string,
+    sinceStep: number,
+    limit: number
+  ): Promise<IHistoryPage>;
+
+  /**
+   * A trajectory's predictions of target steps after `sinceStep` (up to
+   * `untilStep`), without their prompts.
    */
   getPredictions(
     trajectoryId: string,
-    sinceStep: number
+    sinceStep: number,
+    untilStep?: number
   ): Promise<LivePrediction[]>;
 
   /**
@@ -101,13 +116,13 @@ export interface IThemistoClient {
   requestPrediction(body: IPredictionRequest): Promise<number | null>;
 
   /**
-   * The URL downloading trajectories as JSONL (a plain link the browser
-   * streams to disk).
+   * Read trajectories as JSONL (authenticated by header; the caller streams
+   * the body).
    */
-  exportUrl(
+  openExport(
     what: { trajectories: string[] } | { notebook: string },
     filename: string
-  ): string;
+  ): Promise<Response>;
 
   /**
    * Open the event stream; the caller reads `response.body`.
@@ -221,9 +236,27 @@ export interface INotebookLive {
   series(task: PredictionTask, combo: ICombo): readonly IScorePoint[];
 
   /**
-   * The latest output scores of a cell, one per predictor × context.
+   * The id of the code cell run last (seen finishing on this page, else the
+   * cell of the latest step recorded).
    */
-  cellScores(cellId: string): ReadonlyArray<IPredictionSlot>;
+  readonly lastRunCell: string | null;
+
+  /**
+   * The current trajectory's steps in brief (cell, time, memory, error,
+   * predictions' scores or why they are missing), as far as loaded.
+   */
+  readonly history: IStepHistory;
+
+  /**
+   * A cell's latest step: in the current trajectory, else in an earlier one
+   * of the notebook (before a kernel restart, another kernel).
+   */
+  cellStep(cellId: string): ICellStep | null;
+
+  /**
+   * The steps in brief of the current or an earlier trajectory.
+   */
+  historyOf(trajectoryId: string): IStepHistory | null;
 
   /**
    * Whether a prediction of this target was asked for by the user (as
@@ -254,6 +287,11 @@ export interface IThemistoLive {
    * Emitted when the active notebook (hence `current`) changes.
    */
   readonly currentChanged: ISignal<IThemistoLive, INotebookLive | null>;
+
+  /**
+   * Emitted when a notebook's store is made (the notebook opened).
+   */
+  readonly storeAdded: ISignal<IThemistoLive, INotebookLive>;
 
   /**
    * Emitted for each stream event after its store applied it.
@@ -290,6 +328,22 @@ export interface IThemistoLive {
    * count; one request). Failures land in the store's `recordingError`.
    */
   refreshKernel(): Promise<void>;
+
+  /**
+   * One step whole for review, with the step after it and the predictions
+   * of both: from what the store keeps, else read from the server.
+   */
+  loadStep(
+    store: INotebookLive,
+    step: number,
+    trajectoryId?: string | null
+  ): Promise<IStepDetail>;
+
+  /**
+   * Read the history page holding `step` if it is not loaded yet (review
+   * going back past what was read).
+   */
+  loadHistoryBefore(store: INotebookLive, step: number): Promise<void>;
 
   /**
    * Ask for a prediction for a notebook's kernel (the active notebook by
@@ -339,6 +393,10 @@ export interface IPredictionOptions {
    */
   markerScore: ScoreName;
   showCellMarkers: boolean;
+  /**
+   * A line under each executed cell: its recorded time, memory and score.
+   */
+  showCellFooter: boolean;
   /**
    * Offer the next-cell prediction as ghost text when an empty cell is
    * selected.

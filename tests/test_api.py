@@ -111,6 +111,8 @@ async def test_export_streams_jsonl(api, jp_serverapp, tmp_path):
     ("trajectories", [("limit", 0)], "limit"),
     ("trajectories", [("started_after", "yesterday")], "started_after"),
     ("trajectories/t1/steps", [("since_step", -1)], "since_step"),
+    ("trajectories/t1/history", [("limit", 5000)], "limit"),
+    ("trajectories/t1/predictions", [("until_step", "last")], "until_step"),
     ("export", [("all", "true"), ("filename", "../../etc/passwd.jsonl")], "filename"),
     ("export", [("all", "true"), ("filename", "x.txt")], "filename"),
     ("export", [], "trajectory"),
@@ -124,7 +126,7 @@ async def test_malformed_parameters_are_400_naming_the_field(api, jp_serverapp, 
 
 
 async def test_unknown_ids_are_404(api, jp_serverapp):
-    for path in ("trajectories/nope", "trajectories/nope/steps"):
+    for path in ("trajectories/nope", "trajectories/nope/steps", "trajectories/nope/history"):
         r = await api(path)
         assert r.code == 404 and "nope" in body(r)["message"]
     assert (await api("trajectories/nope", method="DELETE")).code == 404
@@ -236,3 +238,48 @@ async def test_every_documented_route_answers_as_documented(api, jp_serverapp):
     assert exercised == documented_routes()
 
 
+
+
+async def test_history_pages_steps_in_brief_with_their_predictions(api, jp_serverapp):
+    await seed(jp_serverapp, {"h1": 30})
+    store = jp_serverapp.web_app.settings["themisto"].store
+    scored = {**predicted("h1", 12), "reference": "1",
+              "scores": {"exact_match": 1.0, "rouge_l": 1.0, "chrf": 1.0}}
+    missed = {**predicted("h1", 12), "id": "missed-12", "task": "next-cell",
+              "error": {"type": "PredictionSuperseded", "message": "the next cell started first"}}
+    for record in (scored, missed, predicted("h1", 31)):
+        store.save_prediction(record)
+    first = body(await api("trajectories/h1/history", query=[("limit", 20)]))
+    assert [s["step"] for s in first["steps"]] == list(range(1, 21))
+    assert first["next_since_step"] == 20
+    page = body(await api("trajectories/h1/history", query=[("since_step", 10),
+                                                            ("limit", 20)]))
+    assert [s["step"] for s in page["steps"]] == list(range(11, 31))
+    last = body(await api("trajectories/h1/history", query=[("since_step", 30)]))
+    assert last == {"trajectory_id": "h1", "steps": [], "next_since_step": None}
+    twelve = page["steps"][1]
+    assert twelve["step"] == 12 and twelve["error"] is None
+    assert set(twelve) == {"step", "cell_id", "execution_time", "memory_bytes", "error",
+                           "predictions"}
+    assert twelve["predictions"] == [
+        {"id": scored["id"], "task": "output", "predictor": "baseline", "context": "full",
+         "scores": scored["scores"], "error": None},
+        {"id": "missed-12", "task": "next-cell", "predictor": "baseline", "context": "full",
+         "scores": None, "error": missed["error"]}]
+    assert all(s["predictions"] == [] for s in page["steps"] if s["step"] != 12)
+    # no prompt, no code, no output: a summary stays small
+    assert "prompt" not in json.dumps(page) and "x = 1" not in json.dumps(page)
+
+
+async def test_predictions_can_be_read_slim_and_by_window(api, jp_serverapp):
+    await seed(jp_serverapp, {"w1": 5})
+    store = jp_serverapp.web_app.settings["themisto"].store
+    for target in (2, 3, 4, 5):
+        store.save_prediction(predicted("w1", target))
+    whole = body(await api("trajectories/w1/predictions"))["predictions"]
+    assert [p["target_step"] for p in whole] == [2, 3, 4, 5] and whole[0]["prompt"]
+    window = body(await api("trajectories/w1/predictions",
+                            query=[("since_step", 2), ("until_step", 4), ("slim", "true")]))
+    assert [p["target_step"] for p in window["predictions"]] == [3, 4]
+    assert all("prompt" not in p and "raw" not in p for p in window["predictions"])
+    assert window["predictions"][0]["answer"] == "1"

@@ -26,6 +26,8 @@ PAIRS = [
     (records.PromptText, "prediction", "/$defs/prompt"),
     (records.PredictionError, "prediction", "/$defs/error"),
     (records.Scores, "prediction", "/$defs/scores"),
+    (records.StepSummary, "summary", ""),
+    (records.PredictionSummary, "summary", "/$defs/prediction"),
     (records.HelloEvent, "live-event", "/$defs/hello"),
     (records.TrajectoryEvent, "live-event", "/$defs/trajectory"),
     (records.LiveStep, "live-event", "/$defs/live_step"),

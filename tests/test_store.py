@@ -150,6 +150,43 @@ def test_predictions_are_saved_replaced_and_listed(store):
     assert store.get_prediction("p1") is None
 
 
+def test_history_in_brief_slim_and_bounded_predictions(store):
+    failed = {**step("t", 2), "cell_id": "c2", "execution_time": 0.5, "memory_bytes": 7,
+              "error": {"ename": "KeyError", "evalue": "'x'", "traceback": []}}
+    apply(store, [start("t"), step("t", 1), failed, step("t", 3)], "kernel", None)
+    base = {"trajectory_id": "t", "task": "output", "predictor": "baseline", "context": "full",
+            "reference": None, "scores": None, "error": None,
+            "prompt": {"system": "s", "user": "u"}, "raw": "r"}
+    store.save_prediction({**base, "id": "p2", "target_step": 2,
+                           "scores": {"exact_match": 1.0}})
+    store.save_prediction({**base, "id": "m2", "target_step": 2, "task": "next-cell",
+                           "error": {"type": "PredictionSuperseded", "message": "late"}})
+    store.save_prediction({**base, "id": "p3", "target_step": 3})
+    brief = store.step_summaries("t", since_step=1, limit=1)
+    assert brief == [{"step": 2, "cell_id": "c2", "execution_time": 0.5, "memory_bytes": 7,
+                      "error": "KeyError", "predictions": [
+                          {"id": "p2", "task": "output", "predictor": "baseline",
+                           "context": "full", "scores": {"exact_match": 1.0}, "error": None},
+                          {"id": "m2", "task": "next-cell", "predictor": "baseline",
+                           "context": "full", "scores": None,
+                           "error": {"type": "PredictionSuperseded", "message": "late"}}]}]
+    assert [s["step"] for s in store.step_summaries("t")] == [1, 2, 3]
+    assert store.step_summaries("t", since_step=3) == []
+    slim = store.predictions("t", until_step=2, slim=True)
+    assert [p["id"] for p in slim] == ["p2", "m2"]
+    assert all("prompt" not in p and "raw" not in p for p in slim)
+    assert store.predictions("t", since_step=2)[0]["prompt"] == {"system": "s", "user": "u"}
+
+
+def test_a_forgotten_journal_is_read_from_its_start(store):
+    apply(store, [start("t"), step("t", 1)], "kernel", ("k--t.jsonl", 500))
+    assert store.journal_cursors() == {"k--t.jsonl": 500}
+    store.forget_journal("k--t.jsonl")
+    assert store.journal_cursors() == {}
+    apply(store, [step("t", 2)], "kernel", ("k--t.jsonl", 120))  # a shorter file, read again
+    assert store.journal_cursors() == {"k--t.jsonl": 120}
+
+
 def test_import_copies_records_exactly_and_resumes(store):
     record = Trajectory("t", "k", "nb.ipynb", "2026-01-01", "2026-01-02", "restart", "t0",
                         steps=99, source="kernel", user="alice")

@@ -1,10 +1,11 @@
 """The records themisto exchanges, as Python types, and validators for them.
 
 Each record has one source of truth, a JSON Schema in ``themisto_ext/schemas/``: the step
-(a line of a trajectory file), the trajectory summary, the prediction, and each event of
-the live stream. ``docs/openapi.yaml`` references those schemas, the TypeScript types in
-``src/api/records.ts`` are generated from them, and the TypedDicts below are checked
-against them field by field (``tests/test_records.py``), so none can drift.
+(a line of a trajectory file), the trajectory summary, the prediction, a step's summary
+for a notebook's history, and each event of the live stream. ``docs/openapi.yaml``
+references those schemas, the TypeScript types in ``src/api/records.ts`` are generated
+from them, and the TypedDicts below are checked against them field by field
+(``tests/test_records.py``), so none can drift.
 
 Importing this module is cheap (the kernel hook does); jsonschema loads only when a
 validator is first asked for.
@@ -22,7 +23,7 @@ from typing_extensions import NotRequired, TypedDict
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-SCHEMA_NAMES = ("step", "trajectory", "prediction", "live-event")
+SCHEMA_NAMES = ("step", "trajectory", "prediction", "summary", "live-event")
 
 Task = Literal["output", "next-cell"]
 Context = Literal["none", "full", "curated"]
@@ -150,6 +151,27 @@ class Prediction(TypedDict):
     queue_seconds: NotRequired[float | None]
 
 
+# ---------------------------------------------------------------- step summary (history)
+
+
+class PredictionSummary(TypedDict):
+    id: str
+    task: Task
+    predictor: str
+    context: Context
+    scores: Scores | None
+    error: PredictionError | None
+
+
+class StepSummary(TypedDict):
+    step: int
+    cell_id: str | None
+    execution_time: float
+    memory_bytes: int | None
+    error: str | None
+    predictions: list[PredictionSummary]
+
+
 # ---------------------------------------------------------------- live events
 
 
@@ -238,7 +260,8 @@ LiveEvent = (HelloEvent | TrajectoryEvent | StepEvent | RecordingEvent | Predict
 
 @cache
 def schema(name: str) -> dict[str, Any]:
-    """The JSON Schema of a record: ``step``, ``trajectory``, ``prediction``, ``live-event``."""
+    """The JSON Schema of a record: ``step``, ``trajectory``, ``prediction``, ``summary``,
+    ``live-event``."""
     if name not in SCHEMA_NAMES:
         raise KeyError(f"no schema {name!r}: use one of {', '.join(SCHEMA_NAMES)}")
     path = resources.files("themisto_ext").joinpath(f"schemas/{name}.schema.json")

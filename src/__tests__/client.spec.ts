@@ -176,7 +176,8 @@ describe('ThemistoClient: live data', () => {
     ).resolves.toEqual({
       id: 'last',
       kernel_id: 'k',
-      steps: 9
+      steps: 9,
+      started_at: ''
     });
     expect(calls[0].url.searchParams.get('notebook')).toBe('a b.ipynb');
     expect(calls[1].url.searchParams.get('offset')).toBe('2');
@@ -275,26 +276,89 @@ describe('ThemistoClient: live data', () => {
     });
   });
 
-  it('builds export links with the token when there is one', () => {
-    const withToken = makeApi(() => json(200, {}), 'secret').api;
-    const url = new URL(
-      withToken.exportUrl({ notebook: 'd/n.ipynb' }, 'n.jsonl')
+  it('reads an export with the token in a header, never in the URL', async () => {
+    const headers: string[] = [];
+    const { api, calls } = makeApi(
+      () => new Response('{"step": 1}\n'),
+      'secret'
     );
+    const fetchSpy = jest.spyOn(api.serverSettings, 'fetch');
+    fetchSpy.mockImplementation(async (input, init) => {
+      const request = new Request(input as RequestInfo, init);
+      headers.push(request.headers.get('Authorization') ?? '');
+      calls.push({ url: new URL(request.url), method: 'GET', body: null });
+      return new Response('{"step": 1}\n');
+    });
+    const response = await api.openExport(
+      { trajectories: ['a', 'b'] },
+      'n.jsonl'
+    );
+    expect(await response.text()).toBe('{"step": 1}\n');
+    const url = calls[0].url;
     expect(url.pathname).toBe('/base/themisto/api/export');
-    expect(url.searchParams.get('notebook')).toBe('d/n.ipynb');
+    expect(url.searchParams.getAll('trajectory')).toEqual(['a', 'b']);
     expect(url.searchParams.get('filename')).toBe('n.jsonl');
-    expect(url.searchParams.get('token')).toBe('secret');
-    const cookie = makeApi(() => json(200, {})).api;
-    expect(
-      new URL(
-        cookie.exportUrl({ notebook: 'n.ipynb' }, 'n.jsonl')
-      ).searchParams.has('token')
-    ).toBe(false);
-    const many = new URL(
-      cookie.exportUrl({ trajectories: ['a', 'b'] }, 'n.jsonl')
+    expect(url.searchParams.has('token')).toBe(false);
+    expect(url.href).not.toContain('secret');
+    expect(headers).toEqual(['token secret']);
+  });
+
+  it('reads a history page in brief and slim predictions of a window', async () => {
+    const { api, calls } = makeApi(({ url }) =>
+      url.pathname.endsWith('/history')
+        ? json(200, {
+            trajectory_id: 't1',
+            steps: [
+              {
+                step: 4,
+                cell_id: 'c',
+                execution_time: 0.5,
+                memory_bytes: 10,
+                error: 'NameError',
+                predictions: [
+                  {
+                    id: 'p',
+                    task: 'output',
+                    predictor: 'baseline',
+                    context: 'full',
+                    scores: null,
+                    error: {
+                      type: 'PredictionSuperseded',
+                      message: 'the next cell started first'
+                    }
+                  },
+                  { id: 'bad', task: 'guess' }
+                ]
+              },
+              { cell_id: 'no number' }
+            ],
+            next_since_step: 4
+          })
+        : json(200, { predictions: [prediction('output', 5)] })
     );
-    expect(many.searchParams.getAll('trajectory')).toEqual(['a', 'b']);
-    expect(many.searchParams.has('notebook')).toBe(false);
+    const page = await api.getHistory('t1', 3, 1);
+    expect(page.nextSinceStep).toBe(4);
+    expect(page.steps).toHaveLength(1);
+    expect(page.steps[0]).toMatchObject({ step: 4, error: 'NameError' });
+    expect(page.steps[0].predictions).toEqual([
+      {
+        id: 'p',
+        task: 'output',
+        predictor: 'baseline',
+        context: 'full',
+        scores: null,
+        error: {
+          type: 'PredictionSuperseded',
+          message: 'the next cell started first'
+        }
+      }
+    ]);
+    expect(calls[0].url.searchParams.get('since_step')).toBe('3');
+    expect(calls[0].url.searchParams.get('limit')).toBe('1');
+    await api.getPredictions('t1', 4, 6);
+    const query = calls[1].url.searchParams;
+    expect(query.get('until_step')).toBe('6');
+    expect(query.get('slim')).toBe('true');
   });
 });
 

@@ -3,6 +3,7 @@ import { Signal } from '@lumino/signaling';
 import type { IPredictorsInfo } from '../api/model';
 import type { PredictionTask } from '../api/records';
 import type { NotebookLive } from '../live/store';
+import type { IStepDetail } from '../live/types';
 import type { ILiveEventArgs, INotebookLive, IThemistoLive } from '../tokens';
 
 /**
@@ -24,6 +25,10 @@ export class FakeLive implements IThemistoLive {
   currentChanged: Signal<IThemistoLive, INotebookLive | null> = new Signal<
     IThemistoLive,
     INotebookLive | null
+  >(this);
+  storeAdded: Signal<IThemistoLive, INotebookLive> = new Signal<
+    IThemistoLive,
+    INotebookLive
   >(this);
   eventReceived: Signal<IThemistoLive, ILiveEventArgs> = new Signal<
     IThemistoLive,
@@ -52,6 +57,30 @@ export class FakeLive implements IThemistoLive {
 
   async refreshKernel(): Promise<void> {
     this.kernelReads++;
+  }
+
+  details: IStepDetail[] = [];
+  loaded: number[] = [];
+
+  async loadStep(
+    store: INotebookLive,
+    step: number,
+    trajectoryId: string | null = store.trajectoryId
+  ): Promise<IStepDetail> {
+    this.loaded.push(step);
+    return (
+      this.details.find(d => d.step === step) ?? {
+        trajectoryId,
+        step,
+        whole: null,
+        next: null,
+        predictions: []
+      }
+    );
+  }
+
+  async loadHistoryBefore(): Promise<void> {
+    // Everything is held.
   }
 
   async requestPrediction(

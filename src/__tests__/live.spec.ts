@@ -3,7 +3,8 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import type { IKernelRecording, ITrajectoryFilter } from '../api/model';
 import type { Prediction } from '../api/records';
-import { HISTORY_STEPS, MAX_STREAMS, ThemistoLive } from '../live/live';
+import { MAX_STREAMS, ThemistoLive } from '../live/live';
+import { FIRST_PAGE, HISTORY_PAGE, WHOLE_STEPS } from '../live/loader';
 import type { IThemistoClient } from '../tokens';
 import { prediction, step } from './fixtures';
 
@@ -36,7 +37,19 @@ class FakeClient implements IThemistoClient {
   aborted = 0;
   posts: unknown[] = [];
   kernelReads: string[] = [];
-  trajectory = { id: 't1', kernel_id: 'k1', steps: 3 };
+  trajectory = {
+    id: 't1',
+    kernel_id: 'k1',
+    steps: 3,
+    started_at: '2026-01-02T00:00:00Z'
+  };
+  /** Earlier trajectories of the notebook (by kernel or path). */
+  past: Array<{
+    id: string;
+    kernel_id: string;
+    steps: number;
+    started_at: string;
+  }> = [];
   recording = true;
   events = '';
   recordingChanged: Signal<IThemistoClient, IKernelRecording> = new Signal<
@@ -63,14 +76,55 @@ class FakeClient implements IThemistoClient {
     return this.trajectory;
   }
   async listTrajectories() {
-    return [this.trajectory];
+    return [this.trajectory, ...this.past];
   }
-  async getSteps(id: string, since: number) {
+  async getSteps(id: string, since: number, limit = 1000) {
     const steps = [];
-    for (let n = since + 1; n <= this.trajectory.steps; n++) {
+    for (
+      let n = since + 1;
+      n <= this.trajectory.steps && n <= since + limit;
+      n++
+    ) {
       steps.push(step(n));
     }
     return { steps, nextSinceStep: null };
+  }
+  async getHistory(id: string, since: number, limit: number) {
+    const total =
+      id === this.trajectory.id
+        ? this.trajectory.steps
+        : (this.past.find(t => t.id === id)?.steps ?? 0);
+    const steps = [];
+    for (let n = since + 1; n <= total && n <= since + limit; n++) {
+      steps.push({
+        step: n,
+        cell_id: `${id}-cell-${n}`,
+        execution_time: 0.01,
+        memory_bytes: 1000,
+        error: null,
+        predictions:
+          n === 3
+            ? [
+                {
+                  id:
+                    id === this.trajectory.id
+                      ? 'output-3-baseline-none'
+                      : `${id}-p3`,
+                  task: 'output' as const,
+                  predictor: 'baseline',
+                  context: 'none' as const,
+                  scores: { exact_match: 1, rouge_l: 1, chrf: 1 },
+                  error: null
+                }
+              ]
+            : []
+      });
+    }
+    const last = steps[steps.length - 1];
+    return {
+      steps,
+      nextSinceStep: steps.length === limit && last ? last.step : null
+    };
   }
   async getPredictions() {
     return [
@@ -89,8 +143,8 @@ class FakeClient implements IThemistoClient {
     this.posts.push(body);
     return 4;
   }
-  exportUrl(): string {
-    return '';
+  async openExport(): Promise<Response> {
+    throw new Error('not used');
   }
 
   private _model(kernelId: string): IKernelRecording {
@@ -119,7 +173,11 @@ function tracker() {
     currentWidget: null as NotebookPanel | null,
     currentChanged: new Signal<INotebookTracker, NotebookPanel | null>(
       {} as INotebookTracker
-    )
+    ),
+    widgetAdded: new Signal<INotebookTracker, NotebookPanel>(
+      {} as INotebookTracker
+    ),
+    forEach: () => undefined
   };
   const show = (p: NotebookPanel | null) => {
     t.currentWidget = p;
@@ -161,7 +219,7 @@ describe('ThemistoLive', () => {
 
   it('applies live events and announces them', async () => {
     const api = new FakeClient();
-    api.trajectory = { id: 't1', kernel_id: 'k1', steps: 0 };
+    api.trajectory = { ...api.trajectory, steps: 0 };
     api.events =
       'event: step\ndata: ' +
       JSON.stringify({
@@ -184,7 +242,7 @@ describe('ThemistoLive', () => {
 
   it('reads the kernel state once per active kernel, then follows the stream', async () => {
     const api = new FakeClient();
-    api.trajectory = { id: 't1', kernel_id: 'k1', steps: 2 };
+    api.trajectory = { ...api.trajectory, steps: 2 };
     api.events = [
       { type: 'step', trajectory_id: 't1', kernel_id: 'k1', step: step(3) },
       {
@@ -305,16 +363,95 @@ describe('ThemistoLive', () => {
     live.dispose();
   });
 
-  it('reads a bounded window of a long history', async () => {
+  it('reads a long history newest first: one page in brief, a few steps whole, then older pages', async () => {
     const api = new FakeClient();
-    api.trajectory = { id: 't1', kernel_id: 'k1', steps: 1000 };
+    api.trajectory = { ...api.trajectory, steps: 2000 };
     const { tracker: t, show } = tracker();
     const live = new ThemistoLive({ client: api, tracker: t });
     const getSteps = jest.spyOn(api, 'getSteps');
+    const getHistory = jest.spyOn(api, 'getHistory');
     show(panel('a.ipynb', 'k1'));
     await flush();
-    expect(getSteps).toHaveBeenCalledWith('t1', 1000 - HISTORY_STEPS, 1000);
-    expect(live.current?.lastStep).toBe(1000);
+    expect(getHistory.mock.calls[0]).toEqual([
+      't1',
+      2000 - FIRST_PAGE,
+      HISTORY_PAGE
+    ]);
+    expect(getSteps).toHaveBeenCalledTimes(1);
+    expect(getSteps).toHaveBeenCalledWith(
+      't1',
+      2000 - WHOLE_STEPS,
+      WHOLE_STEPS + 1
+    );
+    const store = live.current!;
+    expect(store.lastStep).toBe(2000);
+    expect(store.latestStep?.step).toBe(2000);
+    expect(store.getStep(1000)).toBeNull();
+    // Every step is known in brief, read back page by page.
+    await flush();
+    expect(store.history.first).toBe(1);
+    expect(store.history.get(3)?.predictions).toHaveLength(1);
+    expect(store.scoreRows[0].means.count).toBe(1);
+    expect(store.cellStep('t1-cell-1999')?.summary.step).toBe(1999);
+    live.dispose();
+  });
+
+  it('shows cells not run since the kernel restarted from the earlier trajectory', async () => {
+    const api = new FakeClient();
+    api.trajectory = { ...api.trajectory, id: 't2', steps: 1 };
+    api.past = [
+      {
+        id: 't1',
+        kernel_id: 'k1',
+        steps: 4,
+        started_at: '2026-01-01T00:00:00Z'
+      }
+    ];
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({ client: api, tracker: t });
+    show(panel('a.ipynb', 'k1'));
+    await flush();
+    const store = live.current!;
+    expect(store.trajectoryId).toBe('t2');
+    expect(store.cellStep('t2-cell-1')).toMatchObject({
+      trajectoryId: 't2',
+      current: true
+    });
+    expect(store.cellStep('t1-cell-3')).toMatchObject({
+      trajectoryId: 't1',
+      current: false,
+      summary: { step: 3 }
+    });
+    expect(store.historyOf('t1')?.last).toBe(4);
+    live.dispose();
+  });
+
+  it("reads a notebook's history by path before its kernel answers, then follows it", async () => {
+    const api = new FakeClient();
+    api.trajectory = { ...api.trajectory, steps: 4 };
+    const listed = jest.spyOn(api, 'listTrajectories');
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({ client: api, tracker: t });
+    const a = panel('a.ipynb', null);
+    show(a);
+    await flush();
+    const store = live.current!;
+    expect(listed).toHaveBeenCalledWith({ notebook: 'a.ipynb' });
+    expect(api.opened).toHaveLength(0);
+    expect(store.cellStep('t1-cell-3')).toMatchObject({
+      trajectoryId: 't1',
+      current: false
+    });
+    // The kernel answers: its trajectory is the one read, now followed.
+    (a.sessionContext as unknown as { session: unknown }).session = {
+      kernel: { id: 'k1' }
+    };
+    (a.sessionContext.kernelChanged as Signal<unknown, unknown>).emit({});
+    await flush();
+    expect(store.trajectoryId).toBe('t1');
+    expect(store.cellStep('t1-cell-3')).toMatchObject({ current: true });
+    expect(store.lastStep).toBe(4);
+    expect(store.scoreRows[0].means.count).toBe(1);
     live.dispose();
   });
 });

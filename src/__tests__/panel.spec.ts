@@ -36,6 +36,10 @@ class Actions implements IPanelActions {
   async toggleRecording(): Promise<void> {
     this.toggles++;
   }
+  focusReturns = 0;
+  returnFocus(): void {
+    this.focusReturns++;
+  }
   fetched: string[] = [];
   async getPrediction(id: string): Promise<Prediction> {
     this.fetched.push(id);
@@ -187,6 +191,122 @@ describe('PredictionPanel', () => {
     expect(actions.inserted).toEqual(['y = 2']);
     expect(actions.replaced).toEqual(['y = 2']);
     expect(actions.copied).toEqual(['y = 2']);
+    // Copy says it copied; every click gives the focus back.
+    expect(card.querySelector('.themisto-Copy')?.textContent).toBe('Copied');
+    expect(actions.focusReturns).toBe(3);
+    // A press on a button never takes the focus from the notebook.
+    const press = new MouseEvent('mousedown', {
+      bubbles: true,
+      cancelable: true
+    });
+    card.querySelector('.themisto-Insert')!.dispatchEvent(press);
+    expect(press.defaultPrevented).toBe(true);
+    panel.dispose();
+  });
+
+  it('numbers the next cell after the one running, not the running one', () => {
+    const { panel, store, q } = setup();
+    store!.apply(stepEvent(1));
+    store!.apply(
+      predictionEvent(prediction('next-cell', 2, { answer: 'y = 2' }))
+    );
+    panel.flush();
+    expect(q('.themisto-NextSection h3')?.textContent).toBe(
+      'Next cell (step 2)'
+    );
+    // Cell 2 starts: its output is predicted; the next cell is step 3.
+    store!.apply(predictingEvent('output', 2, 'baseline', 'none'));
+    panel.flush();
+    expect(q('.themisto-NextSection h3')?.textContent).toBe(
+      'Next cell (step 3)'
+    );
+    expect(q('.themisto-NextSection')?.textContent).toContain(
+      'Predicted when step 2 finishes.'
+    );
+    panel.dispose();
+  });
+
+  it('reviews any step: its output, the next cell predicted after it, its runtime', async () => {
+    const { panel, store, live, q, qa } = setup();
+    store!.adopt('t1');
+    store!.addSteps([step(1), step(2), step(3)]);
+    const superseded = {
+      type: 'PredictionSuperseded',
+      message: 'the next cell started first'
+    };
+    live.details = [
+      {
+        trajectoryId: 't1',
+        step: 2,
+        whole: step(2, { output: 'out 2' }),
+        next: step(3, { code: 'x3 = 3' }),
+        predictions: [
+          prediction('output', 2, { answer: 'out 2', scores: scores(1) }),
+          prediction('next-cell', 3, { answer: 'x3 = 4', scores: scores(0.5) }),
+          prediction('next-cell', 3, { context: 'full', error: superseded })
+        ]
+      }
+    ];
+    const views: string[] = [];
+    panel.viewChanged.connect((_, view) => views.push(view.mode));
+    panel.showStep(2);
+    await Promise.resolve();
+    panel.flush();
+    const view = q('[data-themisto-view-step="2"]');
+    expect(view).not.toBeNull();
+    expect(q('.themisto-OutputSection h3')?.textContent).toBe(
+      'Output of step 2'
+    );
+    expect(q('.themisto-OutputSection .themisto-Actual')?.textContent).toBe(
+      'out 2'
+    );
+    expect(q('.themisto-NextSection h3')?.textContent).toBe(
+      'Next cell (step 3), predicted after step 2'
+    );
+    const [none, full] = qa('.themisto-NextSection .themisto-Card');
+    expect(none.querySelector('.themisto-ActualCode')?.textContent).toBe(
+      'x3 = 3'
+    );
+    expect(none.querySelector('.themisto-Insert')).toBeNull();
+    expect(full.querySelector('.themisto-Missed')?.textContent).toBe(
+      'No prediction: superseded: the next cell started first'
+    );
+    expect(full.querySelector('.themisto-Retry')).toBeNull();
+    // No prediction at all for a column: said, not "predicting".
+    expect(
+      qa('.themisto-OutputSection .themisto-Card')[1].textContent
+    ).toContain('No prediction: none was recorded for this step');
+    expect(q('.themisto-RuntimeSection h3')?.textContent).toBe(
+      'Runtime after step 2'
+    );
+
+    // Previous, next, and back to live.
+    click(q('.themisto-Review-previous'));
+    panel.flush();
+    expect(q('[data-themisto-view-step="1"]')).not.toBeNull();
+    panel.showNext();
+    panel.showNext();
+    panel.flush();
+    expect(q('[data-themisto-view-step="3"]')).not.toBeNull();
+    panel.showNext();
+    panel.flush();
+    expect(panel.view.mode).toBe('live');
+    expect(q('[data-themisto-view-step]')).toBeNull();
+    panel.showPrevious();
+    expect(panel.view).toMatchObject({ mode: 'review', step: 3 });
+    panel.flush();
+    click(q('.themisto-Review-live'));
+    expect(panel.view.mode).toBe('live');
+    expect(views).toEqual([
+      'review',
+      'review',
+      'review',
+      'review',
+      'live',
+      'review',
+      'live'
+    ]);
+    expect(live.loaded).toEqual([2, 1, 2, 3, 3]);
     panel.dispose();
   });
 

@@ -270,14 +270,20 @@ describe('payload readers', () => {
     expect(
       toTrajectorySummaries({
         trajectories: [
-          { id: 'a', kernel_id: 'k', steps: 2, source: 'kernel' },
+          {
+            id: 'a',
+            kernel_id: 'k',
+            steps: 2,
+            source: 'kernel',
+            started_at: '2026-01-01T00:00:00Z'
+          },
           { kernel_id: 'k' },
           { id: 'b' }
         ]
       })
     ).toEqual([
-      { id: 'a', kernel_id: 'k', steps: 2 },
-      { id: 'b', kernel_id: '', steps: 0 }
+      { id: 'a', kernel_id: 'k', steps: 2, started_at: '2026-01-01T00:00:00Z' },
+      { id: 'b', kernel_id: '', steps: 0, started_at: '' }
     ]);
     expect(toTrajectorySummaries(null)).toEqual([]);
   });

@@ -17,6 +17,9 @@ class FakeModel {
   setMetadata(key: string, value: unknown): void {
     this.metadata[key] = value;
   }
+  deleteMetadata(key: string): void {
+    delete this.metadata[key];
+  }
 }
 
 describe('notebook recording metadata', () => {
@@ -38,7 +41,18 @@ describe('notebook recording metadata', () => {
     rememberRecording(model, false);
     expect(model.metadata.themisto).toEqual({ other: 1, recording: false });
     rememberRecording(model, true);
-    expect(notebookRecording(model)).toBe(true);
+    expect(model.metadata.themisto).toEqual({ other: 1 });
+    expect(notebookRecording(model)).toBeNull();
+  });
+
+  it('writes nothing into the notebook when recording is turned on', () => {
+    const model = new FakeModel();
+    rememberRecording(model, true);
+    expect(model.metadata).toEqual({});
+    rememberRecording(model, false);
+    expect(model.metadata).toEqual({ themisto: { recording: false } });
+    rememberRecording(model, true);
+    expect(model.metadata).toEqual({});
   });
 });
 

@@ -20,6 +20,7 @@ describe('readSettings', () => {
         layout: 'stacked',
         markerScore: 'chrf',
         showCellMarkers: 'no',
+        showCellFooter: false,
         ghostText: false
       })
     ).toEqual({
@@ -29,6 +30,7 @@ describe('readSettings', () => {
       layout: 'stacked',
       markerScore: 'chrf',
       showCellMarkers: true,
+      showCellFooter: false,
       ghostText: false
     });
     expect(readSettings({ layout: 'grid', markerScore: 'bleu' })).toMatchObject(

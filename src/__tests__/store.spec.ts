@@ -1,4 +1,5 @@
-import { insertSorted, NotebookLive, shownTarget } from '../live/store';
+import { insertSorted } from '../live/order';
+import { NotebookLive, shownTarget } from '../live/store';
 import {
   KERNEL,
   PATH,
@@ -72,7 +73,9 @@ describe('NotebookLive', () => {
     expect(store.series('output', row)).toEqual([
       { step: 2, scores: scores(1) }
     ]);
-    expect(store.cellScores('c2')[0].prediction?.scores).toEqual(scores(1));
+    expect(
+      store.cellStep('c2')?.summary.predictions.map(p => p.scores)
+    ).toEqual([scores(1)]);
     expect(store.latestTarget('output')).toBe(2);
   });
 
@@ -82,18 +85,76 @@ describe('NotebookLive', () => {
     store.addPredictions([
       prediction('output', 1, { cell_id: null, scores: scores(0.5) })
     ]);
-    expect(store.cellScores('abc')).toHaveLength(1);
+    expect(store.cellStep('abc')?.summary.predictions).toHaveLength(1);
   });
 
-  it('keeps a re-run cell at its latest score', () => {
+  it('keeps a re-run cell at its latest step', () => {
     const store = new NotebookLive(PATH);
     store.addSteps([step(1, { cell_id: 'a' }), step(2, { cell_id: 'a' })]);
     store.addPredictions([
       prediction('output', 2, { cell_id: 'a', scores: scores(0.9) }),
       prediction('output', 1, { cell_id: 'a', scores: scores(0.1) })
     ]);
-    const [latest] = store.cellScores('a');
-    expect(latest.targetStep).toBe(2);
+    const latest = store.cellStep('a')!;
+    expect(latest.summary.step).toBe(2);
+    expect(latest.current).toBe(true);
+    expect(latest.summary.predictions[0].scores).toEqual(scores(0.9));
+  });
+
+  it('holds a prediction until its step lands, and history pages merge in', () => {
+    const store = new NotebookLive(PATH);
+    store.addSteps([step(1, { cell_id: 'a' })]);
+    store.addPredictions([prediction('output', 2, { cell_id: 'b' })]);
+    expect(store.cellStep('b')).toBeNull();
+    store.addSteps([step(2, { cell_id: 'b' })]);
+    expect(store.cellStep('b')?.summary.predictions).toHaveLength(1);
+    // An older page read later: steps before, the scores counted once.
+    const older = {
+      step: 0,
+      cell_id: 'z',
+      execution_time: 1,
+      memory_bytes: null,
+      error: 'NameError',
+      predictions: [
+        {
+          id: 'p0',
+          task: 'output' as const,
+          predictor: 'baseline',
+          context: 'none' as const,
+          scores: scores(0.5),
+          error: null
+        }
+      ]
+    };
+    store.addSummaries([{ ...older, step: 1 }]);
+    store.addSummaries([{ ...older, step: 1 }]);
+    expect(store.history.get(1)?.predictions.map(p => p.id)).toEqual(['p0']);
+    expect(store.scoreRows[0].means.count).toBe(1);
+    expect(store.lastRunCell).toBe('b');
+    store.noteRun('a');
+    expect(store.lastRunCell).toBe('a');
+  });
+
+  it('keeps an earlier trajectory in brief for cells not run since a restart', () => {
+    const store = new NotebookLive(PATH);
+    store.adopt('t-old');
+    store.addSteps([
+      step(1, { trajectory_id: 't-old', cell_id: 'a' }),
+      step(2, { trajectory_id: 't-old', cell_id: 'b' })
+    ]);
+    store.adopt('t-new');
+    store.addSteps([step(1, { trajectory_id: 't-new', cell_id: 'b' })]);
+    expect(store.cellStep('a')).toMatchObject({
+      trajectoryId: 't-old',
+      current: false,
+      summary: { step: 1 }
+    });
+    expect(store.cellStep('b')).toMatchObject({
+      trajectoryId: 't-new',
+      current: true
+    });
+    expect(store.historyOf('t-old')?.last).toBe(2);
+    expect(store.lastStep).toBe(1);
   });
 
   it('shows a retry as predicting again, then its answer', () => {
@@ -150,14 +211,16 @@ describe('NotebookLive', () => {
     store.apply(scoredEvent(prediction('output', 1), 'out 1', scores(1)));
     expect(store.scoreRows).toHaveLength(0);
     expect(store.slots('output', 1)).toHaveLength(0);
-    // A retry replaced the prediction: the old one's scores are ignored.
+    // A retry replaced the prediction in the panel: it stays predicting. The
+    // old one is still a stored prediction: its scores count, as they do
+    // when the history is read after a reload.
     const first = prediction('next-cell', 2, { id: 'first' });
     store.apply(predictionEvent(first));
     store.apply(predictingEvent('next-cell', 2));
     store.apply(scoredEvent(first, 'x2 = 2', scores(0.5)));
-    expect(store.scoreRows).toHaveLength(0);
+    expect(store.scoreRows).toHaveLength(1);
     expect(store.slots('next-cell', 2)[0].state).toBe('predicting');
-    expect(seen).toEqual(['predictions', 'predictions']);
+    expect(seen).toEqual(['predictions', 'predictions', 'scores']);
   });
 
   it('follows recording and the step count from the kernel state and the stream', () => {

@@ -1,10 +1,16 @@
+import { nullTranslator } from '@jupyterlab/translation';
+
+import type { PredictionSummary, StepSummary } from '../api/records';
+import { errorReason, isMissed, noPredictionReason } from '../live/reasons';
 import { NotebookLive } from '../live/store';
+import { cellView } from '../notebook/cellview';
 import { ghostText, latestNextCell } from '../notebook/inline';
-import { markerContent } from '../notebook/markers';
 import { downsample, scorePlot } from '../panel/plot';
 import { sortVariables } from '../panel/variables';
 import { PredictionSettings } from '../settings';
 import { PATH, prediction, scores, step } from './fixtures';
+
+const trans = nullTranslator.load('themisto_ext');
 
 describe('ghost text', () => {
   it('offers the whole prediction in an empty cell, the rest while typing', () => {
@@ -38,27 +44,109 @@ describe('ghost text', () => {
   });
 });
 
-describe('markerContent', () => {
+describe('cellView', () => {
+  const combos = [
+    { predictor: 'baseline', context: 'none' },
+    { predictor: 'baseline', context: 'full' }
+  ];
+  const brief = (
+    context: 'none' | 'full',
+    extra: Partial<PredictionSummary> = {}
+  ): PredictionSummary => ({
+    id: `p-${context}`,
+    task: 'output',
+    predictor: 'baseline',
+    context,
+    scores: null,
+    error: null,
+    ...extra
+  });
+  const summary = (predictions: PredictionSummary[]): StepSummary => ({
+    step: 3,
+    cell_id: 'c3',
+    execution_time: 1.5,
+    memory_bytes: 2048,
+    error: null,
+    predictions
+  });
+  const options = {
+    combos,
+    score: 'rouge_l' as const,
+    predicting: false,
+    noPrediction: 'no predictor'
+  };
+
   it('shows the chosen score of the first column and all in the title', () => {
-    const slot = (context: 'none' | 'full', value: number) => ({
-      task: 'output' as const,
-      targetStep: 3,
-      predictor: 'baseline',
-      context,
-      cellId: 'c3',
-      state: 'done' as const,
-      prediction: prediction('output', 3, { context, scores: scores(value) })
-    });
-    const content = markerContent(
-      [slot('none', 0.4), slot('full', 0.9)],
-      'rouge_l'
+    const view = cellView(
+      summary([
+        brief('none', { scores: scores(0.4) }),
+        brief('full', { scores: scores(0.9) })
+      ]),
+      options,
+      trans
     );
-    expect(content?.text).toBe('RL 0.40');
-    expect(content?.value).toBe(0.4);
-    expect(content?.title).toContain(
+    expect(view.badge).toBe('RL 0.40');
+    expect(view.state).toBe('scored');
+    expect(view.value).toBe(0.4);
+    expect(view.title).toContain(
       'baseline · full (step 3): EM 0.00 · ROUGE-L 0.90 · ChrF 0.90'
     );
-    expect(markerContent([], 'chrf')).toBeNull();
+    expect(view.title).toContain('Click to review step 3');
+    expect(view.footer).toBe('step 3 · 1.50 s · 2.00 KiB · RL 0.40');
+  });
+
+  it('says why a cell has no prediction', () => {
+    const superseded = {
+      type: 'PredictionSuperseded',
+      message: 'the next cell started first'
+    };
+    const missed = cellView(
+      summary([brief('none', { error: superseded })]),
+      options,
+      trans
+    );
+    expect(missed.state).toBe('missed');
+    expect(missed.badge).toBe('—');
+    expect(missed.title).toContain(
+      'baseline · none: superseded: the next cell started first'
+    );
+    const failed = cellView(
+      summary([
+        brief('none', {
+          error: { type: 'ProviderTimeoutError', message: 'no answer in 60 s' }
+        })
+      ]),
+      options,
+      trans
+    );
+    expect(failed.state).toBe('error');
+    expect(failed.footer).toContain(
+      'no output prediction: provider error: ProviderTimeoutError: no answer in 60 s'
+    );
+    const none = cellView(summary([]), options, trans);
+    expect(none.state).toBe('none');
+    expect(none.footer).toContain('no output prediction: no predictor');
+    const running = cellView(
+      summary([]),
+      { ...options, predicting: true },
+      trans
+    );
+    expect(running.badge).toBe('…');
+  });
+
+  it('says the reasons in words', () => {
+    expect(noPredictionReason(null, false, trans)).toBe('auto-predict is off');
+    expect(
+      noPredictionReason(
+        { predictors: [], contexts: [], live: true },
+        true,
+        trans
+      )
+    ).toBe('no predictor');
+    expect(
+      errorReason({ type: 'PredictionSuperseded', message: 'other' }, trans)
+    ).toBe('superseded: other');
+    expect(isMissed({ type: 'ProviderError', message: '' })).toBe(false);
   });
 });
 
@@ -75,18 +163,26 @@ describe('plot', () => {
     expect(downsample(points.slice(0, 3), 'chrf', 100)).toHaveLength(3);
   });
 
-  it('draws one line per series', () => {
+  it('draws one line per series, each point a step to click', () => {
+    const shown: number[] = [];
     const node = scorePlot(
       [
         { label: 'a', points },
         { label: 'b', points: points.slice(0, 1) }
       ],
       'rouge_l',
-      'ROUGE-L'
+      'ROUGE-L',
+      { shown: 500, onStep: step => shown.push(step) }
     );
     expect(node.querySelectorAll('polyline')).toHaveLength(1);
-    expect(node.querySelectorAll('circle')).toHaveLength(2);
+    // 150 buckets of the long series, the lone point of the other.
+    expect(node.querySelectorAll('circle')).toHaveLength(151);
     expect(node.getAttribute('aria-label')).toBe('ROUGE-L');
+    node
+      .querySelector('circle[data-step="1"]')!
+      .dispatchEvent(new MouseEvent('click'));
+    expect(shown).toEqual([1]);
+    expect(node.querySelectorAll('.themisto-Plot-shown')).toHaveLength(1);
   });
 });
 

@@ -8,6 +8,7 @@ import { type ISignal, Signal } from '@lumino/signaling';
 import type { IThemistoClient } from '../tokens';
 import { ThemistoApiError } from './errors';
 import type {
+  IHistoryPage,
   IKernelRecording,
   IPredictionRequest,
   IPredictorsInfo,
@@ -23,9 +24,15 @@ import {
   toPrediction,
   toPredictorsInfo,
   toStep,
+  toStepSummary,
   toTrajectorySummaries
 } from './parse';
-import type { LivePrediction, LiveStep, Prediction } from './records';
+import type {
+  LivePrediction,
+  LiveStep,
+  Prediction,
+  StepSummary
+} from './records';
 import { apiJson, apiRequest, apiUrl, type Query } from './request';
 
 export { ThemistoApiError } from './errors';
@@ -131,13 +138,37 @@ export class ThemistoClient implements IThemistoClient {
     };
   }
 
+  async getHistory(
+    trajectoryId: string,
+    sinceStep: number,
+    limit: number
+  ): Promise<IHistoryPage> {
+    const record = asRecord(
+      await this._get(['trajectories', trajectoryId, 'history'], {
+        since_step: sinceStep,
+        limit
+      })
+    );
+    const list = Array.isArray(record.steps) ? record.steps : [];
+    const next = record.next_since_step;
+    return {
+      steps: list
+        .map(toStepSummary)
+        .filter((s): s is StepSummary => s !== null),
+      nextSinceStep: typeof next === 'number' ? next : null
+    };
+  }
+
   async getPredictions(
     trajectoryId: string,
-    sinceStep: number
+    sinceStep: number,
+    untilStep?: number
   ): Promise<LivePrediction[]> {
     const record = asRecord(
       await this._get(['trajectories', trajectoryId, 'predictions'], {
-        since_step: sinceStep
+        since_step: sinceStep,
+        until_step: untilStep,
+        slim: 'true'
       })
     );
     const list = Array.isArray(record.predictions) ? record.predictions : [];
@@ -164,22 +195,23 @@ export class ThemistoClient implements IThemistoClient {
   }
 
   /**
-   * The URL downloading a notebook's trajectories as JSONL. A plain link is
-   * used so the browser streams the file to disk; the token is added when
-   * the page has one (a link cannot send the Authorization header).
+   * Read trajectories as JSONL: an authenticated request (the token goes in
+   * a header, never in the URL) whose body the caller streams.
    */
-  exportUrl(
+  openExport(
     what: { trajectories: string[] } | { notebook: string },
     filename: string
-  ): string {
-    const token = this.serverSettings.token;
-    return apiUrl(this.serverSettings, ['export'], {
-      ...('trajectories' in what
-        ? { trajectory: what.trajectories }
-        : { notebook: what.notebook }),
-      filename,
-      token: token ? token : undefined
-    });
+  ): Promise<Response> {
+    return apiRequest(
+      this.serverSettings,
+      apiUrl(this.serverSettings, ['export'], {
+        ...('trajectories' in what
+          ? { trajectory: what.trajectories }
+          : { notebook: what.notebook }),
+        filename
+      }),
+      { method: 'GET' }
+    );
   }
 
   openEvents(

@@ -6,7 +6,13 @@
  *
  * This module is pure: it has no JupyterLab dependency so it can be unit tested.
  */
-import type { LiveStep, PredictionTask, Scores, Trajectory } from './records';
+import type {
+  LiveStep,
+  PredictionTask,
+  Scores,
+  StepSummary,
+  Trajectory
+} from './records';
 
 /**
  * Recording state of one kernel, as returned by
@@ -61,13 +67,24 @@ export interface IPredictorsInfo {
  * A trajectory as listed by `GET themisto/api/trajectories` (the fields the
  * front end reads).
  */
-export type ITrajectorySummary = Pick<Trajectory, 'id' | 'kernel_id' | 'steps'>;
+export type ITrajectorySummary = Pick<
+  Trajectory,
+  'id' | 'kernel_id' | 'steps' | 'started_at'
+>;
 
 /**
  * A page of `GET themisto/api/trajectories/{id}/steps`.
  */
 export interface IStepsPage {
   steps: LiveStep[];
+  nextSinceStep: number | null;
+}
+
+/**
+ * A page of `GET themisto/api/trajectories/{id}/history`: steps in brief.
+ */
+export interface IHistoryPage {
+  steps: StepSummary[];
   nextSinceStep: number | null;
 }
 

@@ -22,10 +22,14 @@ import type {
   LiveStep,
   Prediction,
   PredictionContext,
+  PredictionError,
+  PredictionSummary,
   PredictionTask,
   RuntimeVariable,
   RuntimeVariables,
   Scores,
+  StepError,
+  StepSummary,
   Trajectory
 } from './records';
 
@@ -128,7 +132,8 @@ export function toTrajectorySummaries(value: unknown): ITrajectorySummary[] {
       out.push({
         id: item.id,
         kernel_id: str(item.kernel_id),
-        steps: num(item.steps)
+        steps: num(item.steps),
+        started_at: str(item.started_at)
       });
     }
   }
@@ -195,9 +200,13 @@ export function toStep(value: unknown): LiveStep | null {
   if (!isRecord(value) || typeof value.step !== 'number') {
     return null;
   }
-  const error = isRecord(value.error)
-    ? { ename: str(value.error.ename), evalue: str(value.error.evalue) }
-    : null;
+  let error: StepError | null = null;
+  if (isRecord(value.error)) {
+    error = { ename: str(value.error.ename), evalue: str(value.error.evalue) };
+    if (typeof value.error.traceback === 'string') {
+      error.traceback = value.error.traceback;
+    }
+  }
   return {
     trajectory_id: str(value.trajectory_id),
     kernel_id: str(value.kernel_id),
@@ -247,12 +256,7 @@ export function toPrediction(value: unknown): LivePrediction | null {
   ) {
     return null;
   }
-  const error = isRecord(value.error)
-    ? {
-        type: str(value.error.type, 'error'),
-        message: str(value.error.message)
-      }
-    : null;
+  const error = toPredictionError(value.error);
   return {
     id: value.id,
     trajectory_id: str(value.trajectory_id),
@@ -276,6 +280,57 @@ export function toPrediction(value: unknown): LivePrediction | null {
     error,
     reference: strOrNull(value.reference),
     scores: toScores(value.scores)
+  };
+}
+
+function toPredictionError(value: unknown): PredictionError | null {
+  return isRecord(value)
+    ? { type: str(value.type, 'error'), message: str(value.message) }
+    : null;
+}
+
+/**
+ * Read a prediction in brief; `null` without its identity or column.
+ */
+export function toPredictionSummary(value: unknown): PredictionSummary | null {
+  if (
+    !isRecord(value) ||
+    typeof value.id !== 'string' ||
+    !isTask(value.task) ||
+    !isContext(value.context)
+  ) {
+    return null;
+  }
+  return {
+    id: value.id,
+    task: value.task,
+    predictor: str(value.predictor, '?'),
+    context: value.context,
+    scores: toScores(value.scores),
+    error: toPredictionError(value.error)
+  };
+}
+
+/**
+ * Read a step in brief (`GET themisto/api/trajectories/{id}/history`);
+ * `null` without its number.
+ */
+export function toStepSummary(value: unknown): StepSummary | null {
+  if (!isRecord(value) || typeof value.step !== 'number') {
+    return null;
+  }
+  const predictions = Array.isArray(value.predictions)
+    ? value.predictions
+        .map(toPredictionSummary)
+        .filter((p): p is PredictionSummary => p !== null)
+    : [];
+  return {
+    step: value.step,
+    cell_id: strOrNull(value.cell_id),
+    execution_time: num(value.execution_time),
+    memory_bytes: numOrNull(value.memory_bytes),
+    error: strOrNull(value.error),
+    predictions
   };
 }
 

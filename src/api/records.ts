@@ -173,7 +173,7 @@ export interface Trajectory {
   user: string;
 }
 /**
- * One prediction: a predictor's answer for the output (task output) or the code (task next-cell) of step target_step, made from the steps before it only. reference and scores are filled when that step lands; error when the model call failed. The live stream leaves out prompt and raw (GET /themisto/api/predictions/{id} has them).
+ * One prediction: a predictor's answer for the output (task output) or the code (task next-cell) of step target_step, made from the steps before it only. reference and scores are filled when that step lands; error when the model call failed, or when the prediction was missed (error type PredictionSuperseded: the next cell started first, so it was dropped or never made). The live stream leaves out prompt and raw (GET /themisto/api/predictions/{id} has them).
  */
 export interface Prediction {
   id: string;
@@ -214,7 +214,13 @@ export interface PromptText {
   system: string;
   user: string;
 }
+/**
+ * Why a prediction has no answer.
+ */
 export interface PredictionError {
+  /**
+   * PredictionSuperseded when it was missed because the next cell started first (dropped while queued, or never made); else the provider error's class (ProviderTimeoutError, ProviderRateLimitError, ...).
+   */
   type: string;
   message: string;
 }
@@ -225,6 +231,34 @@ export interface Scores {
   exact_match: number;
   rouge_l: number;
   chrf: number;
+}
+/**
+ * What a notebook needs to show one step of its history on its cell (badge and footer) without the step's code, outputs or runtime state: its number, cell, time, memory, error name, and the predictions of it in brief (GET /themisto/api/trajectories/{id}/history). A prediction missed is listed with the reason in its error.
+ */
+export interface StepSummary {
+  step: number;
+  cell_id: string | null;
+  execution_time: number;
+  memory_bytes: number | null;
+  /**
+   * The name of the exception the cell raised (ename), if any.
+   */
+  error: string | null;
+  /**
+   * The predictions whose target is this step (its output, and its code predicted after the step before), oldest first.
+   */
+  predictions: PredictionSummary[];
+}
+/**
+ * A prediction in brief: which one, its scores, or why there is none (error).
+ */
+export interface PredictionSummary {
+  id: string;
+  task: PredictionTask;
+  predictor: string;
+  context: PredictionContext;
+  scores: null | Scores;
+  error: null | PredictionError;
 }
 /**
  * First event of every stream, with the filters it applies.

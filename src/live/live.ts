@@ -1,8 +1,13 @@
 /**
  * The live data service: follows the active notebook's kernel on the event
- * stream, reads the history it missed, and keeps one store per notebook.
+ * stream, reads the history it missed (loader.ts), and keeps one store per
+ * notebook.
  */
-import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import {
+  type INotebookTracker,
+  NotebookActions,
+  type NotebookPanel
+} from '@jupyterlab/notebook';
 import { type ISignal, Signal } from '@lumino/signaling';
 
 import { ThemistoApiError } from '../api/errors';
@@ -15,7 +20,9 @@ import type {
   IThemistoClient,
   IThemistoLive
 } from '../tokens';
+import { HistoryLoader } from './loader';
 import { NotebookLive } from './store';
+import type { IStepDetail } from './types';
 
 /**
  * Streams kept open at once. Browsers allow six HTTP/1.1 connections per
@@ -26,25 +33,20 @@ import { NotebookLive } from './store';
 export const MAX_STREAMS = 2;
 
 /**
- * Steps of history read when a notebook is first followed (the store keeps
- * fewer whole; the rest feed nothing the panel shows).
- */
-export const HISTORY_STEPS = 200;
-
-/**
- * Steps of prediction history read for the scoreboard on first follow.
- */
-export const HISTORY_PREDICTIONS = 1000;
-
-/**
  * The live data service: follows the active notebook.
  */
 export class ThemistoLive implements IThemistoLive {
   constructor(options: ThemistoLive.IOptions) {
     this._client = options.client;
+    this._loader = new HistoryLoader(options.client);
     this._tracker = options.tracker;
     this._tracker.currentChanged.connect(this._onCurrentChanged, this);
     this._client.recordingChanged.connect(this._onRecordingChanged, this);
+    NotebookActions.executed.connect(this._onExecuted, this);
+    // Every notebook's history is read as soon as it opens, before it has a
+    // kernel or the focus: its cells show their badges at once.
+    this._tracker.widgetAdded.connect(this._onAdded, this);
+    this._tracker.forEach(panel => this._storeOf(panel.context.path));
     this._onCurrentChanged(this._tracker, this._tracker.currentWidget);
     void this.refreshPredictors();
   }
@@ -55,6 +57,10 @@ export class ThemistoLive implements IThemistoLive {
 
   get currentChanged(): ISignal<IThemistoLive, INotebookLive | null> {
     return this._currentChanged;
+  }
+
+  get storeAdded(): ISignal<IThemistoLive, INotebookLive> {
+    return this._storeAdded;
   }
 
   get eventReceived(): ISignal<IThemistoLive, ILiveEventArgs> {
@@ -117,6 +123,30 @@ export class ThemistoLive implements IThemistoLive {
     }
   }
 
+  loadStep(
+    store: INotebookLive,
+    step: number,
+    trajectoryId: string | null = store.trajectoryId
+  ): Promise<IStepDetail> {
+    const own = this._stores.get(store.path);
+    return own
+      ? this._loader.loadStep(own, step, trajectoryId)
+      : Promise.resolve({
+          trajectoryId,
+          step,
+          whole: null,
+          next: null,
+          predictions: []
+        });
+  }
+
+  async loadHistoryBefore(store: INotebookLive, step: number): Promise<void> {
+    const own = this._stores.get(store.path);
+    if (own) {
+      await this._loader.loadBefore(own, step);
+    }
+  }
+
   /**
    * Close every stream.
    */
@@ -127,6 +157,8 @@ export class ThemistoLive implements IThemistoLive {
     this._streams.clear();
     this._tracker.currentChanged.disconnect(this._onCurrentChanged, this);
     this._client.recordingChanged.disconnect(this._onRecordingChanged, this);
+    NotebookActions.executed.disconnect(this._onExecuted, this);
+    this._tracker.widgetAdded.disconnect(this._onAdded, this);
     Signal.clearData(this);
   }
 
@@ -149,6 +181,44 @@ export class ThemistoLive implements IThemistoLive {
     this._follow(panel);
   }
 
+  private _onAdded(tracker: INotebookTracker, panel: NotebookPanel): void {
+    this._storeOf(panel.context.path);
+  }
+
+  /**
+   * The store of a notebook, made on first sight: its history is read by
+   * its path at once, without waiting for a kernel (a new one has recorded
+   * nothing yet).
+   */
+  private _storeOf(path: string): NotebookLive {
+    let store = this._stores.get(path);
+    if (!store) {
+      store = new NotebookLive(path);
+      this._stores.set(path, store);
+      this._loader
+        .loadPast(store, [{ notebook: path }])
+        .catch(error => console.warn('themisto: no notebook history', error));
+      this._storeAdded.emit(store);
+    }
+    return store;
+  }
+
+  private _onExecuted(
+    _: unknown,
+    args: {
+      notebook: NotebookPanel['content'];
+      cell: { model: { id: string; type: string } };
+    }
+  ): void {
+    if (args.cell.model.type !== 'code') {
+      return;
+    }
+    const panel = this._tracker.find(p => p.content === args.notebook);
+    if (panel) {
+      this._stores.get(panel.context.path)?.noteRun(args.cell.model.id);
+    }
+  }
+
   private _onPathChanged(): void {
     if (this._panel) {
       this._follow(this._panel);
@@ -168,11 +238,7 @@ export class ThemistoLive implements IThemistoLive {
    */
   private _follow(panel: NotebookPanel): void {
     const path = panel.context.path;
-    let store = this._stores.get(path);
-    if (!store) {
-      store = new NotebookLive(path);
-      this._stores.set(path, store);
-    }
+    const store = this._storeOf(path);
     const kernelId = panel.sessionContext.session?.kernel?.id ?? null;
     const kernelChanged = kernelId !== store.kernelId;
     const activeChanged = kernelChanged || store !== this._current;
@@ -264,31 +330,18 @@ export class ThemistoLive implements IThemistoLive {
       const trajectory = await this._client.latestTrajectory({
         kernel: kernelId
       });
-      if (!trajectory || !store.adopt(trajectory.id, trajectory.kernel_id)) {
-        return;
-      }
-      store.noteStepCount(trajectory.id, trajectory.steps);
-      const fresh = store.lastStep === 0;
-      let since = Math.max(store.lastStep, trajectory.steps - HISTORY_STEPS);
-      const predictionsSince = fresh
-        ? Math.max(0, trajectory.steps - HISTORY_PREDICTIONS)
-        : Math.max(0, store.lastStep - 1);
-      for (let page = 0; page < 10; page++) {
-        const result = await this._client.getSteps(trajectory.id, since, 1000);
-        store.addSteps(result.steps);
-        if (result.nextSinceStep === null || result.steps.length === 0) {
-          break;
+      if (trajectory) {
+        if (!store.adopt(trajectory.id, trajectory.kernel_id)) {
+          return;
         }
-        since = result.nextSinceStep;
+        store.noteStepCount(trajectory.id, trajectory.steps);
+        await this._loader.catchUp(store, trajectory);
       }
-      try {
-        store.addPredictions(
-          await this._client.getPredictions(trajectory.id, predictionsSince)
-        );
-      } catch (error) {
-        // A server without predictions: steps still show.
-        console.debug('themisto: no prediction history', error);
-      }
+      // Cells not run since the kernel (re)started show their earlier steps.
+      await this._loader.loadPast(store, [
+        { kernel: kernelId },
+        { notebook: store.path }
+      ]);
     } catch (error) {
       console.warn('themisto: could not read the notebook history', error);
     }
@@ -349,6 +402,7 @@ export class ThemistoLive implements IThemistoLive {
   }
 
   private _client: IThemistoClient;
+  private _loader: HistoryLoader;
   private _news = new Map<string, number>();
   private _tracker: INotebookTracker;
   private _panel: NotebookPanel | null = null;
@@ -364,6 +418,7 @@ export class ThemistoLive implements IThemistoLive {
     this
   );
   private _eventReceived = new Signal<IThemistoLive, ILiveEventArgs>(this);
+  private _storeAdded = new Signal<IThemistoLive, INotebookLive>(this);
   private _predictorsChanged = new Signal<IThemistoLive, void>(this);
 }
 

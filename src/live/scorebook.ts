@@ -1,13 +1,21 @@
 /**
  * The scores of one trajectory: running means per task × predictor ×
- * context, bounded series over steps, and each cell's latest output scores.
- * Every prediction is counted once, whether it came live or from history.
+ * context and bounded series over steps. Every prediction is counted once,
+ * whether it came live, whole from history or in brief.
  *
  * This module is pure: it has no JupyterLab dependency so it can be unit tested.
  */
 import type { LivePrediction, PredictionTask } from '../api/records';
 import { ScoreMeans, seriesKey } from './scores';
-import type { ICombo, IPredictionSlot, IScorePoint, IScoreRow } from './types';
+import type { ICombo, IScorePoint, IScoreRow } from './types';
+
+/**
+ * What a prediction needs to be counted.
+ */
+export type IScored = Pick<
+  LivePrediction,
+  'id' | 'task' | 'predictor' | 'context' | 'target_step' | 'scores'
+>;
 
 /**
  * A scoreboard row with its running means.
@@ -32,16 +40,11 @@ export class ScoreBook {
     );
   }
 
-  cellScores(cellId: string): IPredictionSlot[] {
-    const scores = this._cells.get(cellId);
-    return scores ? [...scores.values()] : [];
-  }
-
   /**
-   * Count a scored prediction (of the cell `cellId`); `false` when it has
-   * no scores or was counted already.
+   * Count a scored prediction; `false` when it has no scores or was counted
+   * already.
    */
-  add(prediction: LivePrediction, cellId: string | null): boolean {
+  add(prediction: IScored): boolean {
     const scores = prediction.scores;
     if (!scores || this._counted.has(prediction.id)) {
       return false;
@@ -69,33 +72,7 @@ export class ScoreBook {
     if (points.length > this._seriesPoints) {
       points.splice(0, points.length - this._seriesPoints);
     }
-    if (task === 'output' && cellId) {
-      this._cell(prediction, cellId);
-    }
     return true;
-  }
-
-  private _cell(prediction: LivePrediction, cellId: string): void {
-    let cell = this._cells.get(cellId);
-    if (!cell) {
-      cell = new Map();
-      this._cells.set(cellId, cell);
-    }
-    const { task, predictor, context } = prediction;
-    const key = `${predictor}\u0000${context}`;
-    const previous = cell.get(key);
-    // A re-run cell shows the score of its latest run.
-    if (!previous || previous.targetStep <= prediction.target_step) {
-      cell.set(key, {
-        task,
-        predictor,
-        context,
-        targetStep: prediction.target_step,
-        cellId,
-        state: 'done',
-        prediction
-      });
-    }
   }
 
   /**
@@ -114,6 +91,5 @@ export class ScoreBook {
 
   private _rows = new Map<string, IRow>();
   private _series = new Map<string, IScorePoint[]>();
-  private _cells = new Map<string, Map<string, IPredictionSlot>>();
   private _counted = new Set<string>();
 }

@@ -3,6 +3,8 @@
  *
  * This module is pure: it has no JupyterLab dependency so it can be unit tested.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import type { ScoreName } from '../api/model';
 import type { PredictionTask, Scores } from '../api/records';
 import type { ICombo, IScoreMeans } from './types';
@@ -19,6 +21,20 @@ export const SCORE_LABELS: ReadonlyArray<{
   { name: 'rouge_l', short: 'ROUGE-L', long: 'ROUGE-L' },
   { name: 'chrf', short: 'ChrF', long: 'ChrF' }
 ];
+
+/**
+ * A score's long name, translated.
+ */
+export function scoreTitle(name: ScoreName, trans: TranslationBundle): string {
+  switch (name) {
+    case 'exact_match':
+      return trans.__('Exact match');
+    case 'rouge_l':
+      return trans.__('ROUGE-L');
+    case 'chrf':
+      return trans.__('ChrF');
+  }
+}
 
 /**
  * Short score names for narrow columns and cell markers.

@@ -16,16 +16,23 @@ import type {
   LiveStep,
   PredictingEvent,
   PredictionTask,
-  ScoredEvent
+  ScoredEvent,
+  StepSummary
 } from '../api/records';
 import type { INotebookLive } from '../tokens';
+import { StepIndex } from './history';
+import { insertSorted, trimFront } from './order';
+import { EarlierTrajectories } from './past';
 import { ScoreBook } from './scorebook';
+import { PredictionSlots } from './slots';
 import type {
   ConnectionState,
   ICombo,
   IPredictionSlot,
   IScorePoint,
+  ICellStep,
   IScoreRow,
+  IStepHistory,
   LiveChange
 } from './types';
 
@@ -56,6 +63,7 @@ export class NotebookLive implements INotebookLive {
     limits: Partial<ILiveLimits> = {}
   ) {
     this._limits = { ...DEFAULT_LIMITS, ...limits };
+    this._slots = new PredictionSlots(this._limits.targets);
     this._book = new ScoreBook(this._limits.seriesPoints);
   }
 
@@ -187,30 +195,28 @@ export class NotebookLive implements INotebookLive {
    * The highest target step with a prediction of this task, or `null`.
    */
   latestTarget(task: PredictionTask): number | null {
-    const order = this._targetOrder[task];
-    return order.length ? order[order.length - 1] : null;
+    return this._slots.latestTarget(task);
   }
 
   /**
    * The kept target steps of a task, ascending.
    */
   targets(task: PredictionTask): readonly number[] {
-    return this._targetOrder[task];
+    return this._slots.targets(task);
   }
 
   /**
    * The predictions of one target step, in arrival order.
    */
   slots(task: PredictionTask, targetStep: number): IPredictionSlot[] {
-    const slots = this._slots[task].get(targetStep);
-    return slots ? [...slots.values()] : [];
+    return this._slots.slots(task, targetStep);
   }
 
   /**
    * Predictor × context pairs seen in predictions, in arrival order.
    */
   get seenCombos(): Iterable<ICombo> {
-    return this._combos.values();
+    return this._slots.combos;
   }
 
   /**
@@ -228,10 +234,88 @@ export class NotebookLive implements INotebookLive {
   }
 
   /**
-   * The latest output scores of a cell, one per predictor × context.
+   * The code cell run last: the last one this page saw finish, else that of
+   * the latest step recorded.
    */
-  cellScores(cellId: string): ReadonlyArray<IPredictionSlot> {
-    return this._book.cellScores(cellId);
+  get lastRunCell(): string | null {
+    return (
+      this._lastRun ??
+      this._index.get(this._index.last)?.cell_id ??
+      this._past.lastCell
+    );
+  }
+
+  /**
+   * A cell's latest step: in the current trajectory, else in the latest
+   * earlier one that ran it.
+   */
+  cellStep(cellId: string): ICellStep | null {
+    const current = this._index.latestOfCell(cellId);
+    if (current) {
+      return {
+        trajectoryId: this._trajectoryId,
+        summary: current,
+        current: true
+      };
+    }
+    return this._past.cellStep(cellId);
+  }
+
+  /**
+   * The steps in brief of the current or an earlier trajectory.
+   */
+  historyOf(trajectoryId: string): IStepHistory | null {
+    if (trajectoryId === this._trajectoryId) {
+      return this._index;
+    }
+    return this._past.find(trajectoryId);
+  }
+
+  /**
+   * Add steps in brief of an earlier trajectory of this notebook.
+   */
+  addPastSummaries(
+    trajectoryId: string,
+    summaries: readonly StepSummary[]
+  ): void {
+    if (trajectoryId === this._trajectoryId) {
+      this.addSummaries(summaries);
+      return;
+    }
+    if (this._past.add(trajectoryId, summaries)) {
+      this._changed.emit('history');
+    }
+  }
+
+  /**
+   * A code cell of this notebook finished running.
+   */
+  noteRun(cellId: string): void {
+    this._lastRun = cellId;
+  }
+
+  /**
+   * The steps in brief, as far as loaded.
+   */
+  get history(): IStepHistory {
+    return this._index;
+  }
+
+  /**
+   * Add steps in brief (a history page): cells' badges and footers, and
+   * the scoreboard, from steps not kept whole.
+   */
+  addSummaries(summaries: readonly StepSummary[]): void {
+    if (!this._index.addSummaries(summaries)) {
+      return;
+    }
+    for (const summary of summaries) {
+      this._lastStep = Math.max(this._lastStep, summary.step);
+      for (const p of summary.predictions) {
+        this._book.add({ ...p, target_step: summary.step });
+      }
+    }
+    this._changed.emit('history');
   }
 
   /**
@@ -239,7 +323,7 @@ export class NotebookLive implements INotebookLive {
    * opposed to made automatically by the server).
    */
   isRequested(task: PredictionTask, targetStep: number): boolean {
-    return this._requested.has(`${task}:${targetStep}`);
+    return this._slots.isRequested(task, targetStep);
   }
 
   /**
@@ -250,9 +334,7 @@ export class NotebookLive implements INotebookLive {
     task: PredictionTask,
     target: number = this._lastStep + 1
   ): number {
-    const key = `${task}:${target}`;
-    if (!this._requested.has(key)) {
-      this._requested.add(key);
+    if (this._slots.markRequested(task, target)) {
       this._changed.emit('predictions');
     }
     return target;
@@ -272,15 +354,29 @@ export class NotebookLive implements INotebookLive {
     }
     if (this._trajectoryId !== null) {
       // Only a change of trajectory discards data: history read before the
-      // first event belongs to the trajectory being adopted.
+      // first event belongs to the trajectory being adopted. Its steps in
+      // brief stay: cells not run again keep their badges.
       this._retired.add(this._trajectoryId);
+      this._past.keep(this._index);
       this._reset();
     }
+    // Read already as an earlier trajectory of the notebook (it was opened
+    // before its kernel answered): those steps are this trajectory's.
+    const kept = this._past.take(trajectoryId);
     this._trajectoryId = trajectoryId;
     // The notebook's session knows its kernel best; the trajectory's is a
     // fallback for a store followed before its session reported one.
     if (kernelId && !this._kernelId) {
       this._kernelId = kernelId;
+    }
+    this._index = kept ?? new StepIndex(trajectoryId);
+    if (kept) {
+      this._lastStep = kept.last;
+      for (const summary of kept.summaries()) {
+        for (const p of summary.predictions) {
+          this._book.add({ ...p, target_step: summary.step });
+        }
+      }
     }
     this._changed.emit('trajectory');
     return true;
@@ -335,6 +431,7 @@ export class NotebookLive implements INotebookLive {
         this._steps.set(step.step, step);
         added = true;
       }
+      this._index.addStep(step);
     }
     for (const n of trimFront(this._stepOrder, this._limits.steps)) {
       this._steps.delete(n);
@@ -351,7 +448,7 @@ export class NotebookLive implements INotebookLive {
   addPredictions(predictions: LivePrediction[]): void {
     let scored = false;
     for (const prediction of predictions) {
-      const slot = this._slot(
+      const slot = this._slots.slot(
         prediction.task,
         prediction.target_step,
         prediction
@@ -361,12 +458,8 @@ export class NotebookLive implements INotebookLive {
         slot.cellId = prediction.cell_id ?? slot.cellId;
         slot.state = prediction.error ? 'error' : 'done';
       }
-      // A prediction asked for over the API names no cell: its step does.
-      const cellId =
-        prediction.cell_id ??
-        this._steps.get(prediction.target_step)?.cell_id ??
-        null;
-      if (this._book.add(prediction, cellId)) {
+      this._index.addPrediction(prediction);
+      if (this._book.add(prediction)) {
         scored = true;
       }
     }
@@ -379,8 +472,15 @@ export class NotebookLive implements INotebookLive {
    * ignored.
    */
   private _scored(event: ScoredEvent): void {
-    const slots = this._slots[event.task].get(event.target_step);
-    for (const slot of slots?.values() ?? []) {
+    const brief = this._index.setScores(
+      event.prediction_id,
+      event.target_step,
+      event.scores
+    );
+    if (brief && this._book.add({ ...brief, target_step: event.target_step })) {
+      this._changed.emit('scores');
+    }
+    for (const slot of this._slots.slots(event.task, event.target_step)) {
       if (slot.prediction?.id === event.prediction_id) {
         this.addPredictions([
           {
@@ -395,7 +495,7 @@ export class NotebookLive implements INotebookLive {
   }
 
   private _predicting(event: PredictingEvent): void {
-    const slot = this._slot(event.task, event.target_step, event);
+    const slot = this._slots.slot(event.task, event.target_step, event);
     if (slot) {
       // A new attempt (a retry) replaces the previous answer.
       slot.state = 'predicting';
@@ -404,68 +504,22 @@ export class NotebookLive implements INotebookLive {
     }
   }
 
-  /**
-   * The slot of a prediction, created on first sight; `null` for targets
-   * older than those kept.
-   */
-  private _slot(
-    task: PredictionTask,
-    targetStep: number,
-    combo: ICombo & { cell_id: string | null }
-  ): IPredictionSlot | null {
-    const key = `${combo.predictor}\u0000${combo.context}`;
-    if (!this._combos.has(key)) {
-      this._combos.set(key, {
-        predictor: combo.predictor,
-        context: combo.context
-      });
-    }
-    let slots = this._slots[task].get(targetStep);
-    if (!slots) {
-      const order = this._targetOrder[task];
-      if (
-        order.length >= this._limits.targets &&
-        targetStep < order[0] &&
-        order.length > 0
-      ) {
-        return null;
-      }
-      slots = new Map();
-      this._slots[task].set(targetStep, slots);
-      insertSorted(order, targetStep);
-      for (const old of trimFront(order, this._limits.targets)) {
-        this._slots[task].delete(old);
-      }
-    }
-    let slot = slots.get(key);
-    if (!slot) {
-      slot = {
-        task,
-        targetStep,
-        predictor: combo.predictor,
-        context: combo.context,
-        cellId: combo.cell_id,
-        state: 'predicting',
-        prediction: null
-      };
-      slots.set(key, slot);
-    }
-    return slot;
-  }
-
   private _reset(): void {
     this._steps.clear();
     this._stepOrder = [];
     this._lastStep = 0;
     this._knownSteps = 0;
-    this._slots = { output: new Map(), 'next-cell': new Map() };
-    this._targetOrder = { output: [], 'next-cell': [] };
+    this._slots.clear();
     this._book = new ScoreBook(this._limits.seriesPoints);
-    this._requested.clear();
+    this._index = new StepIndex(null);
+    this._lastRun = null;
   }
 
   private _limits: ILiveLimits;
   private _book: ScoreBook;
+  private _index = new StepIndex();
+  private _lastRun: string | null = null;
+  private _past = new EarlierTrajectories();
   private _changed = new Signal<INotebookLive, LiveChange>(this);
   private _trajectoryId: string | null = null;
   private _kernelId: string | null = null;
@@ -478,49 +532,7 @@ export class NotebookLive implements INotebookLive {
   private _stepOrder: number[] = [];
   private _lastStep = 0;
   private _knownSteps = 0;
-  private _slots: Record<
-    PredictionTask,
-    Map<number, Map<string, IPredictionSlot>>
-  > = { output: new Map(), 'next-cell': new Map() };
-  private _targetOrder: Record<PredictionTask, number[]> = {
-    output: [],
-    'next-cell': []
-  };
-  private _combos = new Map<string, ICombo>();
-  private _requested = new Set<string>();
-}
-
-/**
- * Insert a number into a sorted array unless present; appends in O(1) in
- * the usual case of increasing numbers.
- */
-export function insertSorted(sorted: number[], value: number): boolean {
-  let lo = 0;
-  let hi = sorted.length;
-  if (hi === 0 || sorted[hi - 1] < value) {
-    sorted.push(value);
-    return true;
-  }
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid] < value) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (sorted[lo] === value) {
-    return false;
-  }
-  sorted.splice(lo, 0, value);
-  return true;
-}
-
-/**
- * Drop the smallest values beyond `limit`; returns them.
- */
-function trimFront(sorted: number[], limit: number): number[] {
-  return sorted.length > limit ? sorted.splice(0, sorted.length - limit) : [];
+  private _slots: PredictionSlots;
 }
 
 /**

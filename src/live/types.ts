@@ -3,7 +3,13 @@
  *
  * This module only names types.
  */
-import type { LivePrediction, PredictionTask, Scores } from '../api/records';
+import type {
+  LivePrediction,
+  LiveStep,
+  PredictionTask,
+  Scores,
+  StepSummary
+} from '../api/records';
 
 export type { ConnectionState } from '../api/stream';
 
@@ -31,6 +37,7 @@ export interface IPredictionSlot extends ICombo {
  */
 export type LiveChange =
   | 'trajectory'
+  | 'history'
   | 'steps'
   | 'predictions'
   | 'scores'
@@ -65,4 +72,59 @@ export interface IScoreMeans {
 export interface IScoreRow extends ICombo {
   task: PredictionTask;
   means: IScoreMeans;
+}
+
+/**
+ * A notebook's steps in brief, as far as they are loaded (history pages are
+ * read newest first; live steps are added as they land).
+ */
+export interface IStepHistory {
+  /**
+   * The trajectory whose steps these are.
+   */
+  readonly trajectoryId: string | null;
+  /**
+   * The lowest step held (0 when none).
+   */
+  readonly first: number;
+  /**
+   * The highest step held (0 when none).
+   */
+  readonly last: number;
+  get(step: number): StepSummary | null;
+  /**
+   * The latest step of a cell, by the notebook's cell id.
+   */
+  latestOfCell(cellId: string): StepSummary | null;
+  /**
+   * The held step before (after) `step`, if any.
+   */
+  previous(step: number): number | null;
+  next(step: number): number | null;
+}
+
+/**
+ * A cell's latest step: in the notebook's current trajectory, or in an
+ * earlier one (before a kernel restart, or another kernel).
+ */
+export interface ICellStep {
+  trajectoryId: string | null;
+  summary: StepSummary;
+  /**
+   * Whether it is a step of the trajectory followed live.
+   */
+  current: boolean;
+}
+
+/**
+ * One step whole, for review: the step, the one after it (whose code the
+ * next-cell prediction made after it is compared with), and the predictions
+ * of both (without prompts).
+ */
+export interface IStepDetail {
+  trajectoryId: string | null;
+  step: number;
+  whole: LiveStep | null;
+  next: LiveStep | null;
+  predictions: LivePrediction[];
 }

@@ -1,5 +1,7 @@
 /**
- * Edits of the active notebook asked for from the panel.
+ * Edits of a notebook asked for from the panel, and where they go: the
+ * predicted next cell belongs right after the last code cell run (after
+ * Shift+Enter the active cell is often the one below it, or a markdown cell).
  */
 import type { Cell } from '@jupyterlab/cells';
 import {
@@ -9,15 +11,71 @@ import {
 } from '@jupyterlab/notebook';
 
 /**
- * Insert a code cell with `source` below the active cell and select it.
+ * The index of the last code cell run, when the notebook still has it.
  */
-export function insertCellBelow(panel: NotebookPanel, source: string): void {
-  const notebook = panel.content;
-  NotebookActions.insertBelow(notebook);
-  if (notebook.activeCell?.model.type !== 'code') {
-    NotebookActions.changeCellType(notebook, 'code');
+export function lastRunIndex(
+  notebook: Pick<Notebook, 'widgets'>,
+  cellId: string | null
+): number | null {
+  if (cellId === null) {
+    return null;
   }
+  const index = notebook.widgets.findIndex(cell => cell.model.id === cellId);
+  return index >= 0 && notebook.widgets[index].model.type === 'code'
+    ? index
+    : null;
+}
+
+function isEmptyCode(cell: Cell | undefined): boolean {
+  return (
+    !!cell &&
+    cell.model.type === 'code' &&
+    cell.model.sharedModel.getSource().trim() === ''
+  );
+}
+
+/**
+ * The cell that may show the next-cell prediction as ghost text: the empty
+ * code cell right below the last cell run; `null` when there is none.
+ */
+export function ghostCellIndex(
+  notebook: Pick<Notebook, 'widgets'>,
+  lastRunCellId: string | null
+): number | null {
+  const last = lastRunIndex(notebook, lastRunCellId);
+  if (last === null || !isEmptyCode(notebook.widgets[last + 1])) {
+    return null;
+  }
+  return last + 1;
+}
+
+/**
+ * Put `source` in a code cell right after the last cell run (the empty code
+ * cell already there, else a new one; after the active cell when no cell
+ * ran) and make it the active cell.
+ */
+export function insertAfterLastRun(
+  panel: NotebookPanel,
+  source: string,
+  lastRunCellId: string | null
+): void {
+  const notebook = panel.content;
+  const last = lastRunIndex(notebook, lastRunCellId);
+  if (last !== null) {
+    notebook.activeCellIndex = last;
+  }
+  const below = notebook.widgets[notebook.activeCellIndex + 1];
+  if (last !== null && isEmptyCode(below)) {
+    notebook.activeCellIndex = last + 1;
+  } else {
+    NotebookActions.insertBelow(notebook);
+    if (notebook.activeCell?.model.type !== 'code') {
+      NotebookActions.changeCellType(notebook, 'code');
+    }
+  }
+  notebook.deselectAll();
   notebook.activeCell?.model.sharedModel.setSource(source);
+  notebook.mode = 'command';
 }
 
 /**

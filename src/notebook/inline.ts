@@ -8,8 +8,13 @@ import type {
   IInlineCompletionProvider
 } from '@jupyterlab/completer';
 import { NotebookPanel } from '@jupyterlab/notebook';
+import {
+  nullTranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 
 import { themistoIcon } from '../icon';
+import { lastRunIndex } from './cells';
 import { shownTarget } from '../live/store';
 import { visibleCombos } from '../settings';
 import type {
@@ -54,6 +59,24 @@ export function latestNextCell(
 }
 
 /**
+ * Whether the active cell may show the next-cell prediction: the code cell
+ * right below the last code cell run (the one that next cell is about), not
+ * any empty cell of the notebook.
+ */
+export function isNextCell(
+  panel: Pick<NotebookPanel, 'content'>,
+  store: Pick<INotebookLive, 'lastRunCell'> | null
+): boolean {
+  const notebook = panel.content;
+  const last = lastRunIndex(notebook, store?.lastRunCell ?? null);
+  return (
+    last !== null &&
+    notebook.activeCellIndex === last + 1 &&
+    notebook.activeCell?.model.type === 'code'
+  );
+}
+
+/**
  * What to insert at the cursor for a cell's text: the whole prediction in
  * an empty cell, the rest of it while the user types its beginning.
  */
@@ -81,11 +104,14 @@ export function ghostText(
 export class NextCellInlineProvider implements IInlineCompletionProvider {
   constructor(
     private readonly _live: IThemistoLive,
-    private readonly _settings: IPredictionSettings
-  ) {}
+    private readonly _settings: IPredictionSettings,
+    trans: TranslationBundle = nullTranslator.load('themisto_ext')
+  ) {
+    this.name = trans.__('Themisto next cell');
+  }
 
   readonly identifier = 'themisto-ext:next-cell';
-  readonly name = 'Themisto next cell';
+  readonly name: string;
   readonly icon = themistoIcon;
 
   async fetch(
@@ -96,11 +122,11 @@ export class NextCellInlineProvider implements IInlineCompletionProvider {
     if (!(widget instanceof NotebookPanel)) {
       return { items: [] };
     }
-    const prediction = latestNextCell(
-      this._live.store(widget.context.path),
-      this._live,
-      this._settings
-    );
+    const store = this._live.store(widget.context.path);
+    if (!isNextCell(widget, store)) {
+      return { items: [] };
+    }
+    const prediction = latestNextCell(store, this._live, this._settings);
     const insertText = prediction
       ? ghostText(prediction, request.text, request.offset)
       : null;

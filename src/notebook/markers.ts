@@ -1,67 +1,62 @@
 /**
- * Score badges on the executed cells of a notebook.
+ * Each executed cell's badge (its output-prediction score; click to review
+ * the step) and footer (recorded time, memory, score, or why there is no
+ * prediction), drawn from the notebook's steps in brief, so they come back
+ * after a reload and follow the live stream.
  */
 import type { Cell } from '@jupyterlab/cells';
-import type { NotebookPanel } from '@jupyterlab/notebook';
+import {
+  type Notebook,
+  NotebookActions,
+  type NotebookPanel
+} from '@jupyterlab/notebook';
+import type { TranslationBundle } from '@jupyterlab/translation';
 import type { IDisposable } from '@lumino/disposable';
 
-import type { ScoreName } from '../api/model';
-import {
-  comboLabel,
-  formatScore,
-  formatScores,
-  SHORT_SCORE
-} from '../live/scores';
-import type { IPredictionSlot, LiveChange } from '../live/types';
+import { noPredictionReason } from '../live/reasons';
+import type { LiveChange } from '../live/types';
 import { visibleCombos } from '../settings';
 import type {
   INotebookLive,
   IPredictionSettings,
   IThemistoLive
 } from '../tokens';
+import { cellView, scoreLevel } from './cellview';
 
 export const MARKER_CLASS = 'themisto-CellMarker';
+export const FOOTER_CLASS = 'themisto-CellFooter';
 const MARKED_CLASS = 'themisto-mod-marked';
 
 /**
- * The badge text and tooltip of a cell's output scores; `null` when none of
- * the shown predictors × contexts scored it.
+ * Seconds after a cell ran before its badge comes back if no step landed
+ * (recording off, or the kernel recorded nothing).
  */
-export function markerContent(
-  slots: readonly IPredictionSlot[],
-  score: ScoreName
-): { text: string; title: string; value: number } | null {
-  const scored = slots.filter(s => s.prediction?.scores);
-  const first = scored[0]?.prediction?.scores;
-  if (!first) {
-    return null;
-  }
-  const lines = scored.map(
-    s =>
-      `${comboLabel(s)} (step ${s.targetStep}): ${formatScores(
-        s.prediction?.scores ?? null
-      )}`
-  );
-  return {
-    text: `${SHORT_SCORE[score]} ${formatScore(first[score])}`,
-    title: `Predicted output vs real output\n${lines.join('\n')}`,
-    value: first[score]
-  };
+const RUN_GRACE_MS = 10000;
+
+interface IDecoration {
+  badge: HTMLElement | null;
+  footer: HTMLElement | null;
+  signature: string;
 }
 
 /**
- * Score badges on the executed cells of one notebook, matched by cell id.
+ * Badges and footers of one notebook's executed cells, matched by cell id.
  */
 export class CellMarkers implements IDisposable {
   constructor(
     private readonly _panel: NotebookPanel,
     private readonly _live: IThemistoLive,
-    private readonly _settings: IPredictionSettings
+    private readonly _settings: IPredictionSettings,
+    private readonly _trans: TranslationBundle,
+    private readonly _review: (step: number, trajectory: string | null) => void
   ) {
     this._live.currentChanged.connect(this._attach, this);
+    this._live.storeAdded.connect(this._attach, this);
     this._settings.changed.connect(this._schedule, this);
     this._live.predictorsChanged.connect(this._schedule, this);
     this._panel.content.model?.cells.changed.connect(this._schedule, this);
+    NotebookActions.executionScheduled.connect(this._onScheduled, this);
+    NotebookActions.executed.connect(this._onExecuted, this);
     this._attach();
   }
 
@@ -76,16 +71,19 @@ export class CellMarkers implements IDisposable {
     this._disposed = true;
     this._store?.changed.disconnect(this._onChanged, this);
     this._live.currentChanged.disconnect(this._attach, this);
+    this._live.storeAdded.disconnect(this._attach, this);
     this._settings.changed.disconnect(this._schedule, this);
     this._live.predictorsChanged.disconnect(this._schedule, this);
     this._panel.content.model?.cells.changed.disconnect(this._schedule, this);
+    NotebookActions.executionScheduled.disconnect(this._onScheduled, this);
+    NotebookActions.executed.disconnect(this._onExecuted, this);
     if (this._frame !== null) {
       cancelAnimationFrame(this._frame);
     }
   }
 
   /**
-   * Draw every badge now.
+   * Draw every badge and footer now.
    */
   update(): void {
     const store = this._store;
@@ -95,36 +93,174 @@ export class CellMarkers implements IDisposable {
       store ? store.seenCombos : [],
       settings
     );
-    const shown = new Set(combos.map(c => `${c.predictor}\u0000${c.context}`));
+    const noPrediction = noPredictionReason(
+      this._live.predictors,
+      settings.autoPredict,
+      this._trans
+    );
     for (const cell of this._panel.content.widgets) {
-      const slots =
-        store && settings.showCellMarkers
-          ? store
-              .cellScores(cell.model.id)
-              .filter(s => shown.has(`${s.predictor}\u0000${s.context}`))
-          : [];
-      const content = markerContent(slots, settings.markerScore);
-      let marker = this._markers.get(cell);
-      if (!content) {
-        if (marker) {
-          marker.remove();
-          this._markers.delete(cell);
-          cell.removeClass(MARKED_CLASS);
-        }
+      const id = cell.model.id;
+      const found = store?.cellStep(id) ?? null;
+      const since = this._running.get(id);
+      if (since !== undefined && found?.current && found.summary.step > since) {
+        this._running.delete(id);
+      }
+      if (!found || this._running.has(id)) {
+        this._clear(cell);
         continue;
       }
-      if (!marker) {
-        marker = document.createElement('div');
-        marker.className = MARKER_CLASS;
-        cell.node.appendChild(marker);
-        cell.addClass(MARKED_CLASS);
-        this._markers.set(cell, marker);
+      const summary = found.summary;
+      const view = cellView(
+        summary,
+        {
+          combos,
+          score: settings.markerScore,
+          predicting:
+            found.current &&
+            !!store
+              ?.slots('output', summary.step)
+              .some(s => s.state === 'predicting'),
+          noPrediction
+        },
+        this._trans
+      );
+      const signature = JSON.stringify([
+        view,
+        found.trajectoryId,
+        settings.showCellMarkers,
+        settings.showCellFooter
+      ]);
+      const held = this._decorations.get(cell);
+      if (held?.signature === signature) {
+        continue;
       }
-      marker.textContent = content.text;
-      marker.title = content.title;
-      marker.dataset.score = String(content.value);
-      marker.dataset.level =
-        content.value >= 0.8 ? 'high' : content.value >= 0.5 ? 'mid' : 'low';
+      const decoration = held ?? { badge: null, footer: null, signature };
+      decoration.signature = signature;
+      this._decorations.set(cell, decoration);
+      decoration.badge = settings.showCellMarkers
+        ? this._badge(cell, decoration.badge)
+        : remove(decoration.badge);
+      if (decoration.badge) {
+        const badge = decoration.badge;
+        badge.textContent = view.badge;
+        badge.title = view.title;
+        badge.dataset.themistoStep = String(view.step);
+        badge.dataset.themistoTrajectory = found.trajectoryId ?? '';
+        badge.dataset.state = view.state;
+        badge.dataset.score = view.value === null ? '' : String(view.value);
+        badge.dataset.level = scoreLevel(view.value);
+        badge.setAttribute(
+          'aria-label',
+          this._trans.__('Review step %1: %2', view.step, view.badge)
+        );
+      }
+      cell.toggleClass(MARKED_CLASS, !!decoration.badge);
+      decoration.footer = settings.showCellFooter
+        ? this._footer(cell, decoration.footer)
+        : remove(decoration.footer);
+      if (decoration.footer) {
+        decoration.footer.textContent = view.footer;
+        decoration.footer.dataset.themistoStep = String(view.step);
+        decoration.footer.dataset.state = view.state;
+      }
+    }
+  }
+
+  private _badge(cell: Cell, held: HTMLElement | null): HTMLElement {
+    if (held) {
+      return held;
+    }
+    const badge = document.createElement('div');
+    badge.className = MARKER_CLASS;
+    badge.setAttribute('role', 'button');
+    // A press on the badge must not select the cell: the active cell's
+    // badge sits higher (its toolbar takes the corner), so it would move
+    // away before the click lands; the focus stays where it was.
+    badge.addEventListener('mousedown', event => {
+      event.stopPropagation();
+      event.preventDefault();
+    });
+    badge.addEventListener('click', event => {
+      event.stopPropagation();
+      const step = Number(badge.dataset.themistoStep);
+      if (step > 0) {
+        this._review(step, badge.dataset.themistoTrajectory || null);
+      }
+    });
+    cell.node.appendChild(badge);
+    return badge;
+  }
+
+  private _footer(cell: Cell, held: HTMLElement | null): HTMLElement | null {
+    if (held) {
+      return held;
+    }
+    const footer = document.createElement('div');
+    footer.className = FOOTER_CLASS;
+    // After the outputs: JupyterLab builds a cell's DOM when it is first
+    // shown, and keeps its own (empty) footer last.
+    const place = (): void => {
+      const own = cell.node.querySelector(':scope > .jp-CellFooter');
+      cell.node.insertBefore(footer, own);
+    };
+    if (cell.node.querySelector(':scope > .jp-CellFooter')) {
+      place();
+    } else {
+      void cell.ready.then(place);
+    }
+    return footer;
+  }
+
+  private _clear(cell: Cell): void {
+    const held = this._decorations.get(cell);
+    if (held) {
+      remove(held.badge);
+      remove(held.footer);
+      this._decorations.delete(cell);
+      cell.removeClass(MARKED_CLASS);
+    }
+  }
+
+  /**
+   * A cell runs again: its old badge and footer go until its new step lands.
+   */
+  private _onScheduled(
+    _: unknown,
+    args: { notebook: Notebook; cell: Cell }
+  ): void {
+    if (
+      args.notebook !== this._panel.content ||
+      args.cell.model.type !== 'code'
+    ) {
+      return;
+    }
+    const id = args.cell.model.id;
+    this._running.set(id, this._store?.history.latestOfCell(id)?.step ?? 0);
+    this._schedule();
+  }
+
+  private _onExecuted(
+    _: unknown,
+    args: { notebook: Notebook; cell: Cell }
+  ): void {
+    if (args.notebook !== this._panel.content) {
+      return;
+    }
+    const id = args.cell.model.id;
+    const since = this._running.get(id);
+    if (since === undefined) {
+      return;
+    }
+    const clear = (): void => {
+      if (this._running.get(id) === since) {
+        this._running.delete(id);
+        this._schedule();
+      }
+    };
+    if (this._store?.recording === false) {
+      clear();
+    } else {
+      setTimeout(clear, RUN_GRACE_MS);
     }
   }
 
@@ -142,7 +278,7 @@ export class CellMarkers implements IDisposable {
   }
 
   private _onChanged(store: INotebookLive, change: LiveChange): void {
-    if (change === 'scores' || change === 'trajectory') {
+    if (change !== 'connection' && change !== 'recording') {
       this._schedule();
     }
   }
@@ -160,7 +296,13 @@ export class CellMarkers implements IDisposable {
   }
 
   private _store: INotebookLive | null = null;
-  private _markers = new WeakMap<Cell, HTMLElement>();
+  private _decorations = new WeakMap<Cell, IDecoration>();
+  private _running = new Map<string, number>();
   private _frame: number | null = null;
   private _disposed = false;
+}
+
+function remove(node: HTMLElement | null): null {
+  node?.remove();
+  return null;
 }

@@ -28,19 +28,38 @@ export function notebookRecording(
 
 /**
  * Remember a recording choice in the notebook's metadata, so it holds for
- * every kernel the notebook is opened with later.
+ * every kernel the notebook is opened with later. Only the non-default
+ * `"themisto": {"recording": false}` is written: switching recording on
+ * removes it, and leaves a notebook that never turned it off untouched.
  */
 export function rememberRecording(
-  model: Pick<INotebookModel, 'getMetadata' | 'setMetadata'> | null,
+  model: Pick<
+    INotebookModel,
+    'getMetadata' | 'setMetadata' | 'deleteMetadata'
+  > | null,
   recording: boolean
 ): void {
   if (!model) {
     return;
   }
   const current: unknown = model.getMetadata(METADATA_KEY);
-  const base =
-    typeof current === 'object' && current !== null ? current : undefined;
-  model.setMetadata(METADATA_KEY, { ...base, recording });
+  const base: Record<string, unknown> =
+    typeof current === 'object' && current !== null
+      ? { ...(current as Record<string, unknown>) }
+      : {};
+  if (recording) {
+    if (!('recording' in base)) {
+      return;
+    }
+    delete base.recording;
+  } else {
+    base.recording = false;
+  }
+  if (Object.keys(base).length === 0) {
+    model.deleteMetadata(METADATA_KEY);
+  } else {
+    model.setMetadata(METADATA_KEY, base);
+  }
 }
 
 /**

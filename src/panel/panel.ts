@@ -1,5 +1,7 @@
 /**
- * The prediction panel: follows the active notebook's live store.
+ * The prediction panel: follows the active notebook's live store, or shows
+ * one step under review (badge, scoreboard row or plot point clicked; the
+ * review commands step back and forth).
  */
 import { Notification } from '@jupyterlab/apputils';
 import {
@@ -8,12 +10,12 @@ import {
   type TranslationBundle
 } from '@jupyterlab/translation';
 import { Message } from '@lumino/messaging';
+import { type ISignal, Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import type { ScoreName } from '../api/model';
-import type { Prediction, PredictionTask, PromptText } from '../api/records';
-import { shownTarget } from '../live/store';
-import type { ICombo, LiveChange } from '../live/types';
+import type { Prediction, PredictionTask } from '../api/records';
+import type { IStepDetail, LiveChange } from '../live/types';
 import { visibleCombos } from '../settings';
 import type {
   INotebookLive,
@@ -23,15 +25,11 @@ import type {
 import { h } from './dom';
 import { headerKey, headerView, type IHeaderState } from './header';
 import { plotView } from './plotview';
+import { nextView, type PanelView, previousStep, reviewBar } from './review';
+import { scoreboard } from './scoreboard';
+import { type ISection, section, TaskView } from './tasks';
 import { VariablesView } from './variables';
-import {
-  comboLabel,
-  type ICardActions,
-  type IPromptActions,
-  nextCellCard,
-  outputCard,
-  scoreboard
-} from './views';
+import { comboLabel } from './views';
 
 export const PANEL_CLASS = 'themisto-PredictionPanel';
 
@@ -39,6 +37,9 @@ export const PANEL_CLASS = 'themisto-PredictionPanel';
  * What the panel asks of the notebook it follows.
  */
 export interface IPanelActions {
+  /**
+   * Put a predicted cell after the last cell run.
+   */
   insertBelow(text: string): void;
   replaceActive(text: string): void;
   copy(text: string): void;
@@ -54,17 +55,19 @@ export interface IPanelActions {
    * Read a whole prediction, with its prompt (not carried by the stream).
    */
   getPrediction(predictionId: string): Promise<Prediction>;
+  /**
+   * Give the keyboard focus back to the notebook (after every action: no
+   * panel button keeps it).
+   */
+  returnFocus(): void;
 }
 
-/**
- * Prompts kept once fetched (a few: they are long).
- */
-const PROMPTS_KEPT = 16;
-
-type Section = 'header' | 'output' | 'next' | 'scores' | 'plot' | 'runtime';
+type Section =
+  'header' | 'review' | 'output' | 'next' | 'scores' | 'plot' | 'runtime';
 
 const ALL: readonly Section[] = [
   'header',
+  'review',
   'output',
   'next',
   'scores',
@@ -77,7 +80,8 @@ const ALL: readonly Section[] = [
  */
 const AFFECTS: Record<LiveChange, readonly Section[]> = {
   trajectory: ALL,
-  steps: ['header', 'output', 'next', 'runtime'],
+  history: ['header', 'review', 'scores', 'plot'],
+  steps: ['header', 'review', 'output', 'next', 'runtime'],
   predictions: ['output', 'next'],
   scores: ['output', 'next', 'scores', 'plot'],
   connection: ['header'],
@@ -85,8 +89,15 @@ const AFFECTS: Record<LiveChange, readonly Section[]> = {
 };
 
 /**
+ * Elements that act when clicked: they must not take the keyboard focus
+ * from the notebook.
+ */
+const ACTIONABLE = 'button, summary, [data-step]';
+
+/**
  * The prediction panel: follows the active notebook and shows the
- * predictions of its running cell and next cell, scores and runtime state.
+ * predictions of its running cell and next cell, scores and runtime state,
+ * or those of one step under review.
  */
 export class PredictionPanel extends Widget {
   constructor(options: PredictionPanel.IOptions) {
@@ -95,42 +106,133 @@ export class PredictionPanel extends Widget {
     this._settings = options.settings;
     this._actions = options.actions;
     this._trans = (options.translator ?? nullTranslator).load('themisto_ext');
-    this._variables = new VariablesView(this._trans);
+    const trans = this._trans;
+    this._variables = new VariablesView(trans);
     this._output = section(
-      this._trans.__('Predicted output'),
+      trans.__('Predicted output'),
       'themisto-OutputSection'
     );
     this._next = section(
-      this._trans.__('Predicted next cell'),
+      trans.__('Predicted next cell'),
       'themisto-NextSection'
     );
-    this._scores = section(
-      this._trans.__('Scoreboard'),
-      'themisto-ScoreSection'
-    );
-    this._plot = section(
-      this._trans.__('Scores over steps'),
-      'themisto-PlotSection'
-    );
-    this._runtime = section(
-      this._trans.__('Runtime'),
-      'themisto-RuntimeSection'
+    this._scores = section(trans.__('Scoreboard'), 'themisto-ScoreSection');
+    this._plot = section(trans.__('Scores over steps'), 'themisto-PlotSection');
+    this._runtime = section(trans.__('Runtime'), 'themisto-RuntimeSection');
+    this._tasks = new TaskView(
+      this._live,
+      this._settings,
+      this._actions,
+      {
+        request: (task, code) => this._request(task, code),
+        show: step => this.showStep(step)
+      },
+      trans
     );
     this.addClass(PANEL_CLASS);
     this.node.tabIndex = -1;
-    this.node.append(
-      this._header,
+    this._stepView.append(
       this._output.node,
       this._next.node,
-      this._scores.node,
-      this._plot.node,
       this._runtime.node
     );
+    this.node.append(
+      this._header,
+      this._reviewBar,
+      this._stepView,
+      this._scores.node,
+      this._plot.node
+    );
     this._runtime.body.append(this._variables.node);
+    this.node.addEventListener('mousedown', this._onMouseDown);
+    this.node.addEventListener('click', this._onClick);
+    this.node.addEventListener('change', this._onClick);
     this._live.currentChanged.connect(this._onCurrentChanged, this);
     this._live.predictorsChanged.connect(this._onSettings, this);
     this._settings.changed.connect(this._onSettings, this);
     this._onCurrentChanged(this._live, this._live.current);
+  }
+
+  /**
+   * What the panel shows.
+   */
+  get view(): PanelView {
+    return this._view;
+  }
+
+  /**
+   * Emitted when the panel starts or stops reviewing a step.
+   */
+  get viewChanged(): ISignal<this, PanelView> {
+    return this._viewChanged;
+  }
+
+  /**
+   * Show one step of the active notebook: its predicted vs real output, the
+   * next cell predicted after it, and the runtime after it.
+   */
+  showStep(step: number, trajectory?: string | null): void {
+    const store = this._store;
+    if (!store || step < 1) {
+      return;
+    }
+    const id =
+      trajectory ??
+      (this._view.mode === 'review' ? this._view.trajectory : null) ??
+      store.trajectoryId;
+    const current = id === store.trajectoryId;
+    this._setView({ mode: 'review', step, trajectory: id, current });
+    this._detail = null;
+    this._live.loadStep(store, step, id).then(
+      detail => {
+        if (this._isShowing(store, step)) {
+          this._detail = detail;
+          this._markDirty(['output', 'next', 'runtime']);
+        }
+      },
+      (error: unknown) => {
+        if (this._isShowing(store, step)) {
+          this._detail = {
+            trajectoryId: id,
+            step,
+            whole: null,
+            next: null,
+            predictions: []
+          };
+          this._markDirty(['output', 'next', 'runtime']);
+          console.warn('themisto: could not read step', step, error);
+        }
+      }
+    );
+  }
+
+  /**
+   * Follow the notebook live again.
+   */
+  showLive(): void {
+    this._setView({ mode: 'live' });
+  }
+
+  /**
+   * Review the step before (from live: the latest step).
+   */
+  showPrevious(): void {
+    const step = previousStep(this._view, this._lastStep());
+    if (step !== null) {
+      this.showStep(step);
+    }
+  }
+
+  /**
+   * Review the step after (after the latest: live).
+   */
+  showNext(): void {
+    const next = nextView(this._view, this._lastStep());
+    if (next?.mode === 'review') {
+      this.showStep(next.step, next.trajectory);
+    } else if (next) {
+      this.showLive();
+    }
   }
 
   dispose(): void {
@@ -163,6 +265,56 @@ export class PredictionPanel extends Widget {
     this._schedule();
   }
 
+  /**
+   * The last step of the trajectory shown.
+   */
+  private _lastStep(): number {
+    const store = this._store;
+    const view = this._view;
+    if (!store) {
+      return 0;
+    }
+    if (view.mode === 'review' && !view.current && view.trajectory) {
+      return store.historyOf(view.trajectory)?.last ?? view.step;
+    }
+    return store.lastStep;
+  }
+
+  private _isShowing(store: INotebookLive, step: number): boolean {
+    return (
+      store === this._store &&
+      this._view.mode === 'review' &&
+      this._view.step === step
+    );
+  }
+
+  private _setView(view: PanelView): void {
+    this._view = view;
+    if (view.mode === 'live') {
+      this._detail = null;
+    }
+    this._markDirty(['review', 'output', 'next', 'runtime', 'plot']);
+    this._viewChanged.emit(view);
+  }
+
+  /**
+   * A click on a button (or a plot point, a scoreboard row) never leaves
+   * the focus in the panel: the notebook keeps it.
+   */
+  private _onMouseDown = (event: MouseEvent): void => {
+    const target = event.target as Element | null;
+    if (target?.closest?.(ACTIONABLE)) {
+      event.preventDefault();
+    }
+  };
+
+  private _onClick = (event: Event): void => {
+    const target = event.target as Element | null;
+    if (event.type === 'change' || target?.closest?.(ACTIONABLE)) {
+      this._actions.returnFocus();
+    }
+  };
+
   private _onCurrentChanged(
     live: IThemistoLive,
     store: INotebookLive | null
@@ -170,10 +322,21 @@ export class PredictionPanel extends Widget {
     this._store?.changed.disconnect(this._onStoreChanged, this);
     this._store = store;
     store?.changed.connect(this._onStoreChanged, this);
+    if (this._view.mode !== 'live') {
+      this._setView({ mode: 'live' });
+    }
     this._markDirty(ALL);
   }
 
   private _onStoreChanged(store: INotebookLive, change: LiveChange): void {
+    if (
+      change === 'trajectory' &&
+      this._view.mode === 'review' &&
+      this._view.trajectory !== store.trajectoryId
+    ) {
+      // A kernel restart: the step shown is of an earlier kernel now.
+      this._view = { ...this._view, current: false };
+    }
     this._markDirty(AFFECTS[change]);
   }
 
@@ -182,8 +345,8 @@ export class PredictionPanel extends Widget {
   }
 
   private _markDirty(sections: readonly Section[]): void {
-    for (const section of sections) {
-      this._dirty.add(section);
+    for (const name of sections) {
+      this._dirty.add(name);
     }
     this._schedule();
   }
@@ -207,8 +370,15 @@ export class PredictionPanel extends Widget {
     this._dirty = new Set();
     const store = this._store;
     const settings = this._settings.settings;
+    const view = this._view;
     this.node.dataset.layout = settings.layout;
     this.node.dataset.state = store ? 'notebook' : 'no-notebook';
+    this.node.dataset.view = view.mode;
+    if (view.mode === 'review') {
+      this._stepView.dataset.themistoViewStep = String(view.step);
+    } else {
+      delete this._stepView.dataset.themistoViewStep;
+    }
     const combos = visibleCombos(
       this._live.predictors,
       store ? store.seenCombos : [],
@@ -232,45 +402,88 @@ export class PredictionPanel extends Widget {
         )
       );
     }
-    for (const section of [
-      this._output,
-      this._next,
-      this._scores,
-      this._plot,
-      this._runtime
+    for (const node of [
+      this._reviewBar,
+      this._stepView,
+      this._scores.node,
+      this._plot.node
     ]) {
-      section.node.hidden = !store;
+      node.hidden = !store;
     }
     if (!store) {
       return;
     }
+    const lastStep = this._lastStep();
+    if (
+      dirty.has('review') &&
+      this._fresh('review', JSON.stringify([view, lastStep]))
+    ) {
+      this._reviewBar.replaceChildren(
+        ...reviewBar(
+          view,
+          lastStep,
+          {
+            previous: () => this.showPrevious(),
+            next: () => this.showNext(),
+            live: () => this.showLive()
+          },
+          this._trans
+        )
+      );
+    }
+    const detail = view.mode === 'review' ? this._detail : null;
     if (dirty.has('output')) {
-      this._renderTask('output', store, combos);
+      this._tasks.render(this._output, 'output', store, combos, view, detail);
     }
     if (dirty.has('next')) {
-      this._renderTask('next-cell', store, combos);
+      this._tasks.render(this._next, 'next-cell', store, combos, view, detail);
     }
     const keys = new Set(combos.map(key));
     const rows = store.scoreRows.filter(row => keys.has(key(row)));
     const counts = rows.map(r => `${key(r)}:${r.task}:${r.means.count}`);
     if (dirty.has('scores') && this._fresh('scores', counts.join())) {
-      this._scores.body.replaceChildren(scoreboard(rows, this._trans));
+      this._scores.body.replaceChildren(
+        scoreboard(
+          rows,
+          this._trans,
+          row => {
+            const points = store.series(row.task, row);
+            return points.length ? points[points.length - 1].step : null;
+          },
+          step => this.showStep(step, store.trajectoryId)
+        )
+      );
     }
-    const plotKey = [this._plotTask, this._plotScore, ...counts].join();
+    const shown = view.mode === 'review' && view.current ? view.step : null;
+    const plotKey = [this._plotTask, this._plotScore, shown, ...counts].join();
     if (dirty.has('plot') && this._fresh('plot', plotKey)) {
-      this._renderPlot(store, combos);
+      this._renderPlot(store, combos, shown);
     }
-    const latest = store.latestStep;
-    if (
-      dirty.has('runtime') &&
-      this._fresh('runtime', `${store.trajectoryId}:${latest?.step}`)
-    ) {
-      this._variables.render(store.latestStep);
-      const step = store.latestStep;
-      this._runtime.title.textContent = step
-        ? this._trans.__('Runtime after step %1', step.step)
-        : this._trans.__('Runtime');
+    this._renderRuntime(dirty, store, detail);
+  }
+
+  private _renderRuntime(
+    dirty: Set<Section>,
+    store: INotebookLive,
+    detail: IStepDetail | null
+  ): void {
+    const view = this._view;
+    const step =
+      view.mode === 'review'
+        ? (detail?.whole ?? (view.current ? store.getStep(view.step) : null))
+        : store.latestStep;
+    const signature = `${store.trajectoryId}:${view.mode}:${step?.step}:${!!detail}`;
+    if (!dirty.has('runtime') || !this._fresh('runtime', signature)) {
+      return;
     }
+    if (view.mode === 'review' && !step && !detail) {
+      this._variables.loading();
+    } else {
+      this._variables.render(step);
+    }
+    this._runtime.title.textContent = step
+      ? this._trans.__('Runtime after step %1', step.step)
+      : this._trans.__('Runtime');
   }
 
   /**
@@ -278,11 +491,11 @@ export class PredictionPanel extends Widget {
    * same content would replace buttons under the pointer and lose clicks,
    * and close an open select.
    */
-  private _fresh(section: Section, signature: string): boolean {
-    if (this._signatures.get(section) === signature) {
+  private _fresh(name: Section, signature: string): boolean {
+    if (this._signatures.get(name) === signature) {
       return false;
     }
-    this._signatures.set(section, signature);
+    this._signatures.set(name, signature);
     return true;
   }
 
@@ -294,113 +507,11 @@ export class PredictionPanel extends Widget {
     };
   }
 
-  private _renderTask(
-    task: PredictionTask,
+  private _renderPlot(
     store: INotebookLive,
-    combos: ICombo[]
+    combos: ReturnType<typeof visibleCombos>,
+    shown: number | null
   ): void {
-    const section = task === 'output' ? this._output : this._next;
-    const target = shownTarget(
-      store,
-      task,
-      !this._settings.settings.autoPredict
-    );
-    section.node.dataset.targetStep = target === null ? '' : String(target);
-    const sectionKey: Section = task === 'output' ? 'output' : 'next';
-    if (target === null || combos.length === 0) {
-      if (
-        !this._fresh(
-          sectionKey,
-          `empty:${this._live.predictors?.predictors.length}`
-        )
-      ) {
-        return;
-      }
-      const trans = this._trans;
-      section.title.textContent =
-        task === 'output'
-          ? trans.__('Predicted output')
-          : trans.__('Predicted next cell');
-      section.body.replaceChildren(
-        h(
-          'p',
-          { class: 'themisto-Muted' },
-          this._live.predictors?.predictors.length === 0
-            ? trans.__('Nothing is predicted: no predictor is configured.')
-            : task === 'output'
-              ? trans.__('Run a cell: its predicted output appears here.')
-              : trans.__('The predicted next cell appears after a cell runs.')
-        )
-      );
-      return;
-    }
-    section.title.textContent =
-      task === 'output'
-        ? this._trans.__('Output of step %1', target)
-        : this._trans.__('Next cell (step %1)', target);
-    // A retry asks for the step after the latest: only a target not yet
-    // run can be predicted again.
-    const retryable = target === store.lastStep + 1;
-    const slots = combos.map(
-      combo =>
-        store
-          .slots(task, target)
-          .find(
-            s => s.predictor === combo.predictor && s.context === combo.context
-          ) ?? null
-    );
-    const landed = task === 'output' ? store.getStep(target) : null;
-    const signature = JSON.stringify([
-      target,
-      retryable,
-      landed?.step,
-      combos.map((combo, i) => {
-        const p = slots[i]?.prediction;
-        return [key(combo), slots[i]?.state, p?.id, p?.answer, p?.scores];
-      })
-    ]);
-    if (!this._fresh(sectionKey, signature)) {
-      return;
-    }
-    const grid = h('div', { class: 'themisto-Cards' });
-    combos.forEach((combo, i) => {
-      const slot = slots[i];
-      if (task === 'output') {
-        grid.append(
-          outputCard(
-            combo,
-            target,
-            slot,
-            landed,
-            {
-              ...this._promptActions,
-              retry: retryable
-                ? s => {
-                    const code = s?.cellId
-                      ? this._actions.cellCode(s.cellId)
-                      : null;
-                    this._request('output', code ?? undefined);
-                  }
-                : null
-            },
-            this._trans
-          )
-        );
-      } else {
-        const actions: ICardActions = {
-          ...this._promptActions,
-          insertBelow: text => this._actions.insertBelow(text),
-          replaceActive: text => this._actions.replaceActive(text),
-          copy: text => this._actions.copy(text),
-          retry: retryable ? () => this._request('next-cell') : null
-        };
-        grid.append(nextCellCard(combo, target, slot, actions, this._trans));
-      }
-    });
-    section.body.replaceChildren(grid);
-  }
-
-  private _renderPlot(store: INotebookLive, combos: ICombo[]): void {
     const series = combos.map(combo => ({
       label: comboLabel(combo),
       points: store.series(this._plotTask, combo)
@@ -411,6 +522,7 @@ export class PredictionPanel extends Widget {
         {
           task: this._plotTask,
           score: this._plotScore,
+          shown,
           onTask: task => {
             this._plotTask = task;
             this._markDirty(['plot']);
@@ -418,7 +530,8 @@ export class PredictionPanel extends Widget {
           onScore: score => {
             this._plotScore = score;
             this._markDirty(['plot']);
-          }
+          },
+          onStep: step => this.showStep(step, store.trajectoryId)
         },
         this._trans
       )
@@ -439,58 +552,28 @@ export class PredictionPanel extends Widget {
       });
   }
 
-  /**
-   * The prompt of a prediction, fetched once (the stream does not carry
-   * prompts); a failed read is tried again next time.
-   */
-  private _loadPrompt(predictionId: string): Promise<PromptText | null> {
-    let prompt = this._prompts.get(predictionId);
-    if (!prompt) {
-      prompt = this._actions
-        .getPrediction(predictionId)
-        .then(prediction => prediction.prompt ?? null);
-      prompt.catch(() => this._prompts.delete(predictionId));
-      this._prompts.set(predictionId, prompt);
-      if (this._prompts.size > PROMPTS_KEPT) {
-        const oldest = this._prompts.keys().next();
-        if (!oldest.done) {
-          this._prompts.delete(oldest.value);
-        }
-      }
-    }
-    return prompt;
-  }
-
-  private _promptActions: IPromptActions = {
-    loadPrompt: id => this._loadPrompt(id),
-    isPromptOpen: id => this._openPrompts.has(id),
-    setPromptOpen: (id, open) => {
-      if (open) {
-        this._openPrompts.add(id);
-      } else {
-        this._openPrompts.delete(id);
-      }
-    }
-  };
-
   private _live: IThemistoLive;
   private _settings: IPredictionSettings;
   private _actions: IPanelActions;
   private _trans: TranslationBundle;
-  private _prompts = new Map<string, Promise<PromptText | null>>();
-  private _openPrompts = new Set<string>();
   private _store: INotebookLive | null = null;
+  private _view: PanelView = { mode: 'live' };
+  private _detail: IStepDetail | null = null;
+  private _viewChanged = new Signal<this, PanelView>(this);
   private _dirty = new Set<Section>(ALL);
   private _signatures = new Map<Section, string>();
   private _frame: number | null = null;
   private _plotTask: PredictionTask = 'output';
   private _plotScore: ScoreName = 'rouge_l';
   private _header = h('div', { class: 'themisto-Header' });
+  private _reviewBar = h('div', { class: 'themisto-ReviewBar' });
+  private _stepView = h('div', { class: 'themisto-StepView' });
   private _output: ISection;
   private _next: ISection;
   private _scores: ISection;
   private _plot: ISection;
   private _runtime: ISection;
+  private _tasks: TaskView;
   private _variables: VariablesView;
 }
 
@@ -503,22 +586,6 @@ export namespace PredictionPanel {
   }
 }
 
-function key(combo: ICombo): string {
+function key(combo: { predictor: string; context: string }): string {
   return `${combo.predictor}\u0000${combo.context}`;
-}
-
-interface ISection {
-  node: HTMLElement;
-  title: HTMLElement;
-  body: HTMLElement;
-}
-
-function section(title: string, cls: string): ISection {
-  const heading = h('h3', { class: 'themisto-Section-title' }, title);
-  const body = h('div', { class: 'themisto-Section-body' });
-  return {
-    node: h('section', { class: `themisto-Section ${cls}` }, heading, body),
-    title: heading,
-    body
-  };
 }

@@ -60,8 +60,14 @@ const MAX_POINTS = 150;
 export function scorePlot(
   series: IPlotSeries[],
   score: ScoreName,
-  title: string
+  title: string,
+  options: {
+    shown?: number | null;
+    onStep?: (step: number) => void;
+    stepLabel?: (step: number) => string;
+  } = {}
 ): SVGSVGElement {
+  const stepLabel = options.stepLabel ?? ((step: number) => `step ${step}`);
   const lines = series.map(s => downsample(s.points, score, MAX_POINTS));
   let minStep = Infinity;
   let maxStep = -Infinity;
@@ -114,7 +120,7 @@ export function scorePlot(
     svg(
       'text',
       { class: 'themisto-Plot-label', x: PAD.left, y: HEIGHT - 4 },
-      `step ${minStep}`
+      stepLabel(minStep)
     ),
     svg(
       'text',
@@ -124,9 +130,21 @@ export function scorePlot(
         y: HEIGHT - 4,
         'text-anchor': 'end'
       },
-      `step ${maxStep}`
+      stepLabel(maxStep)
     )
   );
+  const shown = options.shown ?? null;
+  if (shown !== null && shown >= minStep && shown <= maxStep) {
+    root.append(
+      svg('line', {
+        class: 'themisto-Plot-shown',
+        x1: x(shown),
+        x2: x(shown),
+        y1: PAD.top,
+        y2: HEIGHT - PAD.bottom
+      })
+    );
+  }
   lines.forEach((points, index) => {
     const cls = `themisto-Series-${index % 6}`;
     const coords = points.map(p => `${x(p.step)},${y(p.value)}`).join(' ');
@@ -135,21 +153,29 @@ export function scorePlot(
         svg('polyline', { class: `themisto-Plot-line ${cls}`, points: coords })
       );
     }
-    // A lone point (or the last one) is marked so one step is visible too.
-    const last = points[points.length - 1];
-    if (last) {
-      root.append(
+    // Every point is a dot that shows its step when clicked (a wide
+    // transparent stroke makes it easy to hit).
+    for (const point of points) {
+      const dot = svg(
+        'circle',
+        {
+          class: `themisto-Plot-dot ${cls}`,
+          cx: x(point.step),
+          cy: y(point.value),
+          r: 2.5,
+          'data-step': point.step
+        },
         svg(
-          'circle',
-          {
-            class: `themisto-Plot-dot ${cls}`,
-            cx: x(last.step),
-            cy: y(last.value),
-            r: 2.5
-          },
-          svg('title', {}, `${series[index].label}: ${last.value.toFixed(2)}`)
+          'title',
+          {},
+          `${series[index].label}, ${stepLabel(point.step)}: ${point.value.toFixed(2)}`
         )
       );
+      const onStep = options.onStep;
+      if (onStep) {
+        dot.addEventListener('click', () => onStep(point.step));
+      }
+      root.append(dot);
     }
   });
   return root;

@@ -6,7 +6,7 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 
 import type { ScoreName } from '../api/model';
 import type { PredictionTask } from '../api/records';
-import { SCORE_LABELS } from '../live/scores';
+import { SCORE_LABELS, scoreTitle } from '../live/scores';
 import { h } from './dom';
 import { type IPlotSeries, scorePlot } from './plot';
 
@@ -16,8 +16,16 @@ import { type IPlotSeries, scorePlot } from './plot';
 export interface IPlotChoice {
   task: PredictionTask;
   score: ScoreName;
+  /**
+   * The step under review, marked on the plot.
+   */
+  shown: number | null;
   onTask(task: PredictionTask): void;
   onScore(score: ScoreName): void;
+  /**
+   * A point was clicked: review its step.
+   */
+  onStep(step: number): void;
 }
 
 /**
@@ -70,13 +78,18 @@ export function plotView(
       )
     )
   );
-  const long = SCORE_LABELS.find(s => s.name === choice.score)?.long ?? '';
+  const long = scoreTitle(choice.score, trans);
   return [
     controls,
     scorePlot(
       shown,
       choice.score,
-      trans.__('%1 of %2 predictions over steps', long, choice.task)
+      trans.__('%1 of %2 predictions over steps', long, choice.task),
+      {
+        shown: choice.shown,
+        onStep: choice.onStep,
+        stepLabel: step => trans.__('step %1', step)
+      }
     ),
     legend
   ];

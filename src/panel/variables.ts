@@ -1,5 +1,6 @@
 /**
- * The runtime snapshot of the last step as a sortable table.
+ * The runtime snapshot after a step as a sortable table, without IPython's
+ * own names (`_`, `_i3`, `Out`, ...); full names and values on hover.
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
 
@@ -22,6 +23,21 @@ export const MAX_ROWS = 200;
  */
 const REPR_CHARS = 160;
 
+/**
+ * Names IPython defines in every namespace: the output history (`_`, `__`,
+ * `___`, `_N`, `Out`), the input history (`_i`, `_ii`, `_iii`, `_iN`,
+ * `In`), `_exit_code`, `_dh`, `_oh` and the shell's exit helpers.
+ */
+const IPYTHON_NAMES =
+  /^(_{1,3}|_i{1,3}|_i\d+|_\d+|_exit_code|_dh|_oh|In|Out|exit|quit|get_ipython)$/;
+
+/**
+ * Whether a runtime name is IPython's rather than the user's.
+ */
+export function isInternalName(name: string): boolean {
+  return IPYTHON_NAMES.test(name);
+}
+
 export type SortKey = 'name' | 'type' | 'size' | 'repr';
 
 export interface ISort {
@@ -35,7 +51,9 @@ type Row = [string, RuntimeVariable];
  * Sort snapshot rows; unknown sizes sort last either way.
  */
 export function sortVariables(variables: RuntimeVariables, sort: ISort): Row[] {
-  const rows = Object.entries(variables);
+  const rows = Object.entries(variables).filter(
+    ([name]) => !isInternalName(name)
+  );
   const sign = sort.ascending ? 1 : -1;
   const text = (row: Row): string =>
     sort.key === 'name'
@@ -78,6 +96,16 @@ export class VariablesView {
 
   get sort(): ISort {
     return this._sort;
+  }
+
+  /**
+   * Say that a step's snapshot is being read.
+   */
+  loading(): void {
+    this._step = null;
+    this.node.replaceChildren(
+      h('p', { class: 'themisto-Muted' }, this._trans.__('loading…'))
+    );
   }
 
   /**
@@ -152,7 +180,7 @@ export class VariablesView {
       body.append(
         h(
           'tr',
-          { 'data-name': name },
+          { 'data-name': name, title: `${name}: ${type} = ${variable.repr}` },
           h('td', { class: 'themisto-Mono', title: name }, name),
           h('td', { title: type }, type),
           h('td', { class: 'themisto-Num', title: size }, size),

@@ -1,5 +1,5 @@
 /**
- * DOM views of the prediction panel's cards, scores and scoreboard.
+ * DOM views of the prediction panel's cards and scores.
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
 
@@ -9,11 +9,13 @@ import {
   formatScore,
   formatSeconds,
   SCORE_LABELS,
-  SHORT_SCORE
+  scoreTitle
 } from '../live/scores';
-import type { ICombo, IPredictionSlot, IScoreRow } from '../live/types';
+import { errorReason, isMissed } from '../live/reasons';
+import type { ICombo, IPredictionSlot } from '../live/types';
 import { diffText, type IDiffResult, type IDiffSegment } from './diff';
 import { button, h } from './dom';
+import { summarizeTraceback } from './traceback';
 
 export { comboLabel, SHORT_SCORE } from '../live/scores';
 
@@ -53,11 +55,21 @@ export interface ICardActions extends IPromptActions {
 }
 
 /**
+ * What a card shows without a prediction: `predicting…` (live) or why
+ * there is none (a step under review).
+ */
+export type Missing = { kind: 'predicting' } | { kind: 'none'; reason: string };
+
+/**
  * The three scores as labelled chips, with the values in `data-*`.
  */
-export function scoresView(scores: Scores | null): HTMLElement {
+export function scoresView(
+  scores: Scores | null,
+  trans: TranslationBundle
+): HTMLElement {
   const node = h('div', { class: 'themisto-Scores' });
-  for (const { name, short, long } of SCORE_LABELS) {
+  for (const { name, short } of SCORE_LABELS) {
+    const long = scoreTitle(name, trans);
     node.dataset[name.replace(/_(\w)/g, (_, c: string) => c.toUpperCase())] =
       scores ? String(scores[name]) : '';
     node.append(
@@ -189,19 +201,78 @@ function errorView(
   trans: TranslationBundle
 ): HTMLElement {
   const error = slot.prediction?.error;
+  const missed = isMissed(error);
   return h(
     'div',
-    { class: 'themisto-Error', role: 'alert' },
+    {
+      class: missed ? 'themisto-Missed' : 'themisto-Error',
+      role: missed ? 'status' : 'alert'
+    },
     h(
       'div',
       { class: 'themisto-Error-message' },
       error
-        ? `${error.type}: ${error.message}`
+        ? trans.__('No prediction: %1', errorReason(error, trans))
         : trans.__('The prediction failed.')
     ),
-    retry &&
+    !missed &&
+      retry &&
       button(trans.__('Retry'), () => retry(slot), { class: 'themisto-Retry' })
   );
+}
+
+function missingView(missing: Missing, trans: TranslationBundle): HTMLElement {
+  return missing.kind === 'predicting'
+    ? predicting(trans)
+    : h(
+        'div',
+        { class: 'themisto-Missed', role: 'status' },
+        trans.__('No prediction: %1', missing.reason)
+      );
+}
+
+/**
+ * The error line and the frame it was raised in, above the whole output
+ * (IPython prints them last, where a narrow box hides them).
+ */
+export function tracebackView(
+  step: LiveStep,
+  trans: TranslationBundle
+): HTMLElement | null {
+  if (!step.error) {
+    return null;
+  }
+  const summary = summarizeTraceback(step.output, step.error.ename);
+  const error =
+    summary?.error ??
+    `${step.error.ename}${step.error.evalue ? `: ${step.error.evalue}` : ''}`;
+  return h(
+    'div',
+    { class: 'themisto-Traceback', 'aria-label': trans.__('Error') },
+    h('pre', { class: 'themisto-Text themisto-Traceback-error' }, error),
+    summary?.frame
+      ? h(
+          'pre',
+          { class: 'themisto-Text themisto-Traceback-frame' },
+          summary.frame
+        )
+      : null
+  );
+}
+
+/**
+ * A button that says it did its work for a moment (Copy: nothing else
+ * shows that the clipboard changed).
+ */
+export function flashButton(node: HTMLButtonElement, text: string): void {
+  const label = node.dataset.label ?? node.textContent ?? '';
+  node.dataset.label = label;
+  node.textContent = text;
+  node.classList.add('themisto-mod-done');
+  window.setTimeout(() => {
+    node.textContent = label;
+    node.classList.remove('themisto-mod-done');
+  }, 1500);
 }
 
 function predicting(trans: TranslationBundle): HTMLElement {
@@ -325,12 +396,16 @@ export function outputCard(
   slot: IPredictionSlot | null,
   step: LiveStep | null,
   actions: Pick<ICardActions, 'retry'> & IPromptActions,
-  trans: TranslationBundle
+  trans: TranslationBundle,
+  missing: Missing = { kind: 'predicting' }
 ): HTMLElement {
-  const state = slot?.state ?? 'predicting';
+  const state =
+    slot?.state ?? (missing.kind === 'none' ? 'none' : 'predicting');
   const card = cardShell(combo, 'output', target, state);
   card.dataset.landed = step ? 'true' : 'false';
-  if (!slot || slot.state === 'predicting') {
+  if (!slot) {
+    card.append(missingView(missing, trans));
+  } else if (slot.state === 'predicting') {
     card.append(predicting(trans));
   } else if (slot.state === 'error') {
     card.append(errorView(slot, actions.retry, trans));
@@ -339,12 +414,16 @@ export function outputCard(
     if (step) {
       const diff = cachedDiff(slot.prediction.id, answer, step.output);
       card.append(
+        tracebackView(step, trans) ?? '',
         h('div', { class: 'themisto-Label' }, trans.__('Predicted')),
+        answer.trim() === ''
+          ? h('div', { class: 'themisto-Muted' }, trans.__('(no output)'))
+          : '',
         diffPre(diff.segments, 'a', 'themisto-Predicted', trans),
         h('div', { class: 'themisto-Label' }, trans.__('Actual')),
         diffPre(diff.segments, 'b', 'themisto-Actual', trans),
         slot.prediction.scores
-          ? scoresView(slot.prediction.scores)
+          ? scoresView(slot.prediction.scores, trans)
           : h('div', { class: 'themisto-Muted' }, trans.__('scoring…'))
       );
     } else {
@@ -372,126 +451,66 @@ export function nextCellCard(
   target: number,
   slot: IPredictionSlot | null,
   actions: ICardActions,
-  trans: TranslationBundle
+  trans: TranslationBundle,
+  review: { actual: string | null; missing: Missing } | null = null
 ): HTMLElement {
-  const state = slot?.state ?? 'predicting';
+  const missing = review?.missing ?? { kind: 'predicting' };
+  const state =
+    slot?.state ?? (missing.kind === 'none' ? 'none' : 'predicting');
   const card = cardShell(combo, 'next-cell', target, state);
-  if (!slot || slot.state === 'predicting') {
+  if (!slot) {
+    card.append(missingView(missing, trans));
+  } else if (slot.state === 'predicting') {
     card.append(predicting(trans));
   } else if (slot.state === 'error') {
     card.append(errorView(slot, actions.retry, trans));
   } else if (slot.prediction) {
     const code = slot.prediction.answer;
+    const copy: HTMLButtonElement = button(
+      trans.__('Copy'),
+      () => {
+        actions.copy(code);
+        flashButton(copy, trans.__('Copied'));
+      },
+      { class: 'themisto-Copy', title: trans.__('Copy the predicted cell') }
+    );
+    const actual = review?.actual ?? null;
+    if (actual !== null) {
+      const diff = cachedDiff(`${slot.prediction.id}:code`, code, actual);
+      card.append(
+        h('div', { class: 'themisto-Label' }, trans.__('Predicted')),
+        diffPre(diff.segments, 'a', 'themisto-NextCode', trans),
+        h('div', { class: 'themisto-Label' }, trans.__('Actual')),
+        diffPre(diff.segments, 'b', 'themisto-ActualCode', trans)
+      );
+    } else {
+      card.append(textPre(code, 'themisto-NextCode', trans));
+    }
     card.append(
-      textPre(code, 'themisto-NextCode', trans),
       h(
         'div',
         { class: 'themisto-Actions' },
-        button(trans.__('Insert below'), () => actions.insertBelow(code), {
-          class: 'themisto-Insert',
-          title: trans.__('Insert the predicted cell below the active cell')
-        }),
-        button(
-          trans.__('Replace active cell'),
-          () => actions.replaceActive(code),
-          {
-            class: 'themisto-Replace',
-            title: trans.__(
-              "Replace the active cell's source with the prediction"
-            )
-          }
-        ),
-        button(trans.__('Copy'), () => actions.copy(code), {
-          class: 'themisto-Copy',
-          title: trans.__('Copy the predicted cell')
-        })
+        !review &&
+          button(trans.__('Insert below'), () => actions.insertBelow(code), {
+            class: 'themisto-Insert',
+            title: trans.__('Insert the predicted cell after the last cell run')
+          }),
+        !review &&
+          button(
+            trans.__('Replace active cell'),
+            () => actions.replaceActive(code),
+            {
+              class: 'themisto-Replace',
+              title: trans.__(
+                "Replace the active cell's source with the prediction"
+              )
+            }
+          ),
+        copy
       ),
-      slot.prediction.scores ? scoresView(slot.prediction.scores) : '',
+      slot.prediction.scores ? scoresView(slot.prediction.scores, trans) : '',
       ...footer(slot, actions, trans)
     );
   }
   return card;
-}
-
-/**
- * The session scoreboard: running means per predictor × context, grouped
- * by task (one column of labels keeps it readable in a narrow side bar).
- */
-export function scoreboard(
-  rows: IScoreRow[],
-  trans: TranslationBundle
-): HTMLElement {
-  if (rows.length === 0) {
-    return h(
-      'p',
-      { class: 'themisto-Muted' },
-      trans.__(
-        'No scored prediction yet: scores appear when a predicted cell finishes.'
-      )
-    );
-  }
-  const head = h(
-    'tr',
-    {},
-    h('th', { scope: 'col' }, trans.__('Predictor · context')),
-    h(
-      'th',
-      {
-        scope: 'col',
-        class: 'themisto-Num themisto-Col-n',
-        title: trans.__('Scored predictions')
-      },
-      'n'
-    ),
-    ...SCORE_LABELS.map(({ name, long }) =>
-      h(
-        'th',
-        { scope: 'col', class: 'themisto-Num themisto-Col-score', title: long },
-        SHORT_SCORE[name]
-      )
-    )
-  );
-  const body = h('tbody');
-  for (const task of ['output', 'next-cell'] as const) {
-    const group = rows.filter(row => row.task === task);
-    if (group.length === 0) {
-      continue;
-    }
-    body.append(
-      h(
-        'tr',
-        { class: 'themisto-Group' },
-        h(
-          'th',
-          { scope: 'rowgroup', colspan: 5 },
-          task === 'output' ? trans.__('Output') : trans.__('Next cell')
-        )
-      )
-    );
-    for (const row of group) {
-      const mean = row.means.mean();
-      const label = comboLabel(row);
-      body.append(
-        h(
-          'tr',
-          {
-            'data-task': row.task,
-            'data-predictor': row.predictor,
-            'data-context': row.context
-          },
-          h('th', { scope: 'row', title: label }, label),
-          h('td', { class: 'themisto-Num' }, String(row.means.count)),
-          ...SCORE_LABELS.map(({ name }) =>
-            h('td', { class: 'themisto-Num' }, formatScore(mean?.[name]))
-          )
-        )
-      );
-    }
-  }
-  return h(
-    'table',
-    { class: 'themisto-Table themisto-Scoreboard' },
-    h('thead', {}, head),
-    body
-  );
 }

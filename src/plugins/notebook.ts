@@ -9,12 +9,18 @@ import type {
 } from '@jupyterlab/application';
 import { ICompletionProviderManager } from '@jupyterlab/completer';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 // These small modules attach to notebooks at activation, so they are
 // needed at once.
 /* eslint-disable jupyter/prefer-lazy-imports */
+import { CommandIDs } from '../commands';
 import { startAutoPredict } from '../notebook/autopredict';
-import { latestNextCell, NextCellInlineProvider } from '../notebook/inline';
+import {
+  isNextCell,
+  latestNextCell,
+  NextCellInlineProvider
+} from '../notebook/inline';
 import { CellMarkers } from '../notebook/markers';
 import { applyNotebookRecording } from '../notebook/recording';
 /* eslint-enable jupyter/prefer-lazy-imports */
@@ -66,17 +72,26 @@ export const autoPredictPlugin: JupyterFrontEndPlugin<void> = {
  */
 export const markersPlugin: JupyterFrontEndPlugin<void> = {
   id: 'themisto-ext:markers',
-  description: "Shows each executed cell's output-prediction score on it.",
+  description:
+    "Shows each executed cell's output-prediction score (click: review the step) and a footer with its recorded time and memory.",
   autoStart: true,
   requires: [INotebookTracker, IThemistoLive, IPredictionSettings],
+  optional: [ITranslator],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     live: IThemistoLive,
-    settings: IPredictionSettings
+    settings: IPredictionSettings,
+    translator: ITranslator | null
   ): void => {
+    const trans = (translator ?? nullTranslator).load('themisto_ext');
+    const review = (step: number, trajectory: string | null): void =>
+      void app.commands.execute(CommandIDs.showStep, {
+        step,
+        ...(trajectory ? { trajectory } : {})
+      });
     const attach = (notebook: NotebookPanel): void => {
-      const markers = new CellMarkers(notebook, live, settings);
+      const markers = new CellMarkers(notebook, live, settings, trans, review);
       notebook.disposed.connect(() => markers.dispose());
     };
     tracker.forEach(attach);
@@ -98,28 +113,37 @@ export const inlinePlugin: JupyterFrontEndPlugin<void> = {
     IPredictionSettings,
     INotebookTracker
   ],
+  optional: [ITranslator],
   activate: (
     app: JupyterFrontEnd,
     manager: ICompletionProviderManager,
     live: IThemistoLive,
     settings: IPredictionSettings,
-    tracker: INotebookTracker
+    tracker: INotebookTracker,
+    translator: ITranslator | null
   ): void => {
-    manager.registerInlineProvider(new NextCellInlineProvider(live, settings));
+    manager.registerInlineProvider(
+      new NextCellInlineProvider(
+        live,
+        settings,
+        (translator ?? nullTranslator).load('themisto_ext')
+      )
+    );
     // Typing triggers inline completion, but an empty cell has nothing
     // typed: ask for it when such a cell is being edited and a prediction
     // exists (it needs the editor's focus, hence edit mode).
     const offer = (): void => {
       const notebook = tracker.currentWidget;
       const cell = notebook?.content.activeCell;
+      const store = notebook ? live.store(notebook.context.path) : null;
       if (
         !settings.settings.ghostText ||
         !notebook ||
         notebook.content.mode !== 'edit' ||
         !cell ||
-        cell.model.type !== 'code' ||
+        !isNextCell(notebook, store) ||
         cell.model.sharedModel.getSource().trim() !== '' ||
-        !latestNextCell(live.store(notebook.context.path), live, settings)
+        !latestNextCell(store, live, settings)
       ) {
         return;
       }

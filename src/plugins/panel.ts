@@ -1,5 +1,6 @@
 /**
- * The prediction panel in the right side bar.
+ * The prediction panel in the right side bar, and the commands that review
+ * one step in it (with keyboard shortcuts, schema/panel.json).
  */
 import {
   ILayoutRestorer,
@@ -8,7 +9,11 @@ import {
 } from '@jupyterlab/application';
 import { Clipboard, ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
-import { ITranslator, nullTranslator } from '@jupyterlab/translation';
+import {
+  ITranslator,
+  nullTranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
 
 // The panel is added at activation, so these small modules are needed at once.
 /* eslint-disable jupyter/prefer-lazy-imports */
@@ -16,9 +21,10 @@ import { CommandIDs, NO_ARGS, PALETTE_CATEGORY } from '../commands';
 import { themistoIcon } from '../icon';
 import {
   cellSource,
-  insertCellBelow,
+  insertAfterLastRun,
   replaceActiveCell
 } from '../notebook/cells';
+import { focusNotebook } from '../notebook/focus';
 import { toggleNotebookRecording } from '../notebook/recording';
 import { PredictionPanel } from '../panel/panel';
 /* eslint-enable jupyter/prefer-lazy-imports */
@@ -32,7 +38,7 @@ export const PANEL_ID = 'themisto-prediction-panel';
 export const panelPlugin: JupyterFrontEndPlugin<void> = {
   id: 'themisto-ext:panel',
   description:
-    'A side panel with the predicted output and next cell, scores and runtime state.',
+    'A side panel with the predicted output and next cell, scores and runtime state, and any step under review.',
   autoStart: true,
   requires: [
     IThemistoLive,
@@ -63,7 +69,14 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
       settings,
       translator: translator ?? undefined,
       actions: {
-        insertBelow: text => withNotebook(nb => insertCellBelow(nb, text)),
+        insertBelow: text =>
+          withNotebook(nb =>
+            insertAfterLastRun(
+              nb,
+              text,
+              live.store(nb.context.path)?.lastRunCell ?? null
+            )
+          ),
         replaceActive: text => withNotebook(nb => replaceActiveCell(nb, text)),
         copy: text => Clipboard.copyToSystem(text),
         cellCode: cellId => {
@@ -76,7 +89,8 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
             await toggleNotebookRecording(notebook, client, live);
           }
         },
-        getPrediction: id => client.getPrediction(id)
+        getPrediction: id => client.getPrediction(id),
+        returnFocus: () => focusNotebook(app.shell, tracker)
       }
     });
     panel.id = PANEL_ID;
@@ -84,16 +98,126 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     panel.title.caption = trans.__('Themisto predictions');
     app.shell.add(panel, 'right', { rank: 650 });
     restorer?.add(panel, PANEL_ID);
-
-    app.commands.addCommand(CommandIDs.openPanel, {
-      label: trans.__('Open Prediction Panel'),
-      caption: trans.__("Show Themisto's prediction panel"),
-      describedBy: NO_ARGS,
-      execute: () => app.shell.activateById(PANEL_ID)
-    });
+    addPanelCommands(app, panel, tracker, live, trans);
     palette?.addItem({
       command: CommandIDs.openPanel,
       category: PALETTE_CATEGORY
     });
+    for (const command of [
+      CommandIDs.reviewPrevious,
+      CommandIDs.reviewNext,
+      CommandIDs.reviewLive,
+      CommandIDs.reviewActiveCell
+    ]) {
+      palette?.addItem({ command, category: PALETTE_CATEGORY });
+    }
   }
 };
+
+/**
+ * Open the panel, review, step back and forth, return to live.
+ */
+function addPanelCommands(
+  app: JupyterFrontEnd,
+  panel: PredictionPanel,
+  tracker: INotebookTracker,
+  live: IThemistoLive,
+  trans: TranslationBundle
+): void {
+  const commands = app.commands;
+  const hasStore = (): boolean => live.current !== null;
+  const reviewing = (): boolean => panel.view.mode === 'review';
+  const reveal = (): void => {
+    if (!panel.isVisible) {
+      app.shell.activateById(panel.id);
+    }
+    focusNotebook(app.shell, tracker);
+  };
+  panel.viewChanged.connect(() => commands.notifyCommandChanged());
+
+  commands.addCommand(CommandIDs.openPanel, {
+    label: trans.__('Open Prediction Panel'),
+    caption: trans.__("Show Themisto's prediction panel"),
+    describedBy: NO_ARGS,
+    execute: () => app.shell.activateById(panel.id)
+  });
+  commands.addCommand(CommandIDs.showStep, {
+    label: args =>
+      trans.__(
+        'Review Step %1',
+        typeof args.step === 'number' ? args.step : ''
+      ),
+    caption: trans.__('Show one step of the notebook in the prediction panel'),
+    describedBy: {
+      args: {
+        type: 'object',
+        properties: {
+          step: { type: 'integer', minimum: 1 },
+          trajectory: {
+            type: 'string',
+            description:
+              'The trajectory of the step; the current one by default.'
+          }
+        },
+        required: ['step']
+      }
+    },
+    isEnabled: hasStore,
+    execute: args => {
+      if (typeof args.step === 'number') {
+        const trajectory =
+          typeof args.trajectory === 'string' ? args.trajectory : null;
+        panel.showStep(args.step, trajectory ?? live.current?.trajectoryId);
+        reveal();
+      }
+    }
+  });
+  commands.addCommand(CommandIDs.reviewPrevious, {
+    label: trans.__('Review Previous Step'),
+    caption: trans.__('Show the step before in the prediction panel'),
+    describedBy: NO_ARGS,
+    isEnabled: hasStore,
+    execute: () => {
+      panel.showPrevious();
+      reveal();
+    }
+  });
+  commands.addCommand(CommandIDs.reviewNext, {
+    label: trans.__('Review Next Step'),
+    caption: trans.__('Show the step after in the prediction panel'),
+    describedBy: NO_ARGS,
+    isEnabled: reviewing,
+    execute: () => {
+      panel.showNext();
+      reveal();
+    }
+  });
+  commands.addCommand(CommandIDs.reviewLive, {
+    label: trans.__('Back to Live Predictions'),
+    caption: trans.__('Follow the notebook live in the prediction panel'),
+    describedBy: NO_ARGS,
+    isEnabled: reviewing,
+    execute: () => {
+      panel.showLive();
+      reveal();
+    }
+  });
+  commands.addCommand(CommandIDs.reviewActiveCell, {
+    label: trans.__("Review the Active Cell's Step"),
+    caption: trans.__(
+      'Show the latest step of the active cell in the prediction panel'
+    ),
+    describedBy: NO_ARGS,
+    isEnabled: hasStore,
+    execute: () => {
+      const notebook = tracker.currentWidget;
+      const cell = notebook?.content.activeCell;
+      const store = notebook ? live.store(notebook.context.path) : null;
+      const found = cell ? store?.cellStep(cell.model.id) : null;
+      if (found) {
+        panel.showStep(found.summary.step, found.trajectoryId);
+        reveal();
+      }
+    }
+  });
+}

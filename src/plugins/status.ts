@@ -13,6 +13,7 @@ import { Signal } from '@lumino/signaling';
 
 // The status item is registered synchronously at activation, so it is needed at once.
 /* eslint-disable jupyter/prefer-lazy-imports */
+import { focusNotebook } from '../notebook/focus';
 import { toggleNotebookRecording } from '../notebook/recording';
 import { ThemistoStatusItem } from '../statusbar/item';
 /* eslint-enable jupyter/prefer-lazy-imports */
@@ -46,6 +47,8 @@ export const statusPlugin: JupyterFrontEndPlugin<void> = {
           await toggleNotebookRecording(notebook, client, live);
         }
       },
+      // The item never keeps the focus: Shift+Enter still runs the cell.
+      done: () => focusNotebook(app.shell, tracker),
       translator: translator ?? undefined
     });
     const activeStateChanged = new Signal<ThemistoStatusItem, void>(item);

@@ -42,6 +42,7 @@ export class ThemistoStatusItem extends Widget {
     super();
     this._live = options.live;
     this._toggle = options.toggle;
+    this._done = options.done ?? (() => undefined);
     this._trans = (options.translator ?? nullTranslator).load('themisto_ext');
 
     this.addClass(STATUS_ITEM_CLASS);
@@ -88,13 +89,16 @@ export class ThemistoStatusItem extends Widget {
    * Handle the DOM events of the item.
    */
   handleEvent(event: Event): void {
-    if (event.type === 'click') {
-      void this.toggle();
+    if (event.type === 'mousedown') {
+      // A click must not take the focus from the notebook.
+      event.preventDefault();
+    } else if (event.type === 'click') {
+      void this.toggle().then(this._done);
     } else if (event.type === 'keydown') {
       const key = (event as KeyboardEvent).key;
       if (key === 'Enter' || key === ' ') {
         event.preventDefault();
-        void this.toggle();
+        void this.toggle().then(this._done);
       }
     }
   }
@@ -110,11 +114,13 @@ export class ThemistoStatusItem extends Widget {
 
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
+    this.node.addEventListener('mousedown', this);
     this.node.addEventListener('click', this);
     this.node.addEventListener('keydown', this);
   }
 
   protected onBeforeDetach(msg: Message): void {
+    this.node.removeEventListener('mousedown', this);
     this.node.removeEventListener('click', this);
     this.node.removeEventListener('keydown', this);
     super.onBeforeDetach(msg);
@@ -182,6 +188,7 @@ export class ThemistoStatusItem extends Widget {
 
   private _live: IThemistoLive;
   private _toggle: () => Promise<unknown>;
+  private _done: () => void;
   private _trans: TranslationBundle;
   private _store: INotebookLive | null = null;
   private _error: string | null = null;
@@ -205,6 +212,11 @@ export namespace ThemistoStatusItem {
      * choice in the notebook); the store then follows.
      */
     toggle: () => Promise<unknown>;
+    /**
+     * Called after each click or key press was handled (the plugin gives
+     * the focus back to the notebook).
+     */
+    done?: () => void;
     translator?: ITranslator;
   }
 }

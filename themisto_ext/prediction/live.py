@@ -3,6 +3,12 @@
 Fed by the ingester (``started`` records and new steps), it predicts with every
 configured predictor and context, stores and publishes each prediction, and scores it when
 the real step lands. Predictions only ever see the steps before their target.
+
+A prediction that the next cell made pointless is missed, never silently dropped: one
+superseded in the model's queue, a next-cell prediction cancelled because that cell
+started, or one never made because that cell had started when its step arrived (cells run
+in quick succession land in one ingestion pass). Each is stored and published as a record
+whose error says so (``run.missed_record``), so the notebook tells why a cell has none.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
+from functools import partial
 
 from themisto_ext.events import (
     EventBus,
@@ -23,7 +30,7 @@ from themisto_ext.events import (
 from themisto_ext.ingest import IngestResult
 from themisto_ext.prediction.clients.base import Predictor
 from themisto_ext.prediction.prompts.build import cell_limit
-from themisto_ext.prediction.run import Superseded, predict
+from themisto_ext.prediction.run import Superseded, missed_record, predict
 from themisto_ext.prediction.scoring import scored
 from themisto_ext.records import Context, Prediction, Step, Task
 from themisto_ext.store import TrajectoryStore
@@ -31,6 +38,8 @@ from themisto_ext.trajectory.text import clip
 
 log = logging.getLogger("themisto_ext.live")
 
+NEXT_CELL_STARTED = "the next cell started first"
+"""Why a missed prediction has none, as the notebook shows it after "superseded: "."""
 FRESH_SECONDS = 60.0
 """Older cells are history being caught up on (a server restart), not live work."""
 HISTORY_CACHE = 32
@@ -47,6 +56,14 @@ def _slim(step: Step, limit: int) -> Step:
     slim = {k: v for k, v in step.items() if k not in _UNREAD}
     slim["output"] = clip(step["output"], limit)
     return slim  # type: ignore[return-value]  # a Step without two fields nobody reads
+
+
+Pending = dict[asyncio.Task[None], tuple[str, Context, int]]
+"""Next-cell predictions under way: (predictor, context, target step) of each."""
+
+
+def _forget(waiting: Pending, job: asyncio.Task[None]) -> None:
+    waiting.pop(job, None)
 
 
 def _age(timestamp: str | None) -> float:
@@ -71,24 +88,30 @@ class LivePredictions:
         self._histories: OrderedDict[tuple[str, int], list[Step]] = OrderedDict()
         """Steps of recent trajectories as prompts read them, by (trajectory, cell limit)."""
         self._tasks: set[asyncio.Task[None]] = set()
-        self._next_cell: dict[str, set[asyncio.Task[None]]] = {}
+        self._next_cell: dict[str, Pending] = {}
         """Next-cell predictions still under way, by trajectory."""
 
     # ------------------------------------------------------------ inputs
 
     def on_ingest(self, result: IngestResult) -> None:
-        latest: dict[str, Step] = {}
+        begun: set[tuple[str, int]] = set()
         for step in result.steps:
             self._remember(step)
-            latest[step["trajectory_id"]] = step
+            begun.add((step["trajectory_id"], int(step["step"])))
         self._score(result.steps)
         for started in result.started:
+            begun.add((started["trajectory_id"], int(started["step"])))
             if _age(started.get("at")) < FRESH_SECONDS:
                 self.schedule(started["trajectory_id"], "output", int(started["step"]),
                               code=started["code"], cell_id=started.get("cell_id"))
-        for step in latest.values():
-            if _age(step.get("ended_at")) < FRESH_SECONDS:
-                self.schedule(step["trajectory_id"], "next-cell", int(step["step"]) + 1)
+        for step in result.steps:
+            if _age(step.get("ended_at")) >= FRESH_SECONDS:
+                continue
+            trajectory_id, target = step["trajectory_id"], int(step["step"]) + 1
+            if (trajectory_id, target) in begun:
+                self._miss_all(trajectory_id, target)
+            else:
+                self.schedule(trajectory_id, "next-cell", target)
 
     def score_only(self, result: IngestResult) -> None:
         """Keep histories and score on-request predictions, but predict nothing by itself."""
@@ -102,8 +125,10 @@ class LivePredictions:
         if task == "output":
             # The person has moved on: the next cell is running, so next-cell predictions
             # still waiting for a model would only delay this cell's output prediction.
-            for job in self._next_cell.pop(trajectory_id, set()):
-                job.cancel()
+            for job, (name, context, target) in self._next_cell.pop(trajectory_id, {}).items():
+                if not job.done():
+                    job.cancel()
+                    self._miss(name, context, trajectory_id, "next-cell", target, None)
         count = 0
         for predictor in self.predictors:
             for context in self.contexts:
@@ -112,9 +137,9 @@ class LivePredictions:
                 self._tasks.add(job)
                 job.add_done_callback(self._tasks.discard)
                 if task == "next-cell":
-                    waiting = self._next_cell.setdefault(trajectory_id, set())
-                    waiting.add(job)
-                    job.add_done_callback(waiting.discard)
+                    waiting = self._next_cell.setdefault(trajectory_id, {})
+                    waiting[job] = (predictor.name, context, target_step)
+                    job.add_done_callback(partial(_forget, waiting))
                 count += 1
         return count
 
@@ -173,8 +198,9 @@ class LivePredictions:
                 session=f"{trajectory_id}:{context}",
                 budget_chars=budget,
                 kernel_id=scope.kernel_id, notebook_path=scope.notebook_path, cell_id=cell_id)
-            if isinstance(outcome, Superseded):
-                return  # a newer request of the session replaced it: nothing to show
+            if isinstance(outcome, Superseded):  # a newer request of the session replaced it
+                self._miss(predictor.name, context, trajectory_id, task, target_step, cell_id)
+                return
             record = outcome
             landed = self._landed(trajectory_id, target_step)
             if landed is not None:  # the cell finished while the model was thinking
@@ -187,6 +213,24 @@ class LivePredictions:
             raise
         except Exception:
             log.exception("themisto: live prediction failed")
+
+    def _miss_all(self, trajectory_id: str, target_step: int) -> None:
+        """The next-cell predictions of a cell that had started before its previous step
+        arrived: not made (they would only delay that cell's own output prediction)."""
+        for predictor in self.predictors:
+            for context in self.contexts:
+                self._miss(predictor.name, context, trajectory_id, "next-cell", target_step,
+                           None)
+
+    def _miss(self, predictor: str, context: Context, trajectory_id: str, task: Task,
+              target_step: int, cell_id: str | None) -> None:
+        scope = self._scope(trajectory_id)
+        record = missed_record(predictor, task, context, NEXT_CELL_STARTED,
+                               trajectory_id=trajectory_id, target_step=target_step,
+                               kernel_id=scope.kernel_id, notebook_path=scope.notebook_path,
+                               cell_id=cell_id)
+        self.store.save_prediction(record)
+        self.events.publish(prediction_event(scope, record))
 
     def _score(self, steps: list[Step]) -> None:
         """Score the predictions of steps that landed: one store query per trajectory, not

@@ -38,6 +38,38 @@ class Superseded:
     reason: str
 
 
+SUPERSEDED = PredictionSuperseded.__name__
+"""The error type of a prediction missed because the next cell started first."""
+
+
+def blank_record(predictor: str, task: Task, context: Context, *, trajectory_id: str,
+                 target_step: int, kernel_id: str | None = None,
+                 notebook_path: str | None = None, cell_id: str | None = None) -> Prediction:
+    """A prediction record with no answer yet."""
+    return {
+        "id": uuid.uuid4().hex, "trajectory_id": trajectory_id, "kernel_id": kernel_id,
+        "notebook_path": notebook_path, "cell_id": cell_id, "task": task,
+        "context": context, "predictor": predictor, "model": None,
+        "target_step": target_step,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+        "latency": None, "queue_seconds": None, "prompt_tokens": None,
+        "completion_tokens": None, "cached_tokens": None, "prefix_reused": None, "dropped_steps": 0,
+        "answer": "", "error": None, "reference": None, "scores": None,
+    }
+
+
+def missed_record(predictor: str, task: Task, context: Context, message: str, *,
+                  trajectory_id: str, target_step: int, kernel_id: str | None = None,
+                  notebook_path: str | None = None, cell_id: str | None = None) -> Prediction:
+    """The record of a prediction missed (dropped, or never made) because the next cell
+    started first: stored and shown like a failed one, so a cell says why it has none."""
+    record = blank_record(predictor, task, context, trajectory_id=trajectory_id,
+                          target_step=target_step, kernel_id=kernel_id,
+                          notebook_path=notebook_path, cell_id=cell_id)
+    record["error"] = {"type": SUPERSEDED, "message": message}
+    return record
+
+
 async def predict(
     predictor: Predictor,
     history: Sequence[Step],
@@ -68,18 +100,12 @@ async def predict(
             prompt = await asyncio.to_thread(fit_prompt, build, budget_chars, predictor.window)
         except (PromptTooLong, ProviderError) as exc:  # too long; the model cannot load
             prompt, fitting = build(budget_chars), exc
-    record: Prediction = {
-        "id": uuid.uuid4().hex, "trajectory_id": trajectory_id, "kernel_id": kernel_id,
-        "notebook_path": notebook_path, "cell_id": cell_id, "task": task,
-        "context": context, "predictor": predictor.name, "model": None,
-        "target_step": target_step,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
-        "latency": None, "queue_seconds": None, "prompt_tokens": None,
-        "completion_tokens": None, "cached_tokens": None, "prefix_reused": None,
-        "prompt": {"system": prompt.system, "user": prompt.user},
-        "dropped_steps": prompt.dropped_steps,
-        "raw": "", "answer": "", "error": None, "reference": None, "scores": None,
-    }
+    record = blank_record(predictor.name, task, context, trajectory_id=trajectory_id,
+                          target_step=target_step, kernel_id=kernel_id,
+                          notebook_path=notebook_path, cell_id=cell_id)
+    record["prompt"] = {"system": prompt.system, "user": prompt.user}
+    record["dropped_steps"] = prompt.dropped_steps
+    record["raw"] = ""
     if fitting is not None:
         record["error"] = {"type": type(fitting).__name__, "message": str(fitting)}
         return record

@@ -7,12 +7,13 @@ journal's record kinds. ``ingest.py`` reads journals and hands the store typed w
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from themisto_ext.errors import StoreError, StoreUnavailable
-from themisto_ext.records import Prediction, Step, TrajectoryInfo
+from themisto_ext.records import Prediction, PredictionSummary, Step, StepSummary, TrajectoryInfo
 
 __all__ = ["StoreError", "StoreUnavailable"]
 
@@ -99,6 +100,27 @@ class Applied:
     """Steps already stored (a journal read twice): idempotence, not an error."""
 
 
+def step_summaries_of(
+    steps: list[tuple[int, str]], predictions: list[tuple[int, str]]
+) -> list[StepSummary]:
+    """Step summaries from the rows both engines read for them: ``(step, JSON array of
+    cell_id, execution_time, memory_bytes, error name)`` and ``(target step, JSON array of
+    id, task, predictor, context, scores, error)``, the latter oldest first."""
+    summaries: dict[int, StepSummary] = {}
+    for step, fields in steps:
+        cell_id, seconds, memory, error = json.loads(fields)
+        summaries[step] = {"step": step, "cell_id": cell_id, "execution_time": seconds,
+                           "memory_bytes": memory, "error": error, "predictions": []}
+    for target, fields in predictions:
+        summary = summaries.get(target)
+        if summary is not None:
+            pid, task, predictor, context, scores, error = json.loads(fields)
+            brief: PredictionSummary = {"id": pid, "task": task, "predictor": predictor,
+                                        "context": context, "scores": scores, "error": error}
+            summary["predictions"].append(brief)
+    return list(summaries.values())
+
+
 class TrajectoryStore(Protocol):
     def apply(self, writes: list[Write], cursor: tuple[str, int] | None) -> Applied:
         """Apply the writes atomically, together with how far their journal was read.
@@ -152,8 +174,19 @@ class TrajectoryStore(Protocol):
 
     def predictions(
         self, trajectory_id: str, since_step: int = 0, target_step: int | None = None,
-        unscored: bool = False,
-    ) -> list[Prediction]: ...
+        unscored: bool = False, until_step: int | None = None, slim: bool = False,
+    ) -> list[Prediction]:
+        """Predictions of target steps after ``since_step`` (up to ``until_step``, or only
+        ``target_step``), oldest target first; ``slim`` leaves out prompt and raw answer."""
+        ...
+
+    def step_summaries(
+        self, trajectory_id: str, since_step: int = 0, limit: int = 500
+    ) -> list[StepSummary]:
+        """Up to ``limit`` steps after ``since_step`` in brief, each with its predictions in
+        brief; read without decoding whole steps or prompts (a notebook's history opens
+        from these)."""
+        ...
 
     def get_prediction(self, prediction_id: str) -> Prediction | None: ...
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from themisto_ext.errors import StoreError, StoreUnavailable
-from themisto_ext.records import Prediction, Step
+from themisto_ext.records import Prediction, Step, StepSummary
 from themisto_ext.store.base import Applied, Trajectory, TrajectoryFilter, TrajectoryStore, Write
 
 log = logging.getLogger("themisto_ext.store")
@@ -128,9 +128,14 @@ class GuardedStore:
         return self._call(lambda s: s.save_prediction(prediction), write=True)
 
     def predictions(self, trajectory_id: str, since_step: int = 0,
-                    target_step: int | None = None, unscored: bool = False) -> list[Prediction]:
+                    target_step: int | None = None, unscored: bool = False,
+                    until_step: int | None = None, slim: bool = False) -> list[Prediction]:
         return self._call(lambda s: s.predictions(trajectory_id, since_step, target_step,
-                                                  unscored))
+                                                  unscored, until_step, slim))
+
+    def step_summaries(self, trajectory_id: str, since_step: int = 0,
+                       limit: int = 500) -> list[StepSummary]:
+        return self._call(lambda s: s.step_summaries(trajectory_id, since_step, limit))
 
     def get_prediction(self, prediction_id: str) -> Prediction | None:
         return self._call(lambda s: s.get_prediction(prediction_id))

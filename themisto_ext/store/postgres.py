@@ -20,7 +20,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from themisto_ext.records import Prediction, Step
+from themisto_ext.records import Prediction, Step, StepSummary
 from themisto_ext.store.base import (
     Applied,
     NewStep,
@@ -31,6 +31,7 @@ from themisto_ext.store.base import (
     TrajectoryEnded,
     TrajectoryFilter,
     Write,
+    step_summaries_of,
 )
 from themisto_ext.store.schema import COLUMNS, MIGRATIONS, SCHEMA_VERSION, where_clause
 from themisto_ext.store.url import StoreURL
@@ -300,17 +301,40 @@ class PostgresStore:
 
     def predictions(
         self, trajectory_id: str, since_step: int = 0, target_step: int | None = None,
-        unscored: bool = False,
+        unscored: bool = False, until_step: int | None = None, slim: bool = False,
     ) -> list[Prediction]:
-        sql = "SELECT data FROM predictions WHERE trajectory_id = %s AND target_step > %s"
+        column = "(data::jsonb - 'prompt' - 'raw')::text" if slim else "data"
+        sql = f"SELECT {column} FROM predictions WHERE trajectory_id = %s AND target_step > %s"
         params: list[Any] = [trajectory_id, since_step]
         if target_step is not None:
             sql += " AND target_step = %s"
             params.append(target_step)
+        if until_step is not None:
+            sql += " AND target_step <= %s"
+            params.append(until_step)
         if unscored:
             sql += " AND scored = 0"
         rows = self._query(sql + " ORDER BY target_step, seq", params)
         return [json.loads(data) for (data,) in rows]
+
+    def step_summaries(
+        self, trajectory_id: str, since_step: int = 0, limit: int = 500
+    ) -> list[StepSummary]:
+        # The few fields are read by the server (jsonb), not by decoding whole steps here.
+        rows = self._query(
+            "SELECT step, jsonb_build_array(d->'cell_id', d->'execution_time', "
+            "d->'memory_bytes', d->'error'->'ename')::text FROM (SELECT step, data::jsonb AS d "
+            "FROM steps WHERE trajectory_id = %s AND step > %s ORDER BY step LIMIT %s) s "
+            "ORDER BY step", (trajectory_id, since_step, limit))
+        if not rows:
+            return []
+        predicted = self._query(
+            "SELECT target_step, jsonb_build_array(d->'id', d->'task', d->'predictor', "
+            "d->'context', d->'scores', d->'error')::text FROM (SELECT target_step, seq, "
+            "data::jsonb AS d FROM predictions WHERE trajectory_id = %s AND target_step > %s "
+            "AND target_step <= %s) p ORDER BY target_step, seq",
+            (trajectory_id, since_step, rows[-1][0]))
+        return step_summaries_of(rows, predicted)
 
     def get_prediction(self, prediction_id: str) -> Prediction | None:
         rows = self._query("SELECT data FROM predictions WHERE id = %s", (prediction_id,))

@@ -60,6 +60,22 @@ async function script(page: Page, state: IScript): Promise<void> {
       json({ trajectory_id: TRAJECTORY, steps: state.steps, next_since_step: null })
     )
   );
+  await page.route(/\/themisto\/api\/trajectories\/[^/]+\/history/, route =>
+    route.fulfill(
+      json({
+        trajectory_id: TRAJECTORY,
+        steps: state.steps.map(s => ({
+          step: s.step,
+          cell_id: s.cell_id,
+          execution_time: s.execution_time,
+          memory_bytes: s.memory_bytes,
+          error: null,
+          predictions: []
+        })),
+        next_since_step: null
+      })
+    )
+  );
   await page.route(/\/themisto\/api\/trajectories\/[^/]+\/predictions/, route =>
     route.fulfill(json({ predictions: [] }))
   );
@@ -271,9 +287,13 @@ test.describe('Themisto prediction panel states', () => {
     ).toContainText('DataFrame 100000×3');
     await expect(panel.locator('.themisto-Runtime-summary')).toContainText('93.8 MiB');
 
-    // Cell 2 carries a badge with its output score.
-    const marker = page.locator('.jp-Cell .themisto-CellMarker');
-    await expect(marker).toHaveCount(1);
+    // Cell 2 carries a badge with its output score; cell 1, predicted by
+    // no one, says so.
+    const markers = page.locator('.jp-Cell .themisto-CellMarker');
+    await expect(markers).toHaveCount(2);
+    await expect(markers.first()).toHaveAttribute('data-state', 'none');
+    const marker = markers.last();
+    await expect(marker).toHaveAttribute('data-themisto-step', '2');
     await expect(marker).toHaveText('RL 0.50');
     await expect(marker).toHaveAttribute('title', /baseline · full \(step 2\): EM 1\.00/);
 

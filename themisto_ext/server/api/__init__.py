@@ -7,6 +7,7 @@ from tornado.web import RequestHandler
 
 from themisto_ext.server.api.base import API_PREFIX, API_VERSION, NotFoundHandler
 from themisto_ext.server.api.events import EventsHandler
+from themisto_ext.server.api.history import HistoryHandler
 from themisto_ext.server.api.kernels import KernelHandler
 from themisto_ext.server.api.predictions import (
     PredictionHandler,
@@ -36,6 +37,7 @@ def routes() -> list[tuple[str, type[RequestHandler]]]:
         (path(f"trajectories/{_ID}"), TrajectoryHandler),
         (path(f"trajectories/{_ID}/steps"), StepsHandler),
         (path(f"trajectories/{_ID}/predictions"), TrajectoryPredictionsHandler),
+        (path(f"trajectories/{_ID}/history"), HistoryHandler),
         (path("predictors"), PredictorsHandler),
         (path("predictions"), PredictionsHandler),
         (path(r"predictions/(?P<prediction_id>[^/]+)"), PredictionHandler),

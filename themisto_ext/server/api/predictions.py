@@ -1,7 +1,9 @@
-"""Predictions: what is configured, a trajectory's history, and predictions on request."""
+"""Predictions: what is configured, a trajectory's predictions (whole, or slim: without
+prompts, for a notebook's history), one prediction whole, and predictions on request."""
 
 from __future__ import annotations
 
+import asyncio
 from http import HTTPStatus
 
 from jupyter_server.auth.decorator import authorized
@@ -27,7 +29,12 @@ class TrajectoryPredictionsHandler(ThemistoHandler):
     async def get(self, trajectory_id: str) -> None:
         known_trajectory(self, trajectory_id)
         since = self.int_argument("since_step", 0)
-        self.send_json({"predictions": self.themisto.store.predictions(trajectory_id, since)})
+        until = (self.int_argument("until_step", 0)
+                 if self.get_argument("until_step", None) is not None else None)
+        slim = self.get_argument("slim", "false").lower() in ("1", "true", "yes")
+        found = await asyncio.to_thread(self.themisto.store.predictions, trajectory_id, since,
+                                        until_step=until, slim=slim)
+        self.send_json({"predictions": found})
 
 
 class PredictionHandler(ThemistoHandler):

@@ -1,0 +1,64 @@
+/**
+ * Why a prediction is missing, in words: a missed prediction is said, never
+ * hidden.
+ *
+ * This module is pure: it has no JupyterLab dependency so it can be unit tested.
+ */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
+import type { IPredictorsInfo } from '../api/model';
+import type { PredictionError } from '../api/records';
+
+/**
+ * The error type of a prediction missed because the next cell started
+ * first (prediction.schema.json).
+ */
+export const SUPERSEDED = 'PredictionSuperseded';
+
+/**
+ * The server's reason for the commonest miss (prediction/live.py).
+ */
+const NEXT_CELL_STARTED = 'the next cell started first';
+
+/**
+ * Whether a prediction's error says it was missed rather than failed.
+ */
+export function isMissed(error: PredictionError | null | undefined): boolean {
+  return error?.type === SUPERSEDED;
+}
+
+/**
+ * Why a prediction with an error has no answer: `superseded: the next cell
+ * started first`, or `provider error: …`.
+ */
+export function errorReason(
+  error: PredictionError,
+  trans: TranslationBundle
+): string {
+  if (isMissed(error)) {
+    return error.message === NEXT_CELL_STARTED || !error.message
+      ? trans.__('superseded: the next cell started first')
+      : trans.__('superseded: %1', error.message);
+  }
+  return trans.__(
+    'provider error: %1',
+    error.message ? `${error.type}: ${error.message}` : error.type
+  );
+}
+
+/**
+ * Why a step has no prediction at all (none was recorded for it).
+ */
+export function noPredictionReason(
+  predictors: IPredictorsInfo | null,
+  autoPredict: boolean,
+  trans: TranslationBundle
+): string {
+  if (predictors && predictors.predictors.length === 0) {
+    return trans.__('no predictor');
+  }
+  if (!autoPredict) {
+    return trans.__('auto-predict is off');
+  }
+  return trans.__('none was recorded for this step');
+}

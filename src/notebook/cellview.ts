@@ -1,0 +1,175 @@
+/**
+ * What an executed cell shows of its latest step: the badge (a score, or
+ * why there is none) and the footer line (time, memory, score or reason).
+ *
+ * This module is pure: it has no JupyterLab dependency so it can be unit tested.
+ */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
+import type { ScoreName } from '../api/model';
+import type { PredictionSummary, StepSummary } from '../api/records';
+import { latestByCombo } from '../live/history';
+import { errorReason, isMissed } from '../live/reasons';
+import {
+  comboLabel,
+  formatBytes,
+  formatScore,
+  formatScores,
+  formatSeconds,
+  SHORT_SCORE
+} from '../live/scores';
+import type { ICombo } from '../live/types';
+
+/**
+ * The state of a cell's output prediction.
+ */
+export type CellState = 'scored' | 'predicting' | 'missed' | 'error' | 'none';
+
+export interface ICellView {
+  step: number;
+  state: CellState;
+  /**
+   * The badge's text: a score, `…` while predicting, `—` without one.
+   */
+  badge: string;
+  /**
+   * The badge's tooltip: every shown predictor × context, or the reason.
+   */
+  title: string;
+  /**
+   * The score shown, for its colour.
+   */
+  value: number | null;
+  /**
+   * The footer line.
+   */
+  footer: string;
+}
+
+export interface ICellViewOptions {
+  /**
+   * The predictor × context columns shown, in order.
+   */
+  combos: readonly ICombo[];
+  score: ScoreName;
+  /**
+   * Whether an output prediction of this step is under way.
+   */
+  predicting: boolean;
+  /**
+   * Why there is no prediction when none was recorded.
+   */
+  noPrediction: string;
+}
+
+function shown(
+  predictions: readonly PredictionSummary[],
+  task: PredictionSummary['task'],
+  combos: readonly ICombo[]
+): PredictionSummary[] {
+  const latest = latestByCombo(predictions, task);
+  const out: PredictionSummary[] = [];
+  for (const combo of combos) {
+    const found = latest.find(
+      p => p.predictor === combo.predictor && p.context === combo.context
+    );
+    if (found) {
+      out.push(found);
+    }
+  }
+  return out;
+}
+
+/**
+ * The badge and footer of a cell whose latest step is `summary`.
+ */
+export function cellView(
+  summary: StepSummary,
+  options: ICellViewOptions,
+  trans: TranslationBundle
+): ICellView {
+  const outputs = shown(summary.predictions, 'output', options.combos);
+  const scored = outputs.filter(p => p.scores);
+  const first = scored[0]?.scores ?? null;
+  const lines = outputs.map(p =>
+    p.scores
+      ? trans.__(
+          '%1 (step %2): %3',
+          comboLabel(p),
+          summary.step,
+          formatScores(p.scores)
+        )
+      : p.error
+        ? `${comboLabel(p)}: ${errorReason(p.error, trans)}`
+        : trans.__('%1: scoring…', comboLabel(p))
+  );
+  let state: CellState;
+  let reason = '';
+  if (first) {
+    state = 'scored';
+  } else if (options.predicting || outputs.some(p => !p.error)) {
+    state = 'predicting';
+  } else if (outputs.length > 0) {
+    const failed = outputs.find(p => p.error);
+    state = isMissed(failed?.error) ? 'missed' : 'error';
+    reason = failed?.error ? errorReason(failed.error, trans) : '';
+  } else {
+    state = 'none';
+    reason = options.noPrediction;
+  }
+  const value = first ? first[options.score] : null;
+  const scoreText = first
+    ? `${SHORT_SCORE[options.score]} ${formatScore(value)}`
+    : '';
+  const badge =
+    state === 'scored' ? scoreText : state === 'predicting' ? '…' : '—';
+  const title =
+    state === 'none'
+      ? trans.__('No output prediction: %1', reason)
+      : [trans.__('Predicted output vs real output'), ...lines].join('\n') +
+        '\n' +
+        trans.__('Click to review step %1', summary.step);
+  const parts = [
+    trans.__('step %1', summary.step),
+    summary.error
+      ? trans.__(
+          '%1 in %2',
+          summary.error,
+          formatSeconds(summary.execution_time)
+        )
+      : formatSeconds(summary.execution_time),
+    formatBytes(summary.memory_bytes)
+  ];
+  if (state === 'scored') {
+    parts.push(scoreText);
+  } else if (state === 'predicting') {
+    parts.push(trans.__('predicting…'));
+  } else {
+    parts.push(trans.__('no output prediction: %1', reason));
+  }
+  const code = shown(summary.predictions, 'next-cell', options.combos);
+  const missedCode = code.find(p => p.error && !code.some(q => !q.error));
+  if (missedCode?.error) {
+    parts.push(
+      trans.__('code not predicted: %1', errorReason(missedCode.error, trans))
+    );
+  }
+  return {
+    step: summary.step,
+    state,
+    badge,
+    title,
+    value,
+    footer: parts.join(' · ')
+  };
+}
+
+/**
+ * The badge's colour class for a score.
+ */
+export function scoreLevel(value: number | null): 'high' | 'mid' | 'low' | '' {
+  if (value === null) {
+    return '';
+  }
+  return value >= 0.8 ? 'high' : value >= 0.5 ? 'mid' : 'low';
+}

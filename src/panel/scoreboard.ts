@@ -1,0 +1,116 @@
+/**
+ * The session scoreboard: running means per predictor × context and task.
+ * A row shows the latest step it scored when clicked.
+ */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
+import {
+  comboLabel,
+  formatScore,
+  SCORE_LABELS,
+  scoreTitle,
+  SHORT_SCORE
+} from '../live/scores';
+import type { IScoreRow } from '../live/types';
+import { h } from './dom';
+
+/**
+ * The session scoreboard: running means per predictor × context, grouped
+ * by task (one column of labels keeps it readable in a narrow side bar).
+ */
+export function scoreboard(
+  rows: IScoreRow[],
+  trans: TranslationBundle,
+  latestStep: (row: IScoreRow) => number | null = () => null,
+  onRow: (step: number) => void = () => undefined
+): HTMLElement {
+  if (rows.length === 0) {
+    return h(
+      'p',
+      { class: 'themisto-Muted' },
+      trans.__(
+        'No scored prediction yet: scores appear when a predicted cell finishes.'
+      )
+    );
+  }
+  const head = h(
+    'tr',
+    {},
+    h('th', { scope: 'col' }, trans.__('Predictor · context')),
+    h(
+      'th',
+      {
+        scope: 'col',
+        class: 'themisto-Num themisto-Col-n',
+        title: trans.__('Scored predictions')
+      },
+      'n'
+    ),
+    ...SCORE_LABELS.map(({ name }) =>
+      h(
+        'th',
+        {
+          scope: 'col',
+          class: 'themisto-Num themisto-Col-score',
+          title: scoreTitle(name, trans)
+        },
+        SHORT_SCORE[name]
+      )
+    )
+  );
+  const body = h('tbody');
+  for (const task of ['output', 'next-cell'] as const) {
+    const group = rows.filter(row => row.task === task);
+    if (group.length === 0) {
+      continue;
+    }
+    body.append(
+      h(
+        'tr',
+        { class: 'themisto-Group' },
+        h(
+          'th',
+          { scope: 'rowgroup', colspan: 5 },
+          task === 'output' ? trans.__('Output') : trans.__('Next cell')
+        )
+      )
+    );
+    for (const row of group) {
+      const mean = row.means.mean();
+      const label = comboLabel(row);
+      const step = latestStep(row);
+      const tr = h(
+        'tr',
+        {
+          'data-task': row.task,
+          'data-predictor': row.predictor,
+          'data-context': row.context,
+          'data-step': step ?? undefined,
+          class: step !== null ? 'themisto-mod-clickable' : undefined,
+          title:
+            step !== null
+              ? trans.__(
+                  'Click to review step %1, the latest this row scored',
+                  step
+                )
+              : undefined
+        },
+        h('th', { scope: 'row', title: label }, label),
+        h('td', { class: 'themisto-Num' }, String(row.means.count)),
+        ...SCORE_LABELS.map(({ name }) =>
+          h('td', { class: 'themisto-Num' }, formatScore(mean?.[name]))
+        )
+      );
+      if (step !== null) {
+        tr.addEventListener('click', () => onRow(step));
+      }
+      body.append(tr);
+    }
+  }
+  return h(
+    'table',
+    { class: 'themisto-Table themisto-Scoreboard' },
+    h('thead', {}, head),
+    body
+  );
+}
