@@ -283,3 +283,5 @@ async def test_predictions_can_be_read_slim_and_by_window(api, jp_serverapp):
     assert [p["target_step"] for p in window["predictions"]] == [3, 4]
     assert all("prompt" not in p and "raw" not in p for p in window["predictions"])
     assert window["predictions"][0]["answer"] == "1"
+    r = await api("trajectories/w1/predictions", query=[("slim", "null")])
+    assert r.code == 400 and body(r)["message"].startswith("slim: ")

@@ -149,6 +149,8 @@ class Prediction(TypedDict):
     prompt: NotRequired[PromptText]
     raw: NotRequired[str]
     queue_seconds: NotRequired[float | None]
+    speculative: NotRequired[bool]
+    ready_before_start: NotRequired[float | None]
 
 
 # ---------------------------------------------------------------- step summary (history)

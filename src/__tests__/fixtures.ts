@@ -57,6 +57,8 @@ export function prediction(
     cached_tokens: null,
     prefix_reused: null,
     dropped_steps: 0,
+    speculative: false,
+    ready_before_start: null,
     answer: 'answer',
     error: null,
     reference: null,

@@ -276,6 +276,8 @@ export function toPrediction(value: unknown): LivePrediction | null {
     prefix_reused:
       typeof value.prefix_reused === 'boolean' ? value.prefix_reused : null,
     dropped_steps: num(value.dropped_steps),
+    speculative: value.speculative === true,
+    ready_before_start: numOrNull(value.ready_before_start),
     answer: str(value.answer),
     error,
     reference: strOrNull(value.reference),

@@ -195,6 +195,14 @@ export interface Prediction {
    * Seconds the request waited before the model took it up; null when nothing was measured (a failed call); absent from records made before it existed.
    */
   queue_seconds?: number | null;
+  /**
+   * True when the output was predicted from the cell's text before the cell ran (the front end announced the text, POST /themisto/api/speculations) and that prediction was used when the cell started with the same text right after the same step; false when it was predicted as the cell ran (or after, for next-cell). Absent from records made before it existed.
+   */
+  speculative?: boolean;
+  /**
+   * For a speculative prediction: seconds between its answer being ready and its cell starting; negative when the model was still answering as the cell started (it was then used as soon as it was ready, without a new model call). Null otherwise; absent from records made before it existed.
+   */
+  ready_before_start?: number | null;
   prompt_tokens: number | null;
   completion_tokens: number | null;
   cached_tokens: number | null;

@@ -295,6 +295,14 @@ function meta(slot: IPredictionSlot, trans: TranslationBundle): HTMLElement {
   if (p.cached_tokens) {
     parts.push(trans.__('%1 cached', p.cached_tokens));
   }
+  if (p.speculative) {
+    const ahead = p.ready_before_start ?? 0;
+    parts.push(
+      ahead > 0
+        ? trans.__('ready %1 before the run', formatSeconds(ahead))
+        : trans.__('predicted before the run')
+    );
+  }
   return h('div', { class: 'themisto-Card-meta' }, parts.join(' · '));
 }
 
@@ -403,6 +411,8 @@ export function outputCard(
     slot?.state ?? (missing.kind === 'none' ? 'none' : 'predicting');
   const card = cardShell(combo, 'output', target, state);
   card.dataset.landed = step ? 'true' : 'false';
+  // Made from the cell's text before it ran, and taken when it started.
+  card.dataset.speculative = slot?.prediction?.speculative ? 'true' : 'false';
   if (!slot) {
     card.append(missingView(missing, trans));
   } else if (slot.state === 'predicting') {

@@ -54,6 +54,7 @@ def blank_record(predictor: str, task: Task, context: Context, *, trajectory_id:
         "created_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
         "latency": None, "queue_seconds": None, "prompt_tokens": None,
         "completion_tokens": None, "cached_tokens": None, "prefix_reused": None, "dropped_steps": 0,
+        "speculative": False, "ready_before_start": None,
         "answer": "", "error": None, "reference": None, "scores": None,
     }
 

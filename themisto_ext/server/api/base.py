@@ -105,6 +105,14 @@ class ThemistoHandler(APIHandler):
             raise bad_request(name, f"must be between {lo} and {hi}, got {value}")
         return value
 
+    def bool_argument(self, name: str, default: bool) -> bool:
+        raw = self.get_argument(name, None)
+        if raw is None:
+            return default
+        if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+            raise bad_request(name, f"must be true or false, got {raw!r}")
+        return raw.lower() in ("true", "1", "yes")
+
     def send_json(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
