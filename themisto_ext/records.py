@@ -233,6 +233,19 @@ class PredictingEvent(TypedDict):
     cell_id: str | None
 
 
+class WritingEvent(TypedDict):
+    type: Literal["writing"]
+    trajectory_id: str
+    kernel_id: str | None
+    notebook_path: str | None
+    task: Task
+    context: Context
+    predictor: str
+    target_step: int
+    cell_id: str | None
+    text: str
+
+
 class PredictionEvent(TypedDict):
     type: Literal["prediction"]
     trajectory_id: str
@@ -254,7 +267,7 @@ class ScoredEvent(TypedDict):
 
 
 LiveEvent = (HelloEvent | TrajectoryEvent | StepEvent | RecordingEvent | PredictingEvent
-             | PredictionEvent | ScoredEvent)
+             | WritingEvent | PredictionEvent | ScoredEvent)
 
 
 # ---------------------------------------------------------------- schemas

@@ -98,6 +98,25 @@ export function predictingEvent(
   };
 }
 
+export function writingEvent(
+  task: PredictionTask,
+  target: number,
+  text: string,
+  predictor = 'baseline',
+  context: 'none' | 'full' = 'none'
+): LiveEvent {
+  return {
+    ...scope,
+    type: 'writing',
+    task,
+    context,
+    predictor,
+    target_step: target,
+    cell_id: task === 'output' ? `c${target}` : null,
+    text
+  };
+}
+
 export function predictionEvent(p: LivePrediction): LiveEvent {
   return { ...scope, type: 'prediction', prediction: p };
 }

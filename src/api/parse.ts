@@ -444,6 +444,24 @@ export function parseLiveEvent(name: string, data: string): LiveEvent | null {
         target_step: payload.target_step,
         cell_id: strOrNull(payload.cell_id)
       };
+    case 'writing':
+      if (
+        !isTask(payload.task) ||
+        typeof payload.target_step !== 'number' ||
+        !isContext(payload.context ?? 'none')
+      ) {
+        return null;
+      }
+      return {
+        ...scope,
+        type,
+        task: payload.task,
+        context: isContext(payload.context) ? payload.context : 'none',
+        predictor: str(payload.predictor, '?'),
+        target_step: payload.target_step,
+        cell_id: strOrNull(payload.cell_id),
+        text: str(payload.text)
+      };
     case 'prediction': {
       const prediction = toPrediction(payload.prediction);
       return prediction ? { ...scope, type, prediction } : null;

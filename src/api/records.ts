@@ -20,6 +20,7 @@ export type LiveEvent =
   | StepEvent
   | RecordingEvent
   | PredictingEvent
+  | WritingEvent
   | PredictionEvent
   | ScoredEvent;
 /**
@@ -46,6 +47,18 @@ export type PredictingEvent = EventScope & {
   predictor: string;
   target_step: number;
   cell_id: string | null;
+};
+/**
+ * A model is writing a prediction's answer (streamed): its text so far, read as the finished answer will be (answer tags and a tag still being written left out). One per piece the model sends; the prediction event that follows carries the complete answer, which is what is stored.
+ */
+export type WritingEvent = EventScope & {
+  type: 'writing';
+  task: PredictionTask;
+  context: PredictionContext;
+  predictor: string;
+  target_step: number;
+  cell_id: string | null;
+  text: string;
 };
 /**
  * A prediction is ready (scored already if its step landed first).

@@ -283,6 +283,21 @@ function predicting(trans: TranslationBundle): HTMLElement {
   );
 }
 
+/**
+ * A prediction being written: the model's answer so far (streamed).
+ */
+function writing(slot: IPredictionSlot, trans: TranslationBundle): HTMLElement {
+  if (!slot.partial) {
+    return predicting(trans);
+  }
+  return h(
+    'div',
+    { class: 'themisto-Writing', 'aria-live': 'polite' },
+    h('div', { class: 'themisto-Label' }, trans.__('Predicting…')),
+    textPre(slot.partial, 'themisto-Partial', trans)
+  );
+}
+
 function meta(slot: IPredictionSlot, trans: TranslationBundle): HTMLElement {
   const p = slot.prediction;
   if (!p) {
@@ -416,7 +431,7 @@ export function outputCard(
   if (!slot) {
     card.append(missingView(missing, trans));
   } else if (slot.state === 'predicting') {
-    card.append(predicting(trans));
+    card.append(writing(slot, trans));
   } else if (slot.state === 'error') {
     card.append(errorView(slot, actions.retry, trans));
   } else if (slot.prediction) {
@@ -471,7 +486,7 @@ export function nextCellCard(
   if (!slot) {
     card.append(missingView(missing, trans));
   } else if (slot.state === 'predicting') {
-    card.append(predicting(trans));
+    card.append(writing(slot, trans));
   } else if (slot.state === 'error') {
     card.append(errorView(slot, actions.retry, trans));
   } else if (slot.prediction) {

@@ -35,10 +35,12 @@ from themisto_ext.events import (
     predicting_event,
     prediction_event,
     scored_event,
+    writing_event,
 )
 from themisto_ext.ingest import IngestResult
 from themisto_ext.prediction.clients.base import Predictor
 from themisto_ext.prediction.prompts.build import cell_limit
+from themisto_ext.prediction.prompts.postprocess import partial_answer
 from themisto_ext.prediction.run import Superseded, missed_record, predict
 from themisto_ext.prediction.scoring import scored
 from themisto_ext.prediction.speculation import Speculation, Speculations
@@ -260,17 +262,28 @@ class LivePredictions:
         return Scope.of(trajectory.to_json() if trajectory else None, trajectory_id)
 
     async def _predict(self, predictor: Predictor, context: Context, scope: Scope, task: Task,
-                       target_step: int, code: str | None,
-                       cell_id: str | None) -> Prediction | Superseded:
+                       target_step: int, code: str | None, cell_id: str | None,
+                       stream: bool = True) -> Prediction | Superseded:
+        """One prediction; ``stream``: its answer is published as the model writes it."""
         budget = self.budgets.get(predictor.name, self.budget_chars)
         history = [s for s in self._history(scope.trajectory_id, budget)
                    if s["step"] < target_step]
+        shown = [""]
+
+        def on_text(raw: str) -> None:
+            text = partial_answer(raw, task)
+            if text != shown[0]:  # a tag being written, or whitespace, shows nothing new
+                shown[0] = text
+                self.events.publish(writing_event(scope, task, context, predictor.name,
+                                                  target_step, cell_id, text))
+
         return await predict(
             predictor, history, task, context, trajectory_id=scope.trajectory_id,
             target_step=target_step, target_code=code,
             session=f"{scope.trajectory_id}:{context}",
             budget_chars=budget,
-            kernel_id=scope.kernel_id, notebook_path=scope.notebook_path, cell_id=cell_id)
+            kernel_id=scope.kernel_id, notebook_path=scope.notebook_path, cell_id=cell_id,
+            on_text=on_text if stream else None)
 
     async def _run(self, predictor: Predictor, context: Context, trajectory_id: str, task: Task,
                    target_step: int, code: str | None, cell_id: str | None) -> None:
@@ -306,9 +319,9 @@ class LivePredictions:
             scope = self._scope(speculation.trajectory_id)
             for predictor in self.predictors:
                 for context in self.contexts:
-                    outcome = await self._predict(
+                    outcome = await self._predict(  # not shown until its cell starts
                         predictor, context, scope, "output", speculation.target_step,
-                        speculation.code, speculation.cell_id)
+                        speculation.code, speculation.cell_id, stream=False)
                     speculation.settle((predictor.name, context),
                                        None if isinstance(outcome, Superseded) else outcome)
         except asyncio.CancelledError:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -85,8 +85,11 @@ async def predict(
     kernel_id: str | None = None,
     notebook_path: str | None = None,
     cell_id: str | None = None,
+    on_text: Callable[[str], None] | None = None,
 ) -> Prediction | Superseded:
-    """Predict and return the record; a failed model call becomes the record's ``error``."""
+    """Predict and return the record; a failed model call becomes the record's ``error``.
+    With ``on_text``, a model that streams its answer hands over its raw text so far as it
+    writes (the record holds the complete answer)."""
     cap = predictor.max_tokens or ANSWER_TOKENS
 
     def build(budget: int) -> Prompt:
@@ -114,7 +117,7 @@ async def predict(
     try:
         completion = await predictor.predict(PredictionRequest(
             task=task, history=list(history), target_code=target_code, prompt=prompt,
-            session=session))
+            session=session, on_text=on_text))
     except PredictionSuperseded as exc:
         return Superseded(str(exc))
     except ProviderError as exc:
