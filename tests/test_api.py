@@ -104,6 +104,9 @@ async def test_export_streams_jsonl(api, jp_serverapp, tmp_path):
     assert everything.body.count(b"\n") == 5
     by_notebook = await api("export", query=[("notebook", "nb.ipynb")])
     assert by_notebook.body == everything.body
+    # JupyterLab's ServerConnection appends a bare timestamp to every GET
+    busted = await api("export", query=[("all", "true"), ("1796130440281", "")])
+    assert busted.code == 200 and busted.body == everything.body
 
 
 @pytest.mark.parametrize("path,query,field", [
@@ -116,6 +119,7 @@ async def test_export_streams_jsonl(api, jp_serverapp, tmp_path):
     ("export", [("all", "true"), ("filename", "../../etc/passwd.jsonl")], "filename"),
     ("export", [("all", "true"), ("filename", "x.txt")], "filename"),
     ("export", [], "trajectory"),
+    ("export", [("all", "true"), ("trajectry", "t1")], "trajectry"),
 ])
 async def test_malformed_parameters_are_400_naming_the_field(api, jp_serverapp, path, query,
                                                              field):
