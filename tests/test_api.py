@@ -116,6 +116,7 @@ async def test_export_streams_jsonl(api, jp_serverapp, tmp_path):
     ("trajectories/t1/steps", [("since_step", -1)], "since_step"),
     ("trajectories/t1/history", [("limit", 5000)], "limit"),
     ("trajectories/t1/predictions", [("until_step", "last")], "until_step"),
+    ("trajectories/t1/predictions", [("slim", "null")], "slim"),
     ("export", [("all", "true"), ("filename", "../../etc/passwd.jsonl")], "filename"),
     ("export", [("all", "true"), ("filename", "x.txt")], "filename"),
     ("export", [], "trajectory"),

@@ -375,13 +375,16 @@ def test_local_and_openai_send_the_same_gguf_the_same_chat(llama_server):
                           max_tokens=24)
     request = PredictionRequest(task="output", history=[], target_code="x9", prompt=prompt)
     local = LocalPredictor()
-    served = OpenAIProvider("smollm2", base_url=f"{llama_server}/v1", timeout=240)
-    try:
-        mine = asyncio.run(local.predict(request))
-        theirs = asyncio.run(served.complete(prompt))
-    finally:
-        asyncio.run(local.aclose())
-        asyncio.run(served.aclose())
+
+    async def both():  # one event loop: the HTTP client's connections belong to it
+        served = OpenAIProvider("smollm2", base_url=f"{llama_server}/v1", timeout=240)
+        try:
+            return await local.predict(request), await served.complete(prompt)
+        finally:
+            await local.aclose()
+            await served.aclose()
+
+    mine, theirs = asyncio.run(both())
     assert mine.raw["response"]["choices"][0]["finish_reason"] == "stop"  # at </output>
     assert mine.text.startswith("<output>\n")  # the demonstration taught the format
     assert (theirs.text, theirs.prompt_tokens) == (mine.text, mine.prompt_tokens)
