@@ -36,7 +36,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = (ROOT.parent / "shared" / "data" / "notebooks").resolve()
-PREDICTORS = ["baseline", "copy-previous", "local"]
+PREDICTORS = ["baseline", "copy-previous", "local", "hybrid"]
 OPENAI_NAME = "openai:smollm2"
 
 
