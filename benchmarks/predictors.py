@@ -17,7 +17,8 @@ Every step is resumable (existing trajectories and samples are kept; ``bench`` s
 finished pairs). On a quiet 2-core machine the local model takes about 1-4 s a prediction
 (~850 predictions for three contexts). Usage::
 
-    python benchmarks/predictors.py WORK [--predictor P ...] [--agreement]
+    python benchmarks/predictors.py WORK [--predictor P ...] [--context C,...] [--agreement]
+        [--agreement-context C,...]
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = (ROOT.parent / "shared" / "data" / "notebooks").resolve()
-PREDICTORS = ["baseline", "copy-previous", "local"]
+PREDICTORS = ["baseline", "copy-previous", "local", "hybrid"]
 OPENAI_NAME = "openai:smollm2"
 
 
@@ -79,7 +80,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def agreement(work: Path, bench: Path, gguf: Path) -> None:
+def agreement(work: Path, bench: Path, gguf: Path, contexts: str) -> None:
     port = free_port()
     log = (work / "llama_server.log").open("wb")
     server = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
@@ -97,7 +98,7 @@ def agreement(work: Path, bench: Path, gguf: Path) -> None:
             except httpx.TransportError:
                 time.sleep(0.3)
         themisto("bench", str(bench), "--predictor", OPENAI_NAME, "--base-url", f"{base}/v1",
-                 "--window", "4096", "--tokenizer", str(gguf), "--in-order",
+                 "--window", "4096", "--tokenizer", str(gguf), "--in-order", "--context", contexts,
                  "--concurrency", "1", "--timeout", "600", "--out", str(work / "openai"),
                  check=False)
     finally:
@@ -140,13 +141,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("work", type=Path, help="working directory (resumable)")
     parser.add_argument("--predictor", action="append", help=f"default: {PREDICTORS}")
+    parser.add_argument("--context", default="none,full,curated",
+                        help="contexts to bench (default: all three)")
     parser.add_argument("--agreement", action="store_true",
                         help="also run openai: against llama_cpp.server with the same GGUF")
+    parser.add_argument("--agreement-context", default="none,full,curated",
+                        help="contexts of the openai: run (default: all three)")
     args = parser.parse_args()
     bench = prepare(args.work)
     chosen = [arg for p in args.predictor or PREDICTORS for arg in ("--predictor", p)]
     code = themisto("bench", str(bench), *chosen,
-                    "--context", "none,full,curated", "--in-order", "--concurrency", "1",
+                    "--context", args.context, "--in-order", "--concurrency", "1",
                     "--timeout", "600", "--out", str(args.work / "results"), check=False)
     themisto("report", str(args.work / "results"), "--out", str(args.work / "report.md"),
              "--json", str(args.work / "summary.json"), "--figure",
@@ -154,7 +159,7 @@ def main() -> None:
     if args.agreement:
         from themisto_ext.prediction.clients.local.engine import default_model_path
 
-        agreement(args.work, bench, default_model_path())
+        agreement(args.work, bench, default_model_path(), args.agreement_context)
     sys.exit(code)
 
 

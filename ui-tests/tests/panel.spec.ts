@@ -23,7 +23,8 @@ test.describe('Themisto prediction panel', () => {
     const panel = await openPanel(page);
 
     // The baseline predicts outputs from the runtime snapshot of the step
-    // before, and the next cell from the cells run so far.
+    // before (under `full`: under `none` it sees no state), and the next cell
+    // from the cells run so far.
     await page.notebook.setCell(0, 'code', 'x = 21');
     await page.notebook.addCell('code', 'print(x)');
     await page.notebook.runCell(0, { inplace: true });
@@ -32,7 +33,9 @@ test.describe('Themisto prediction panel', () => {
     // The output prediction of step 2, one card per context.
     const outputs = panel.locator('.themisto-OutputSection .themisto-Card');
     await expect(outputs).toHaveCount(2, LIVE);
-    const output = outputs.first();
+    const output = panel.locator(
+      '.themisto-OutputSection .themisto-Card[data-context="full"]'
+    );
     await expect(output).toHaveAttribute('data-target-step', '2', LIVE);
     await expect(output).toHaveAttribute('data-state', 'done', LIVE);
     await expect(output.locator('.themisto-Predicted')).toContainText('21');

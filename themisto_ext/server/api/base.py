@@ -30,6 +30,9 @@ def bad_request(field: str, problem: str) -> web.HTTPError:
     return web.HTTPError(HTTPStatus.BAD_REQUEST, f"{field}: {problem}")
 
 
+_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
 class ThemistoHandler(APIHandler):
     """Authenticated JSON handler; the ``authorized`` checks use resource ``themisto``."""
 
@@ -105,13 +108,14 @@ class ThemistoHandler(APIHandler):
             raise bad_request(name, f"must be between {lo} and {hi}, got {value}")
         return value
 
-    def bool_argument(self, name: str, default: bool) -> bool:
+    def bool_argument(self, name: str, default: bool = False) -> bool:
         raw = self.get_argument(name, None)
         if raw is None:
             return default
-        if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-            raise bad_request(name, f"must be true or false, got {raw!r}")
-        return raw.lower() in ("true", "1", "yes")
+        value = _BOOLEANS.get(raw.lower())
+        if value is None:
+            raise bad_request(name, f"must be true or false, got {raw[:64]!r}")
+        return value
 
     def send_json(self, data: Any, status: int = 200) -> None:
         self.set_status(status)

@@ -49,7 +49,7 @@ class TrajectoryPredictionsHandler(ThemistoHandler):
         since = self.int_argument("since_step", 0)
         until = (self.int_argument("until_step", 0)
                  if self.get_argument("until_step", None) is not None else None)
-        slim = self.bool_argument("slim", False)
+        slim = self.bool_argument("slim")
         found = await asyncio.to_thread(self.themisto.store.predictions, trajectory_id, since,
                                         until_step=until, slim=slim)
         self.send_json({"predictions": found})

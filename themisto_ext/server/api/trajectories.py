@@ -112,10 +112,11 @@ class ExportHandler(ThemistoHandler):
 
     def _ids(self) -> list[str]:
         store = self.themisto.store
-        unknown = sorted(set(self.request.arguments) - _EXPORT_ARGUMENTS)
+        unknown = sorted(name for name in self.request.arguments
+                         if name not in _EXPORT_ARGUMENTS and not name.isdigit())
         if unknown:
             # With one selector among several names, a misspelt one would otherwise export
-            # more than was asked for.
+            # more than was asked for. (A bare number is JupyterLab's cache-buster.)
             raise bad_request(unknown[0][:64], "not a parameter of export")
         ids = self.get_arguments("trajectory")
         notebook = self.get_argument("notebook", None)
