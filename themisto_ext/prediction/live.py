@@ -263,8 +263,9 @@ class LivePredictions:
 
     async def _predict(self, predictor: Predictor, context: Context, scope: Scope, task: Task,
                        target_step: int, code: str | None, cell_id: str | None,
-                       stream: bool = True) -> Prediction | Superseded:
-        """One prediction; ``stream``: its answer is published as the model writes it."""
+                       speculative: bool = False) -> Prediction | Superseded:
+        """One prediction, its answer published as the model writes it; a speculative one
+        is not shown until its cell starts."""
         budget = self.budgets.get(predictor.name, self.budget_chars)
         history = [s for s in self._history(scope.trajectory_id, budget)
                    if s["step"] < target_step]
@@ -283,7 +284,7 @@ class LivePredictions:
             session=f"{scope.trajectory_id}:{context}",
             budget_chars=budget,
             kernel_id=scope.kernel_id, notebook_path=scope.notebook_path, cell_id=cell_id,
-            on_text=on_text if stream else None)
+            on_text=None if speculative else on_text, speculative=speculative)
 
     async def _run(self, predictor: Predictor, context: Context, trajectory_id: str, task: Task,
                    target_step: int, code: str | None, cell_id: str | None) -> None:
@@ -321,7 +322,7 @@ class LivePredictions:
                 for context in self.contexts:
                     outcome = await self._predict(  # not shown until its cell starts
                         predictor, context, scope, "output", speculation.target_step,
-                        speculation.code, speculation.cell_id, stream=False)
+                        speculation.code, speculation.cell_id, speculative=True)
                     speculation.settle((predictor.name, context),
                                        None if isinstance(outcome, Superseded) else outcome)
         except asyncio.CancelledError:

@@ -86,6 +86,7 @@ async def predict(
     notebook_path: str | None = None,
     cell_id: str | None = None,
     on_text: Callable[[str], None] | None = None,
+    speculative: bool = False,
 ) -> Prediction | Superseded:
     """Predict and return the record; a failed model call becomes the record's ``error``.
     With ``on_text``, a model that streams its answer hands over its raw text so far as it
@@ -117,7 +118,7 @@ async def predict(
     try:
         completion = await predictor.predict(PredictionRequest(
             task=task, history=list(history), target_code=target_code, prompt=prompt,
-            session=session, on_text=on_text))
+            session=session, on_text=on_text, speculative=speculative))
     except PredictionSuperseded as exc:
         return Superseded(str(exc))
     except ProviderError as exc:

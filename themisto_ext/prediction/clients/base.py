@@ -101,6 +101,9 @@ class PredictionRequest:
     prompt: Prompt
     session: str | None = None
     """A live session key (kernel or notebook): lets predictors reuse a warm prefix."""
+    speculative: bool = False
+    """Made from a cell's text before the cell runs: a newer speculation of the session
+    supersedes it, but it never supersedes a prediction of a cell that ran."""
     on_text: Callable[[str], None] | None = None
     """Called on the event loop with the answer's raw text so far as a model writes it
     (streamed); predictors that answer at once never call it."""

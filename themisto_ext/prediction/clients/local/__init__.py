@@ -94,7 +94,8 @@ class LocalPredictor:
         abort = threading.Event()
         relay = None if request.on_text is None else _on_loop(request.on_text)
         job = Job(
-            None if request.session is None else (request.session, request.task),
+            None if request.session is None else (
+                request.session, "speculation" if request.speculative else request.task),
             lambda: self._engine.complete(prompt, request.session, called, abort, relay),
         )
         self._worker.submit(job)
