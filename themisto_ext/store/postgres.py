@@ -33,7 +33,13 @@ from themisto_ext.store.base import (
     Write,
     step_summaries_of,
 )
-from themisto_ext.store.schema import COLUMNS, MIGRATIONS, SCHEMA_VERSION, where_clause
+from themisto_ext.store.schema import (
+    COLUMNS,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    predictions_clause,
+    where_clause,
+)
 from themisto_ext.store.url import StoreURL
 from themisto_ext.trajectory import dumps_step
 
@@ -304,17 +310,10 @@ class PostgresStore:
         unscored: bool = False, until_step: int | None = None, slim: bool = False,
     ) -> list[Prediction]:
         column = "(data::jsonb - 'prompt' - 'raw')::text" if slim else "data"
-        sql = f"SELECT {column} FROM predictions WHERE trajectory_id = %s AND target_step > %s"
-        params: list[Any] = [trajectory_id, since_step]
-        if target_step is not None:
-            sql += " AND target_step = %s"
-            params.append(target_step)
-        if until_step is not None:
-            sql += " AND target_step <= %s"
-            params.append(until_step)
-        if unscored:
-            sql += " AND scored = 0"
-        rows = self._query(sql + " ORDER BY target_step, seq", params)
+        clause, params = predictions_clause(trajectory_id, since_step, target_step,
+                                            until_step, unscored, "%s")
+        rows = self._query(f"SELECT {column} FROM predictions{clause} "
+                           "ORDER BY target_step, seq", params)
         return [json.loads(data) for (data,) in rows]
 
     def step_summaries(

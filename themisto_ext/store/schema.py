@@ -161,3 +161,18 @@ def where_clause(where: TrajectoryFilter | None, mark: str) -> tuple[str, list[A
             clauses.append(f"{column} {op} {mark}")
             params.append(value)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def predictions_clause(trajectory_id: str, since_step: int, target_step: int | None,
+                       until_step: int | None, unscored: bool,
+                       mark: str) -> tuple[str, list[Any]]:
+    """`` WHERE ...`` selecting a trajectory's predictions, as ``predictions()`` asks."""
+    clauses = [f"trajectory_id = {mark}", f"target_step > {mark}"]
+    params: list[Any] = [trajectory_id, since_step]
+    for op, value in (("=", target_step), ("<=", until_step)):
+        if value is not None:
+            clauses.append(f"target_step {op} {mark}")
+            params.append(value)
+    if unscored:
+        clauses.append("scored = 0")
+    return " WHERE " + " AND ".join(clauses), params

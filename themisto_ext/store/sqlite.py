@@ -23,7 +23,13 @@ from themisto_ext.store.base import (
     Write,
     step_summaries_of,
 )
-from themisto_ext.store.schema import COLUMNS, MIGRATIONS, SCHEMA_VERSION, where_clause
+from themisto_ext.store.schema import (
+    COLUMNS,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    predictions_clause,
+    where_clause,
+)
 from themisto_ext.trajectory import dumps_step
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -334,17 +340,10 @@ class SQLiteStore:
     ) -> list[Prediction]:
         # Slim rows drop the prompt in SQLite: a prompt is most of a record (~8 kB).
         column = "json_remove(data, '$.prompt', '$.raw')" if slim else "data"
-        sql = f"SELECT {column} FROM predictions WHERE trajectory_id = ? AND target_step > ?"
-        params: list[Any] = [trajectory_id, since_step]
-        if target_step is not None:
-            sql += " AND target_step = ?"
-            params.append(target_step)
-        if until_step is not None:
-            sql += " AND target_step <= ?"
-            params.append(until_step)
-        if unscored:
-            sql += " AND scored = 0"
-        rows = self._query(sql + " ORDER BY target_step, rowid", tuple(params))
+        clause, params = predictions_clause(trajectory_id, since_step, target_step,
+                                            until_step, unscored, "?")
+        rows = self._query(f"SELECT {column} FROM predictions{clause} "
+                           "ORDER BY target_step, rowid", tuple(params))
         return [json.loads(data) for (data,) in rows]
 
     def step_summaries(
