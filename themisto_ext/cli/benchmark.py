@@ -132,7 +132,8 @@ def stats_command(args: argparse.Namespace) -> int:
 
 
 def import_june_command(args: argparse.Namespace) -> int:
-    from themisto_ext.evaluation.june import iter_summary, replay, scan_june
+    from themisto_ext.evaluation.june import iter_summary, scan_june
+    from themisto_ext.evaluation.june_replay import replay
     from themisto_ext.records import Step
     from themisto_ext.trajectory import write_steps
 

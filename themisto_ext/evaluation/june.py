@@ -4,11 +4,14 @@ Every row is an event of one kernel. A kernel's rows, in time order, are its exe
 sequence; ``kernel_restarting`` ends one trajectory and starts the next. An ``execute``
 row is paired with the next ``finished_execute`` row of the same kernel and cell (the
 output comes from it); an ``error`` row marks that execution as raised. The log has no
-runtime state, so imported steps have empty ``runtime_variables``; ``replay`` re-runs
+runtime state, so imported steps have empty ``runtime_variables``; ``june_replay`` re-runs
 each trajectory in a fresh recording kernel to get real outputs and state.
 
 Rows that cannot be used (missing values, an unparseable time, an unknown event, a finish
 without its execute) are reported with their line number and skipped.
+
+The log is never held: ``scan_june`` keeps an index of the rows (byte offsets) and the
+steps' code and output are read back from the file as each step is written.
 """
 
 from __future__ import annotations
@@ -18,8 +21,7 @@ import hashlib
 import json
 import re
 import sys
-import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -110,8 +112,8 @@ class _Lines:
                 raise StopIteration
             end = len(raw) - (2 if raw.endswith(b"\r\n") else 1)
             self.rest = [raw] if raw.find(b"\r", 0, end) < 0 else \
-                [x for x in _BARE_CR.split(raw) if x]
-        raw = self.rest.pop(0)
+                [x for x in reversed(_BARE_CR.split(raw)) if x]  # popped from the end
+        raw = self.rest.pop()
         text = raw.decode("utf-8-sig" if self.offset == 0 else "utf-8")
         self.offset += len(raw)
         return text
@@ -434,64 +436,6 @@ def read_june(path: Path) -> ImportResult:
     log = scan_june(path)
     log.result.trajectories = [list(steps) for steps in log]
     return log.result
-
-
-def replay(trajectories: Iterable[Iterable[Step]], total: int, notes: list[str], *,
-           timeout: float = 600,
-           progress: Callable[[int, int], None] | None = None) -> Iterator[list[Step]]:
-    """Re-run every trajectory in a fresh kernel with the capture hook: real outputs, state.
-
-    The log's identifiers (trajectory, kernel, notebook, cell) are kept; code, outputs,
-    timings, memory and runtime state come from the replay. One trajectory is in memory at
-    a time; a replay that recorded nothing gives no trajectory. Notes go to ``notes``.
-    """
-    with tempfile.TemporaryDirectory(prefix="themisto-june-") as tmp:
-        root = Path(tmp)
-        for number, steps in enumerate(trajectories, start=1):
-            if progress:
-                progress(number - 1, total)
-            new, note = _replay_one(list(steps), root / str(number), timeout)
-            if note:
-                notes.append(note)
-            if new:
-                yield new
-    if progress:
-        progress(total, total)
-
-
-def _replay_one(steps: list[Step], work: Path, timeout: float) -> tuple[list[Step], str | None]:
-    import nbformat
-
-    from themisto_ext.replay import ReplayError, record_notebook
-    from themisto_ext.store import open_store
-
-    work.mkdir(parents=True)
-    # The recorder records non-empty cells only: empty ones have no replayed step.
-    kept = [s for s in steps if s["code"].strip()]
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(s["code"]) for s in kept]
-    path = work / "trajectory.ipynb"
-    nbformat.write(nb, path)
-    store = open_store(work / "store.sqlite3")
-    tid = steps[0]["trajectory_id"]
-    try:
-        run = record_notebook(path, store, work / "journal", timeout=timeout)
-        recorded = [s for t in run.trajectory_ids for s in store.iter_steps(t)]
-    except ReplayError as exc:
-        return [], f"trajectory {tid}: replay failed ({exc}); left out"
-    finally:
-        store.close()
-    new: list[Step] = []
-    for original, step in zip(kept, recorded, strict=False):
-        new.append({**step, "trajectory_id": tid, "kernel_id": original["kernel_id"],
-                    "notebook_path": original["notebook_path"], "cell_id": original["cell_id"],
-                    "step": len(new) + 1})
-    note = None
-    if len(recorded) < len(kept):
-        why = f" ({run.stopped_early})" if run.stopped_early else ""
-        note = (f"trajectory {tid}: the replay recorded {len(recorded)} of {len(kept)} cells"
-                f"{why}; the rest is left out")
-    return new, note
 
 
 def iter_summary(result: ImportResult) -> Iterator[str]:
