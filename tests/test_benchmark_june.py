@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,58 @@ def test_replay_gives_real_outputs_and_state(tmp_path, capsys):
     assert second[0]["error"]["ename"] == "NameError"
     assert second[0]["runtime_variables"] == {}
     assert "replaying: 2/2 trajectories" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("end", ["\r\n", "\n", "\r"])
+def test_outputs_with_newlines_quotes_and_commas_import_identically(tmp_path, capsys, end):
+    texts = ['say "hi", then\nbye', 'a,b,"c"\r\nd\n\n', '""', ',\n,', "é 日本\n\"x\""]
+    rows = []
+    for n, text in enumerate(texts):
+        rows += [row(2 * n, "A", "execute", f"c{n}", f"print({text!r})\n# \"q\", {n}"),
+                 row(2 * n + 1, "A", "finished_execute", f"c{n}", "", text)]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator=end)
+    writer.writerow(COLUMNS)
+    for values in rows:
+        writer.writerow(values)
+        buffer.write(end)  # a blank line after every record: skipped, as csv does
+    log = tmp_path / "log.csv"
+    log.write_text("\ufeff" + buffer.getvalue(), encoding="utf-8", newline="")
+
+    result = read_june(log)
+    assert not result.bad and result.rows == 2 * len(texts)
+    steps = result.trajectories[0]
+    assert [s["output"] for s in steps] == texts
+    assert [s["code"] for s in steps] == [r[COLUMNS.index("cell_source")] for r in rows[::2]]
+    out = tmp_path / "traj.jsonl"
+    assert main(["import-june", str(log), "--out", str(out)]) == 0
+    assert read_steps(out) == steps
+    assert "10 rows: 5 steps in 1 trajectory; 0 bad rows skipped" in capsys.readouterr().out
+
+
+def test_import_holds_no_output_in_memory(tmp_path):
+    """A 48 MB log imports within a few MB: rows are an index, outputs read back one by one.
+
+    Before, every row was held with its output: the peak exceeded the file's size.
+    """
+    output = "o" * 100_000
+    log = tmp_path / "big.csv"
+    with log.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(COLUMNS)
+        for n in range(480):
+            kernel, cell = f"k{n % 4}", f"c{n % 7}"
+            for values in (row(0, kernel, "execute", cell, f"print({n})"),
+                           row(0, kernel, "finished_execute", cell, "", f"{n}\n{output}")):
+                values[COLUMNS.index("time")] = str(1_700_000_000 + n)  # Unix seconds
+                writer.writerow(values)
+    assert log.stat().st_size > 48_000_000
+    out = tmp_path / "traj.jsonl"
+    tracemalloc.start()
+    try:
+        assert main(["import-june", str(log), "--out", str(out)]) == 0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8_000_000, f"peak {peak / 1e6:.1f} MB for a {log.stat().st_size / 1e6:.0f} MB log"
+    assert file_problems(out) == (480, [])

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -131,20 +132,29 @@ def stats_command(args: argparse.Namespace) -> int:
 
 
 def import_june_command(args: argparse.Namespace) -> int:
-    from themisto_ext.evaluation.june import iter_summary, read_june, replay
+    from themisto_ext.evaluation.june import iter_summary, scan_june
+    from themisto_ext.evaluation.june_replay import replay
+    from themisto_ext.records import Step
     from themisto_ext.trajectory import write_steps
 
-    result = read_june(args.file)
+    # One step at a time from the file (one trajectory with --replay): a 1 GB log
+    # never sits in memory.
+    log = scan_june(args.file)
+    trajectories: Iterable[Iterable[Step]] = log
     if args.replay:
         def progress(done: int, total: int) -> None:
             print(f"replaying: {done}/{total} trajectories", file=sys.stderr, flush=True)
 
-        result = replay(result, timeout=args.timeout, progress=progress)
+        trajectories = replay(log, len(log), log.result.notes, timeout=args.timeout,
+                              progress=progress)
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    count = steps = 0
     with args.out.open("w", encoding="utf-8") as fh:
-        for steps in result.trajectories:
-            write_steps(steps, fh)
-    lines = list(iter_summary(result))
+        for trajectory in trajectories:
+            written = write_steps(trajectory, fh)
+            count, steps = count + (written > 0), steps + written
+    log.result.written = (count, steps)
+    lines = list(iter_summary(log.result))
     for line in lines[:-1]:
         print(line, file=sys.stderr)
     print(f"{lines[-1]}; wrote {args.out}")

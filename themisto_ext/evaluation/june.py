@@ -4,11 +4,14 @@ Every row is an event of one kernel. A kernel's rows, in time order, are its exe
 sequence; ``kernel_restarting`` ends one trajectory and starts the next. An ``execute``
 row is paired with the next ``finished_execute`` row of the same kernel and cell (the
 output comes from it); an ``error`` row marks that execution as raised. The log has no
-runtime state, so imported steps have empty ``runtime_variables``; ``replay`` re-runs
+runtime state, so imported steps have empty ``runtime_variables``; ``june_replay`` re-runs
 each trajectory in a fresh recording kernel to get real outputs and state.
 
 Rows that cannot be used (missing values, an unparseable time, an unknown event, a finish
 without its execute) are reported with their line number and skipped.
+
+The log is never held: ``scan_june`` keeps an index of the rows (byte offsets) and the
+steps' code and output are read back from the file as each step is written.
 """
 
 from __future__ import annotations
@@ -18,12 +21,11 @@ import hashlib
 import json
 import re
 import sys
-import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from themisto_ext.records import Step, StepError, StepOutput
 from themisto_ext.trajectory import FORMAT_VERSION
@@ -37,6 +39,7 @@ EVENTS = frozenset({"execute", "finished_execute", "kernel_restarting", "save_no
 EMPTY_STATE_HASH = hashlib.blake2b(b"", digest_size=16).hexdigest()
 """``hash_index`` of a state with no variables (the recorder's digest of nothing)."""
 _EXTRA = "\0extra"  # DictReader's key for fields beyond the header
+_BARE_CR = re.compile(rb"(?<=\r)(?!\n)")  # between a \r that ends a line and the next
 _LAST_LINE_ERROR = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
 
 
@@ -52,23 +55,68 @@ class BadRow:
 @dataclass
 class ImportResult:
     trajectories: list[list[Step]]
+    """Filled by ``read_june``; a streamed import (``scan_june``) keeps none."""
     rows: int
     bad: list[BadRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Kept, but worth knowing: executions that never finished, replays cut short."""
     ignored: dict[str, int] = field(default_factory=dict)
     """Rows that are valid but make no step (saves, non-code cells), by reason."""
+    written: tuple[int, int] | None = None
+    """(trajectories, steps) that a streamed import wrote."""
 
     @property
     def steps(self) -> int:
         return sum(len(t) for t in self.trajectories)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Row:
+    """A valid row without its two large fields: those are read back from ``offset``.
+
+    20,000 rows and their 10,000 step drafts take 18 MB; the rows with their ``cell_output``
+    held 1,120 MB at peak for a 1 GB log (benchmarks/cli_memory.py).
+    """
+
     line: int
+    offset: int
+    """Byte offset in the file where the record (or blank lines before it) starts."""
     time: datetime
-    values: dict[str, str]
+    kernel: str
+    event: str
+    cell: str
+    is_code: bool
+    notebook: str
+    has_output: bool
+
+
+class _Lines:
+    """The file's lines for ``csv``, counting bytes: ``offset`` is where the next one starts.
+
+    Lines end at ``\\n``, ``\\r\\n`` or a bare ``\\r``, as in a text file opened with
+    ``newline=""``; a byte offset, unlike a text file's ``tell()``, is exact and free.
+    Neither byte occurs inside a UTF-8 character.
+    """
+
+    def __init__(self, fh: IO[bytes], offset: int = 0) -> None:
+        self.fh, self.offset = fh, offset
+        self.rest: list[bytes] = []  # the lines after a bare \r, read with the one before
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        if not self.rest:
+            raw = self.fh.readline()
+            if not raw:
+                raise StopIteration
+            end = len(raw) - (2 if raw.endswith(b"\r\n") else 1)
+            self.rest = [raw] if raw.find(b"\r", 0, end) < 0 else \
+                [x for x in reversed(_BARE_CR.split(raw)) if x]  # popped from the end
+        raw = self.rest.pop()
+        text = raw.decode("utf-8-sig" if self.offset == 0 else "utf-8")
+        self.offset += len(raw)
+        return text
 
 
 def parse_time(text: str) -> datetime:
@@ -84,12 +132,14 @@ def parse_time(text: str) -> datetime:
     return datetime.fromtimestamp(number, tz=timezone.utc)
 
 
-def _read_rows(path: Path, result: ImportResult) -> list[_Row]:
+def _read_rows(path: Path, result: ImportResult) -> tuple[list[str], list[_Row]]:
+    """The header and an index of the valid rows; only one row's text is held at a time."""
     rows: list[_Row] = []
     # Outputs of real notebooks exceed csv's default 128 KiB field limit.
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    with path.open("r", encoding="utf-8-sig", newline="") as fh:
-        reader = csv.DictReader(fh, restkey=_EXTRA)
+    with path.open("rb") as fh:
+        lines = _Lines(fh)
+        reader = csv.DictReader(lines, restkey=_EXTRA)
         header = reader.fieldnames or []
         missing = [c for c in COLUMNS if c not in header]
         if missing:
@@ -97,6 +147,7 @@ def _read_rows(path: Path, result: ImportResult) -> list[_Row]:
                              f"{', '.join(COLUMNS)})")
         start = reader.line_num + 1
         while True:
+            offset = lines.offset
             try:
                 values = next(reader)
             except StopIteration:
@@ -109,8 +160,36 @@ def _read_rows(path: Path, result: ImportResult) -> list[_Row]:
             if problem or when is None:
                 result.bad.append(BadRow(line, problem or "no time"))
                 continue
-            rows.append(_Row(line, when, {c: values[c] or "" for c in COLUMNS}))
-    return rows
+            rows.append(_index(values, line, offset, when))
+    return list(header), rows
+
+
+def _index(values: dict[str, Any], line: int, offset: int, when: datetime) -> _Row:
+    return _Row(line, offset, when, kernel=values["kernel_id"].strip(),
+                event=values["event"].strip(), cell=(values["cell_index"] or "").strip(),
+                is_code=(values["cell_type"] or "").strip() in ("", "code"),
+                notebook=values["notebook_name"] or "", has_output=bool(values["cell_output"]))
+
+
+class _Records:
+    """Records of the log read back by byte offset, when their step is written."""
+
+    def __init__(self, path: Path, header: list[str]) -> None:
+        self.path, self.header = path, header
+        self.fh = path.open("rb")
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def field(self, row: _Row, name: str) -> str:
+        self.fh.seek(row.offset)
+        for fields in csv.reader(_Lines(self.fh, row.offset)):
+            if not fields:  # blank lines before the record, which DictReader skipped too
+                continue
+            if len(fields) == len(self.header):  # as it had when it was read
+                return dict(zip(self.header, fields, strict=True))[name] or ""
+            break
+        raise ValueError(f"{self.path}: changed while it was imported (line {row.line})")
 
 
 def _check_row(values: dict[str, Any]) -> tuple[str | None, datetime | None]:
@@ -192,19 +271,20 @@ class _Kernel:
 
     JuNE logs an ``error`` row for an execution that raised, before or after its
     ``finished_execute``; either order marks the same step. An execution with an ``error``
-    row but no finish is finished by the ``error`` row.
+    row but no finish is finished by the ``error`` row. Steps are drafts: which rows hold
+    their code and output is decided here, the text is read when the step is written.
     """
 
     def __init__(self, kernel_id: str, result: ImportResult) -> None:
         self.kernel_id = kernel_id
         self.result = result
         self.segment = 0
-        self.trajectories: list[list[Step]] = []
-        self.steps: list[Step] = []
-        self.pending: list[_Pending] = []
+        self.trajectories: list[list[_Draft]] = []
+        self.steps: list[_Draft] = []
+        self.pending: list[_Draft] = []
 
     def execute(self, row: _Row) -> None:
-        if row.values["cell_type"].strip() not in ("", "code"):
+        if not row.is_code:
             self.result.ignored["non-code cell executions"] = \
                 self.result.ignored.get("non-code cell executions", 0) + 1
             return
@@ -212,51 +292,51 @@ class _Kernel:
             "format_version": FORMAT_VERSION,
             "trajectory_id": trajectory_id(self.kernel_id, self.segment),
             "kernel_id": self.kernel_id, "step": len(self.steps) + 1,
-            "cell_id": _cell(row) or None, "notebook_path": row.values["notebook_name"] or None,
+            "cell_id": row.cell or None, "notebook_path": row.notebook or None,
             "started_at": _iso(row.time), "ended_at": _iso(row.time),
-            "code": row.values["cell_source"], "output": "", "outputs": [],
+            "code": "", "output": "", "outputs": [],
             "execution_time": 0.0, "memory_bytes": None, "runtime_variables": {},
             "hash_index": EMPTY_STATE_HASH, "error": None,
         }
-        self.steps.append(step)
-        self.pending.append(_Pending(row, step))
+        draft = _Draft(row, step)
+        self.steps.append(draft)
+        self.pending.append(draft)
 
-    def _pending_for(self, row: _Row) -> _Pending | None:
-        return next((p for p in self.pending if _cell(p.start) == _cell(row)), None)
+    def _pending_for(self, row: _Row) -> _Draft | None:
+        return next((p for p in self.pending if p.start.cell == row.cell), None)
 
     def finished(self, row: _Row) -> None:
         pending = self._pending_for(row)
         if pending is None:
-            self.result.bad.append(BadRow(row.line, f"finished_execute of cell {_cell(row)!r} "
+            self.result.bad.append(BadRow(row.line, f"finished_execute of cell {row.cell!r} "
                                           f"on kernel {self.kernel_id} has no execute before it"))
             return
         self.pending.remove(pending)
-        text = row.values["cell_output"]
-        if not text and pending.raised is not None:
-            text = pending.raised.values["cell_output"]
-        _finish(pending, row, text)
+        # an empty finish takes the output of the error row that came before it
+        text = row if row.has_output or pending.raised is None else pending.raised
+        pending.finish(row, text)
 
     def error(self, row: _Row) -> None:
         pending = self._pending_for(row)
         if pending is not None:
             pending.raised = row
             return
-        for step in reversed(self.steps):
-            if (step["cell_id"] or "") == _cell(row):
-                if step["error"] is None:
-                    step["error"] = _error_from(step["outputs"],
-                                                row.values["cell_output"] or step["output"])
+        for draft in reversed(self.steps):
+            if draft.start.cell == row.cell:
+                # only the first error row after the finish counts, as for the recorder
+                if draft.raised is None and draft.late_error is None:
+                    draft.late_error = row
                 return
-        self.result.bad.append(BadRow(row.line, f"error of cell {_cell(row)!r} on kernel "
+        self.result.bad.append(BadRow(row.line, f"error of cell {row.cell!r} on kernel "
                                       f"{self.kernel_id} has no execute before it"))
 
     def restart(self) -> None:
         for pending in self.pending:
             if pending.raised is not None:
-                _finish(pending, pending.raised, pending.raised.values["cell_output"])
+                pending.finish(pending.raised, pending.raised)
             else:
                 self.result.notes.append(
-                    f"line {pending.start.line}: the execution of cell {_cell(pending.start)!r}"
+                    f"line {pending.start.line}: the execution of cell {pending.start.cell!r}"
                     f" on kernel {self.kernel_id} never finished; kept with no output")
         if self.steps:
             self.trajectories.append(self.steps)
@@ -265,115 +345,97 @@ class _Kernel:
 
 
 @dataclass
-class _Pending:
+class _Draft:
+    """A step whose code and output are still in the log: the rows that hold them."""
+
     start: _Row
     step: Step
     raised: _Row | None = None
     """The ``error`` row of this execution, when it came before the finish."""
+    text: _Row | None = None
+    """The row whose ``cell_output`` is the output; None until it finishes."""
+    late_error: _Row | None = None
+    """The first ``error`` row after the finish."""
+
+    def finish(self, end: _Row, text: _Row) -> None:
+        self.step["ended_at"] = _iso(end.time)
+        self.step["execution_time"] = max(0.0, (end.time - self.start.time).total_seconds())
+        self.text = text
+
+    def write(self, records: _Records) -> Step:
+        """The finished step, its texts read from the log."""
+        step: Step = {**self.step, "code": records.field(self.start, "cell_source")}
+        if self.text is None:
+            return step
+        text = records.field(self.text, "cell_output")
+        outputs = _outputs(text)
+        step["outputs"], step["output"] = outputs, flatten(outputs)
+        if self.raised is not None or any(o["output_type"] == "error" for o in outputs):
+            step["error"] = _error_from(outputs, text)
+        elif self.late_error is not None:
+            step["error"] = _error_from(outputs, records.field(self.late_error, "cell_output")
+                                        or step["output"])
+        return step
 
 
-def _cell(row: _Row) -> str:
-    return row.values["cell_index"].strip()
+@dataclass
+class JuneLog:
+    """A JuNE log as an index of its rows: trajectories of drafts, written one step at a time.
+
+    Iterating gives each trajectory as an iterator of steps read from the file then, so
+    importing a 1 GB log peaks at 80 MB instead of 1,120 MB (benchmarks/cli_memory.py).
+    """
+
+    path: Path
+    header: list[str]
+    result: ImportResult
+    drafts: list[list[_Draft]]
+
+    def __len__(self) -> int:
+        return len(self.drafts)
+
+    def __iter__(self) -> Iterator[Iterator[Step]]:
+        records = _Records(self.path, self.header)
+        try:
+            for drafts in self.drafts:
+                yield (d.write(records) for d in drafts)
+        finally:
+            records.close()
 
 
-def _finish(pending: _Pending, row: _Row, text: str) -> None:
-    outputs = _outputs(text)
-    pending.step["ended_at"] = _iso(row.time)
-    pending.step["outputs"] = outputs
-    pending.step["output"] = flatten(outputs)
-    pending.step["execution_time"] = max(0.0, (row.time - pending.start.time).total_seconds())
-    if pending.raised is not None or any(o["output_type"] == "error" for o in outputs):
-        pending.step["error"] = _error_from(outputs, text)
-
-
-def read_june(path: Path) -> ImportResult:
-    """The trajectories of a JuNE log, ordered by when they started."""
+def scan_june(path: Path) -> JuneLog:
+    """The trajectories of a JuNE log, ordered by when they started, as drafts."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     result = ImportResult([], 0)
-    rows = _read_rows(path, result)
+    header, rows = _read_rows(path, result)
     rows.sort(key=lambda r: (r.time, r.line))  # time order; the file's order among equals
     kernels: dict[str, _Kernel] = {}
     for row in rows:
-        kernel_id = row.values["kernel_id"].strip()
-        kernel = kernels.setdefault(kernel_id, _Kernel(kernel_id, result))
-        event = row.values["event"].strip()
-        if event == "execute":
+        kernel = kernels.setdefault(row.kernel, _Kernel(row.kernel, result))
+        if row.event == "execute":
             kernel.execute(row)
-        elif event == "finished_execute":
+        elif row.event == "finished_execute":
             kernel.finished(row)
-        elif event == "error":
+        elif row.event == "error":
             kernel.error(row)
-        elif event == "kernel_restarting":
+        elif row.event == "kernel_restarting":
             kernel.restart()
         else:
-            result.ignored[event] = result.ignored.get(event, 0) + 1
+            result.ignored[row.event] = result.ignored.get(row.event, 0) + 1
     for kernel in kernels.values():
         kernel.restart()  # the end of the log ends every kernel's last trajectory
-    trajectories = [t for k in kernels.values() for t in k.trajectories]
-    trajectories.sort(key=lambda t: (t[0]["started_at"], t[0]["kernel_id"]))
-    result.trajectories = trajectories
+    drafts = [t for k in kernels.values() for t in k.trajectories]
+    drafts.sort(key=lambda t: (t[0].step["started_at"], t[0].step["kernel_id"]))
     result.bad.sort(key=lambda b: b.line)
-    return result
+    return JuneLog(path, header, result, drafts)
 
 
-def replay(result: ImportResult, *, timeout: float = 600,
-           progress: Callable[[int, int], None] | None = None) -> ImportResult:
-    """Re-run every trajectory in a fresh kernel with the capture hook: real outputs, state.
-
-    The log's identifiers (trajectory, kernel, notebook, cell) are kept; code, outputs,
-    timings, memory and runtime state come from the replay.
-    """
-    replayed: list[list[Step]] = []
-    with tempfile.TemporaryDirectory(prefix="themisto-june-") as tmp:
-        root = Path(tmp)
-        for number, steps in enumerate(result.trajectories, start=1):
-            if progress:
-                progress(number - 1, len(result.trajectories))
-            new, note = _replay_one(steps, root / str(number), timeout)
-            if note:
-                result.notes.append(note)
-            if new:
-                replayed.append(new)
-    if progress:
-        progress(len(result.trajectories), len(result.trajectories))
-    result.trajectories = replayed
-    return result
-
-
-def _replay_one(steps: list[Step], work: Path, timeout: float) -> tuple[list[Step], str | None]:
-    import nbformat
-
-    from themisto_ext.replay import ReplayError, record_notebook
-    from themisto_ext.store import open_store
-
-    work.mkdir(parents=True)
-    # The recorder records non-empty cells only: empty ones have no replayed step.
-    kept = [s for s in steps if s["code"].strip()]
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(s["code"]) for s in kept]
-    path = work / "trajectory.ipynb"
-    nbformat.write(nb, path)
-    store = open_store(work / "store.sqlite3")
-    tid = steps[0]["trajectory_id"]
-    try:
-        run = record_notebook(path, store, work / "journal", timeout=timeout)
-        recorded = [s for t in run.trajectory_ids for s in store.iter_steps(t)]
-    except ReplayError as exc:
-        return [], f"trajectory {tid}: replay failed ({exc}); left out"
-    finally:
-        store.close()
-    new: list[Step] = []
-    for original, step in zip(kept, recorded, strict=False):
-        new.append({**step, "trajectory_id": tid, "kernel_id": original["kernel_id"],
-                    "notebook_path": original["notebook_path"], "cell_id": original["cell_id"],
-                    "step": len(new) + 1})
-    note = None
-    if len(recorded) < len(kept):
-        why = f" ({run.stopped_early})" if run.stopped_early else ""
-        note = (f"trajectory {tid}: the replay recorded {len(recorded)} of {len(kept)} cells"
-                f"{why}; the rest is left out")
-    return new, note
+def read_june(path: Path) -> ImportResult:
+    """The trajectories of a JuNE log, ordered by when they started, all in memory."""
+    log = scan_june(path)
+    log.result.trajectories = [list(steps) for steps in log]
+    return log.result
 
 
 def iter_summary(result: ImportResult) -> Iterator[str]:
@@ -382,7 +444,7 @@ def iter_summary(result: ImportResult) -> Iterator[str]:
         yield f"skipped {bad}"
     yield from result.notes
     ignored = ", ".join(f"{v} {k}" for k, v in sorted(result.ignored.items()))
-    count = len(result.trajectories)
-    yield (f"{result.rows} rows: {result.steps} steps in {count} "
+    count, steps = result.written or (len(result.trajectories), result.steps)
+    yield (f"{result.rows} rows: {steps} steps in {count} "
            f"{'trajectory' if count == 1 else 'trajectories'}; {len(result.bad)} bad rows skipped"
            + (f"; ignored {ignored}" if ignored else ""))
