@@ -8,14 +8,27 @@ cell's start and to its real result; a cell that never got one counts as never r
 Then the cold start: the first prediction of a new session whose prompt has ~2,000
 tokens (the model loaded, nothing cached). Run twice, with prefix reuse on and off.
 
+With ``--announce`` it simulates a person in front of the notebook: each cell's text is
+announced as the front end would (``POST /speculations``) before the cell runs, half of
+the cells (alternately) after a pause (``--pause`` seconds before Shift+Enter) and half
+straight after typing (0.3 s before). Times are from Shift+Enter: to the first streamed
+piece of the output prediction (``writing`` event) and to the whole prediction; a cell
+counts as ready at start when its speculation was complete before it started. (The CPU
+time of speculations thrown away is not measured yet: every announced text here is run
+unchanged, so none is thrown away but the ones a running cell preempted.) The figures end
+with one JSON line::
+
+    {"p50": ..., "p95": ..., "ready_at_start": ..., "first_token_p50": ..., "cold_start": ...}
+
     python benchmarks/live_latency.py [--cells 200] [--think 3] [--budget 4000]
-                                      [--no-compare] [--verbose]
+                                      [--no-compare] [--verbose] [--announce] [--pause 2.5]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import tempfile
@@ -51,10 +64,17 @@ def notebook_cells(limit: int) -> list[str]:
     return cells[:limit]
 
 
+STRAIGHT_LEAD = 0.3
+"""Seconds between a cell's text being announced and its run, for a cell run straight
+after typing (the front end announces on selection and after a pause in typing)."""
+
+
 def listen(server: Server, out: dict[str, dict[int, float]], records: dict[int, dict],
            stop: threading.Event) -> None:
     for event, data in stream_events(server, stop):
-        if event == "step":
+        if event == "writing" and data["task"] == "output":
+            out["first-token"].setdefault(data["target_step"], time.time())
+        elif event == "step":
             out["step"][data["step"]["step"]] = time.time()
         elif event == "prediction":
             prediction = data["prediction"]
@@ -115,15 +135,22 @@ async def cold_start(store_path: Path, budget: int = COLD_BUDGET) -> tuple[int, 
         await predictor.aclose()
 
 
-def replay(cells: list[str], think: float, reuse: bool, budget: int,
-           verbose: bool) -> dict[str, object]:
+def announce(server: Server, kernel_id: str, code: str) -> None:
+    """What the front end posts when a cell's text is stable (or the cell is selected)."""
+    httpx.post(f"{server.url}/themisto/api/speculations", headers=server.headers,
+               json={"kernel_id": kernel_id, "code": code, "cell_id": None}, timeout=30)
+
+
+def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bool,
+           pause: float | None = None) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="themisto-live-") as tmp:
         server = Server(Path(tmp), root=NOTEBOOKS, ready_timeout=120, extra=[
             "--ThemistoExtension.predictors=local", "--ThemistoExtension.contexts=full",
             f"--ThemistoExtension.local_reuse_prefix={reuse}",
             f"--ThemistoExtension.local_prediction_budget={budget}"])
         arrivals: dict[str, dict[int, float]] = {"prediction": {}, "step": {}, "failed": {},
-                                                 "next-cell": {}}
+                                                 "next-cell": {}, "first-token": {}}
+        paused: set[int] = set()
         records: dict[int, dict] = {}
         stop = threading.Event()
         threading.Thread(target=listen, args=(server, arrivals, records, stop),
@@ -138,11 +165,19 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int,
             client.wait_for_ready(timeout=60)
             starts, ends = {}, {}
             for n, code in enumerate(cells, start=1):
+                if pause is not None and n > 1:
+                    lead = pause if n % 2 == 0 else STRAIGHT_LEAD
+                    if lead == pause:
+                        paused.add(n)
+                    time.sleep(max(0.0, think - lead))
+                    announce(server, kid, code)
+                    time.sleep(lead)
+                elif n > 1:
+                    time.sleep(think)
                 starts[n] = time.time()
                 client.execute_interactive(code, timeout=600, allow_stdin=False,
                                            output_hook=lambda msg: None)
                 ends[n] = time.time()
-                time.sleep(think)
             # Wait for the last predictions, until none has come for a while.
             seen, quiet_since = -1, time.time()
             while len(arrivals["prediction"]) < len(cells) and time.time() - quiet_since < 20:
@@ -165,7 +200,16 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int,
     outputs = {n: r for n, r in records.items() if n > 0}
     reused = [r for n, r in outputs.items() if n > 1 and r.get("prefix_reused")]
     first = outputs.get(1, {})
+    ahead = [n for n in starts if n > 5 and (outputs.get(n, {}).get("ready_before_start")
+                                              or -1) >= 0]
+    tokens = sorted(arrivals["first-token"].get(n, arrivals["prediction"].get(
+        n, float("inf"))) - starts[n] for n in starts if n > 5)
+    after_pause = sorted(latency.get(n, float("inf")) for n in paused if n > 5)
     return {
+        "ready_at_start": len(ahead) / max(1, len([n for n in starts if n > 5])),
+        "first_token_p50": statistics.median(tokens) if tokens else float("nan"),
+        "paused_p50": statistics.median(after_pause) if after_pause else float("nan"),
+        "speculative": sum(1 for r in outputs.values() if r.get("speculative")),
         "cells": len(cells), "predicted": len(latency), "failed": len(arrivals["failed"]),
         "p50": statistics.median(later) if later else float("nan"),
         "p95": later[int(0.95 * (len(later) - 1))] if later else float("nan"),
@@ -188,7 +232,11 @@ def show(label: str, r: dict[str, object]) -> None:
           f"prompt); cold start of a session with a {r['cold_tokens']}-token prompt "
           f"{r['cold']:.2f} s; ready before the real result for "
           f"{r['before']}/{r['slow']} cells running >= 1 s; prefix reused in "
-          f"{r['reuse_rate']:.0%} of predictions; largest prompt {r['max_prompt_tokens']} tokens")
+          f"{r['reuse_rate']:.0%} of predictions; largest prompt {r['max_prompt_tokens']} tokens; "
+          f"first streamed piece p50 {r['first_token_p50']:.3f} s after start; "
+          f"{r['speculative']} cells took a speculation, ready at start for "
+          f"{r['ready_at_start']:.0%} (cells after the first five); cells run after a pause: "
+          f"p50 {r['paused_p50']:.3f} s")
 
 
 def main() -> int:
@@ -203,11 +251,21 @@ def main() -> int:
     parser.add_argument("--verbose", action="store_true", help="print a line per cell")
     parser.add_argument("--no-compare", action="store_true",
                         help="skip the run with prefix reuse disabled")
+    parser.add_argument("--announce", action="store_true",
+                        help="announce each cell's text before it runs (speculation)")
+    parser.add_argument("--pause", type=float, default=2.5,
+                        help="with --announce: seconds between announcing and running the "
+                             "cells run after a pause (default %(default)s)")
     args = parser.parse_args()
     cells = notebook_cells(args.cells)
-    show("reuse on ", replay(cells, args.think, True, args.budget, args.verbose))
+    pause = args.pause if args.announce else None
+    main_run = replay(cells, args.think, True, args.budget, args.verbose, pause)
+    show("reuse on ", main_run)
     if not args.no_compare:
-        show("reuse off", replay(cells, args.think, False, args.budget, args.verbose))
+        show("reuse off", replay(cells, args.think, False, args.budget, args.verbose, pause))
+    print(json.dumps({key: round(float(main_run[name]), 3) for key, name in (  # type: ignore[arg-type]
+        ("p50", "p50"), ("p95", "p95"), ("ready_at_start", "ready_at_start"),
+        ("first_token_p50", "first_token_p50"), ("cold_start", "cold"))}))
     return 0
 
 

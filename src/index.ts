@@ -9,7 +9,8 @@ import {
   autoPredictPlugin,
   inlinePlugin,
   markersPlugin,
-  notebookSwitchPlugin
+  notebookSwitchPlugin,
+  speculationPlugin
 } from './plugins/notebook';
 import { panelPlugin } from './plugins/panel';
 import {
@@ -32,6 +33,7 @@ const plugins: JupyterFrontEndPlugin<unknown>[] = [
   predictionSettingsPlugin,
   livePlugin,
   autoPredictPlugin,
+  speculationPlugin,
   commandsPlugin,
   panelPlugin,
   markersPlugin,

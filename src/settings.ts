@@ -17,8 +17,15 @@ export const DEFAULT_SETTINGS: Readonly<IPredictionOptions> = {
   markerScore: 'rouge_l',
   showCellMarkers: true,
   showCellFooter: true,
-  ghostText: true
+  ghostText: true,
+  speculate: true,
+  speculationPause: 1500
 };
+
+/**
+ * The bounds of `speculationPause` (ms), as in schema/predictions.json.
+ */
+export const SPECULATION_PAUSE = { min: 200, max: 10000 };
 
 function strings(value: unknown): string[] | null {
   if (!Array.isArray(value)) {
@@ -32,6 +39,15 @@ function strings(value: unknown): string[] | null {
 
 function bool(value: unknown, fallback: boolean): boolean {
   return typeof value === 'boolean' ? value : fallback;
+}
+
+function pause(value: unknown, fallback: number): number {
+  return typeof value === 'number' &&
+    Number.isInteger(value) &&
+    value >= SPECULATION_PAUSE.min &&
+    value <= SPECULATION_PAUSE.max
+    ? value
+    : fallback;
 }
 
 /**
@@ -58,7 +74,9 @@ export function readSettings(composite: unknown): IPredictionOptions {
         : d.markerScore,
     showCellMarkers: bool(raw.showCellMarkers, d.showCellMarkers),
     showCellFooter: bool(raw.showCellFooter, d.showCellFooter),
-    ghostText: bool(raw.ghostText, d.ghostText)
+    ghostText: bool(raw.ghostText, d.ghostText),
+    speculate: bool(raw.speculate, d.speculate),
+    speculationPause: pause(raw.speculationPause, d.speculationPause)
   };
 }
 

@@ -11,6 +11,8 @@ import type {
   IKernelRecording,
   IPredictionRequest,
   IPredictorsInfo,
+  ISpeculationReply,
+  ISpeculationRequest,
   IStepsPage,
   ITrajectoryFilter,
   ITrajectorySummary,
@@ -114,6 +116,12 @@ export interface IThemistoClient {
    * target step the server chose, when it says.
    */
   requestPrediction(body: IPredictionRequest): Promise<number | null>;
+
+  /**
+   * Announce a code cell's text before it runs: the server predicts its
+   * output now and uses that prediction if the cell runs with this text.
+   */
+  speculate(body: ISpeculationRequest): Promise<ISpeculationReply>;
 
   /**
    * Read trajectories as JSONL (authenticated by header; the caller streams
@@ -402,6 +410,15 @@ export interface IPredictionOptions {
    * selected.
    */
   ghostText: boolean;
+  /**
+   * Ask the server to predict a code cell's output before it runs: when its
+   * text has been stable for `speculationPause` ms, and when it is selected.
+   */
+  speculate: boolean;
+  /**
+   * Milliseconds a cell's text must stay unchanged before it is announced.
+   */
+  speculationPause: number;
 }
 
 /**

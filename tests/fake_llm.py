@@ -4,7 +4,11 @@ It answers deterministically (a fixed ``answer``, else the last line of the last
 message) with realistic ``usage`` blocks, cuts the answer at the request's stop sequences
 (``stop``, ``stop_sequences``) as real APIs do, continues an Anthropic reply the request
 began (an answer starting with that prefill loses it), simulates prefix caching, records
-every request and can be scripted to misbehave, one ``Reply`` per request::
+every request and can be scripted to misbehave, one ``Reply`` per request. A request with
+``stream: true`` is answered in the real streaming wire formats (Server-Sent Events:
+OpenAI's ``chat.completion.chunk`` events and ``[DONE]``, the usage chunk when
+``stream_options.include_usage`` asks for it; Anthropic's ``message_start`` ...
+``message_stop``), a piece of about one token per event::
 
     with FakeLLM() as llm:
         llm.script(error(429, retry_after="1"), ok("fine"))
@@ -54,10 +58,12 @@ class Reply:
     """Send headers at once, then the body one byte every ``trickle`` seconds."""
     drop: bool = False
     """Close the connection without answering."""
+    piece_delay: float = 0.0
+    """Streamed: seconds between pieces of the answer."""
 
 
-def ok(text: str | None = None, *, delay: float = 0.0) -> Reply:
-    return Reply(text=text, delay=delay)
+def ok(text: str | None = None, *, delay: float = 0.0, piece_delay: float = 0.0) -> Reply:
+    return Reply(text=text, delay=delay, piece_delay=piece_delay)
 
 
 def error(status: int, message: str = "scripted failure", *,
@@ -310,6 +316,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         payload = reply.body
+        if payload is None and isinstance(body, dict) and body.get("stream") is True:
+            answer = self._payload(fake, reply, body)
+            if reply.status < 300:
+                self._stream(fake, reply, stream_events(self.path, body, answer))
+                return
+            payload = json.dumps(answer).encode()
         if payload is None:
             payload = json.dumps(self._payload(fake, reply, body)).encode()
         self.send_response(reply.status)
@@ -327,6 +339,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload[i : i + 1])
             self.wfile.flush()
 
+    def _stream(self, fake: FakeLLM, reply: Reply, events: list[str]) -> None:
+        self.send_response(reply.status)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        for i, event in enumerate(events):
+            if i and reply.piece_delay and fake._stopped.wait(reply.piece_delay):
+                return
+            data = event.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
     def _payload(self, fake: FakeLLM, reply: Reply, body: Any) -> dict[str, Any]:
         known = self.path in (*OPENAI_PATHS, ANTHROPIC_PATH)
         if reply.status >= 300 or not known or not isinstance(body, dict):
@@ -338,6 +365,51 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == ANTHROPIC_PATH:
             return fake.anthropic_answer(body, reply)
         return fake.openai_answer(body, reply)
+
+
+def pieces(text: str, size: int = 4) -> list[str]:
+    """The answer cut as a tokenizer would about cut it (four characters a token)."""
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def stream_events(path: str, body: dict[str, Any], answer: dict[str, Any]) -> list[str]:
+    """The Server-Sent Events a real API streams for ``answer`` (the whole reply)."""
+    if path == ANTHROPIC_PATH:
+        return _anthropic_events(answer)
+    chunk = {"id": answer["id"], "object": "chat.completion.chunk",
+             "created": answer["created"], "model": answer["model"]}
+    text = answer["choices"][0]["message"]["content"]
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    deltas += [{"content": piece} for piece in pieces(text)]
+    events = [{**chunk, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+              for d in deltas]
+    events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    options = body.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage"):
+        events.append({**chunk, "choices": [], "usage": answer["usage"]})
+    return [f"data: {json.dumps(e)}\n\n" for e in events] + ["data: [DONE]\n\n"]
+
+
+def _anthropic_events(answer: dict[str, Any]) -> list[str]:
+    usage = dict(answer["usage"])
+    output_tokens = usage.pop("output_tokens")
+    text = answer["content"][0]["text"]
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {
+            **{k: v for k, v in answer.items() if k not in ("content", "usage")},
+            "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "text", "text": ""}},
+        {"type": "ping"},
+    ]
+    events += [{"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": piece}} for piece in pieces(text)]
+    events += [{"type": "content_block_stop", "index": 0},
+               {"type": "message_delta", "delta": {"stop_reason": "end_turn",
+                                                   "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens}},
+               {"type": "message_stop"}]
+    return [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events]
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ PAIRS = [
     (records.StepEvent, "live-event", "/$defs/step"),
     (records.RecordingEvent, "live-event", "/$defs/recording"),
     (records.PredictingEvent, "live-event", "/$defs/predicting"),
+    (records.WritingEvent, "live-event", "/$defs/writing"),
     (records.PredictionEvent, "live-event", "/$defs/prediction"),
     (records.ScoredEvent, "live-event", "/$defs/scored"),
 ]

@@ -26,6 +26,7 @@ from themisto_ext.records import (
     Task,
     TrajectoryEvent,
     TrajectoryInfo,
+    WritingEvent,
 )
 
 log = logging.getLogger("themisto_ext.events")
@@ -80,6 +81,16 @@ def predicting_event(scope: Scope, task: Task, context: Context, predictor: str,
             "kernel_id": scope.kernel_id, "notebook_path": scope.notebook_path,
             "task": task, "context": context, "predictor": predictor,
             "target_step": target_step, "cell_id": cell_id}
+
+
+def writing_event(scope: Scope, task: Task, context: Context, predictor: str,
+                  target_step: int, cell_id: str | None, text: str) -> WritingEvent:
+    """A prediction's answer so far, as the model writes it (``text`` read as the whole
+    answer will be: ``prompts.postprocess.partial_answer``)."""
+    return {"type": "writing", "trajectory_id": scope.trajectory_id,
+            "kernel_id": scope.kernel_id, "notebook_path": scope.notebook_path,
+            "task": task, "context": context, "predictor": predictor,
+            "target_step": target_step, "cell_id": cell_id, "text": text}
 
 
 def prediction_event(scope: Scope, prediction: Prediction) -> PredictionEvent:

@@ -149,6 +149,8 @@ class Prediction(TypedDict):
     prompt: NotRequired[PromptText]
     raw: NotRequired[str]
     queue_seconds: NotRequired[float | None]
+    speculative: NotRequired[bool]
+    ready_before_start: NotRequired[float | None]
 
 
 # ---------------------------------------------------------------- step summary (history)
@@ -231,6 +233,19 @@ class PredictingEvent(TypedDict):
     cell_id: str | None
 
 
+class WritingEvent(TypedDict):
+    type: Literal["writing"]
+    trajectory_id: str
+    kernel_id: str | None
+    notebook_path: str | None
+    task: Task
+    context: Context
+    predictor: str
+    target_step: int
+    cell_id: str | None
+    text: str
+
+
 class PredictionEvent(TypedDict):
     type: Literal["prediction"]
     trajectory_id: str
@@ -252,7 +267,7 @@ class ScoredEvent(TypedDict):
 
 
 LiveEvent = (HelloEvent | TrajectoryEvent | StepEvent | RecordingEvent | PredictingEvent
-             | PredictionEvent | ScoredEvent)
+             | WritingEvent | PredictionEvent | ScoredEvent)
 
 
 # ---------------------------------------------------------------- schemas

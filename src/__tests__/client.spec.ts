@@ -276,6 +276,31 @@ describe('ThemistoClient: live data', () => {
     });
   });
 
+  it('posts speculations and reads why one was not started', async () => {
+    const { api, calls } = makeApi(() =>
+      json(202, {
+        accepted: false,
+        reason: 'the kernel is running a cell',
+        trajectory_id: 't',
+        target_step: 5
+      })
+    );
+    await expect(
+      api.speculate({ kernel_id: 'k', code: 'df.head()', cell_id: 'c5' })
+    ).resolves.toEqual({
+      accepted: false,
+      reason: 'the kernel is running a cell',
+      targetStep: 5
+    });
+    expect(calls[0].method).toBe('POST');
+    expect(calls[0].url.pathname).toBe('/base/themisto/api/speculations');
+    expect(JSON.parse(calls[0].body ?? '')).toEqual({
+      kernel_id: 'k',
+      code: 'df.head()',
+      cell_id: 'c5'
+    });
+  });
+
   it('reads an export with the token in a header, never in the URL', async () => {
     const headers: string[] = [];
     const { api, calls } = makeApi(

@@ -57,6 +57,8 @@ export function prediction(
     cached_tokens: null,
     prefix_reused: null,
     dropped_steps: 0,
+    speculative: false,
+    ready_before_start: null,
     answer: 'answer',
     error: null,
     reference: null,
@@ -93,6 +95,25 @@ export function predictingEvent(
     predictor,
     target_step: target,
     cell_id: task === 'output' ? `c${target}` : null
+  };
+}
+
+export function writingEvent(
+  task: PredictionTask,
+  target: number,
+  text: string,
+  predictor = 'baseline',
+  context: 'none' | 'full' = 'none'
+): LiveEvent {
+  return {
+    ...scope,
+    type: 'writing',
+    task,
+    context,
+    predictor,
+    target_step: target,
+    cell_id: task === 'output' ? `c${target}` : null,
+    text
   };
 }
 

@@ -143,6 +143,10 @@ class FakeClient implements IThemistoClient {
     this.posts.push(body);
     return 4;
   }
+  async speculate(body: unknown) {
+    this.posts.push(body);
+    return { accepted: true, reason: null, targetStep: 4 };
+  }
   async openExport(): Promise<Response> {
     throw new Error('not used');
   }

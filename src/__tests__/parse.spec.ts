@@ -204,6 +204,23 @@ describe('payload readers', () => {
     });
   });
 
+  it('reads how a prediction was made', () => {
+    const ahead = toPrediction({
+      ...prediction('output', 2),
+      speculative: true,
+      ready_before_start: 2.5
+    });
+    expect(ahead?.speculative).toBe(true);
+    expect(ahead?.ready_before_start).toBe(2.5);
+    // records made before the fields existed
+    const { speculative, ready_before_start, ...old } = prediction('output', 2);
+    expect(speculative === false && ready_before_start === null).toBe(true);
+    expect(toPrediction(old)).toMatchObject({
+      speculative: false,
+      ready_before_start: null
+    });
+  });
+
   it('drops incomplete scores', () => {
     expect(
       toPrediction({ ...prediction('output', 2), scores: { rouge_l: 1 } })

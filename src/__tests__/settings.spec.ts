@@ -21,7 +21,9 @@ describe('readSettings', () => {
         markerScore: 'chrf',
         showCellMarkers: 'no',
         showCellFooter: false,
-        ghostText: false
+        ghostText: false,
+        speculate: false,
+        speculationPause: 100
       })
     ).toEqual({
       autoPredict: false,
@@ -31,8 +33,14 @@ describe('readSettings', () => {
       markerScore: 'chrf',
       showCellMarkers: true,
       showCellFooter: false,
-      ghostText: false
+      ghostText: false,
+      speculate: false,
+      speculationPause: 1500 // below the 200 ms minimum
     });
+    expect(readSettings({ speculationPause: 2500 }).speculationPause).toBe(
+      2500
+    );
+    expect(readSettings({ speculationPause: 2.5 }).speculationPause).toBe(1500);
     expect(readSettings({ layout: 'grid', markerScore: 'bleu' })).toMatchObject(
       { layout: 'side-by-side', markerScore: 'rouge_l' }
     );

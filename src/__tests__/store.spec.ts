@@ -11,7 +11,8 @@ import {
   scores,
   step,
   stepEvent,
-  TRAJECTORY
+  TRAJECTORY,
+  writingEvent
 } from './fixtures';
 
 function changes(store: NotebookLive): string[] {
@@ -40,6 +41,29 @@ describe('NotebookLive', () => {
     expect(store.lastStep).toBe(5);
     expect(store.getStep(2)).toBeNull();
     expect(store.getStep(3)?.step).toBe(3);
+  });
+
+  it('shows the answer being written, then the whole one', () => {
+    const store = new NotebookLive(PATH);
+    store.apply(stepEvent(1));
+    store.apply(predictingEvent('output', 2));
+    const seen = changes(store);
+    store.apply(writingEvent('output', 2, '[0, 1'));
+    store.apply(writingEvent('output', 2, '[0, 1, 4]'));
+    let [slot] = store.slots('output', 2);
+    expect(slot.state).toBe('predicting');
+    expect(slot.partial).toBe('[0, 1, 4]');
+    expect(seen).toEqual(['predictions', 'predictions']);
+    store.apply(
+      predictionEvent(prediction('output', 2, { answer: '[0, 1, 4]' }))
+    );
+    [slot] = store.slots('output', 2);
+    expect(slot.state).toBe('done');
+    expect(slot.partial).toBeNull();
+    // a piece arriving after the answer changes nothing
+    store.apply(writingEvent('output', 2, '[0'));
+    expect(store.slots('output', 2)[0].partial).toBeNull();
+    expect(seen).toHaveLength(3);
   });
 
   it('follows an output prediction from predicting to scored', () => {

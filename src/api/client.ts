@@ -13,6 +13,8 @@ import type {
   IPredictionRequest,
   IPredictorsInfo,
   IRecordingUpdate,
+  ISpeculationReply,
+  ISpeculationRequest,
   IStepsPage,
   ITrajectoryFilter,
   ITrajectorySummary
@@ -192,6 +194,22 @@ export class ThemistoClient implements IThemistoClient {
     });
     const target = asRecord(reply).target_step;
     return typeof target === 'number' ? target : null;
+  }
+
+  async speculate(body: ISpeculationRequest): Promise<ISpeculationReply> {
+    const reply = asRecord(
+      await this._json(['speculations'], {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'Content-Type': 'application/json' }
+      })
+    );
+    return {
+      accepted: reply.accepted === true,
+      reason: typeof reply.reason === 'string' ? reply.reason : null,
+      targetStep:
+        typeof reply.target_step === 'number' ? reply.target_step : null
+    };
   }
 
   /**

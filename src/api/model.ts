@@ -108,6 +108,29 @@ export interface IPredictionRequest {
 }
 
 /**
+ * The body of `POST speculations`: a code cell's text, announced before it
+ * runs.
+ */
+export interface ISpeculationRequest {
+  kernel_id: string;
+  code: string;
+  cell_id: string | null;
+}
+
+/**
+ * The server's answer to a speculation: started (or already under way), or
+ * why not.
+ */
+export interface ISpeculationReply {
+  accepted: boolean;
+  reason: string | null;
+  /**
+   * The step the cell will be if it runs next.
+   */
+  targetStep: number | null;
+}
+
+/**
  * The score names, in display order.
  */
 export type ScoreName = keyof Scores;

@@ -276,6 +276,8 @@ export function toPrediction(value: unknown): LivePrediction | null {
     prefix_reused:
       typeof value.prefix_reused === 'boolean' ? value.prefix_reused : null,
     dropped_steps: num(value.dropped_steps),
+    speculative: value.speculative === true,
+    ready_before_start: numOrNull(value.ready_before_start),
     answer: str(value.answer),
     error,
     reference: strOrNull(value.reference),
@@ -441,6 +443,24 @@ export function parseLiveEvent(name: string, data: string): LiveEvent | null {
         predictor: str(payload.predictor, '?'),
         target_step: payload.target_step,
         cell_id: strOrNull(payload.cell_id)
+      };
+    case 'writing':
+      if (
+        !isTask(payload.task) ||
+        typeof payload.target_step !== 'number' ||
+        !isContext(payload.context ?? 'none')
+      ) {
+        return null;
+      }
+      return {
+        ...scope,
+        type,
+        task: payload.task,
+        context: isContext(payload.context) ? payload.context : 'none',
+        predictor: str(payload.predictor, '?'),
+        target_step: payload.target_step,
+        cell_id: strOrNull(payload.cell_id),
+        text: str(payload.text)
       };
     case 'prediction': {
       const prediction = toPrediction(payload.prediction);

@@ -20,6 +20,7 @@ export type LiveEvent =
   | StepEvent
   | RecordingEvent
   | PredictingEvent
+  | WritingEvent
   | PredictionEvent
   | ScoredEvent;
 /**
@@ -46,6 +47,18 @@ export type PredictingEvent = EventScope & {
   predictor: string;
   target_step: number;
   cell_id: string | null;
+};
+/**
+ * A model is writing a prediction's answer (streamed): its text so far, read as the finished answer will be (answer tags and a tag still being written left out). One per piece the model sends; the prediction event that follows carries the complete answer, which is what is stored.
+ */
+export type WritingEvent = EventScope & {
+  type: 'writing';
+  task: PredictionTask;
+  context: PredictionContext;
+  predictor: string;
+  target_step: number;
+  cell_id: string | null;
+  text: string;
 };
 /**
  * A prediction is ready (scored already if its step landed first).
@@ -195,6 +208,14 @@ export interface Prediction {
    * Seconds the request waited before the model took it up; null when nothing was measured (a failed call); absent from records made before it existed.
    */
   queue_seconds?: number | null;
+  /**
+   * True when the output was predicted from the cell's text before the cell ran (the front end announced the text, POST /themisto/api/speculations) and that prediction was used when the cell started with the same text right after the same step; false when it was predicted as the cell ran (or after, for next-cell). Absent from records made before it existed.
+   */
+  speculative?: boolean;
+  /**
+   * For a speculative prediction: seconds between its answer being ready and its cell starting; negative when the model was still answering as the cell started (it was then used as soon as it was ready, without a new model call). Null otherwise; absent from records made before it existed.
+   */
+  ready_before_start?: number | null;
   prompt_tokens: number | null;
   completion_tokens: number | null;
   cached_tokens: number | null;

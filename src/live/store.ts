@@ -17,7 +17,8 @@ import type {
   PredictingEvent,
   PredictionTask,
   ScoredEvent,
-  StepSummary
+  StepSummary,
+  WritingEvent
 } from '../api/records';
 import type { INotebookLive } from '../tokens';
 import { StepIndex } from './history';
@@ -408,6 +409,11 @@ export class NotebookLive implements INotebookLive {
         this._predicting(event);
         this._changed.emit('predictions');
         return;
+      case 'writing':
+        if (this._writing(event)) {
+          this._changed.emit('predictions');
+        }
+        return;
       case 'prediction':
         this.addPredictions([event.prediction]);
         return;
@@ -455,6 +461,7 @@ export class NotebookLive implements INotebookLive {
       );
       if (slot) {
         slot.prediction = prediction;
+        slot.partial = null;
         slot.cellId = prediction.cell_id ?? slot.cellId;
         slot.state = prediction.error ? 'error' : 'done';
       }
@@ -500,8 +507,23 @@ export class NotebookLive implements INotebookLive {
       // A new attempt (a retry) replaces the previous answer.
       slot.state = 'predicting';
       slot.prediction = null;
+      slot.partial = null;
       slot.cellId = event.cell_id ?? slot.cellId;
     }
+  }
+
+  /**
+   * The answer so far of a prediction being written; ignored once it is
+   * done (a late piece). Whether it changed what is shown.
+   */
+  private _writing(event: WritingEvent): boolean {
+    const slot = this._slots.slot(event.task, event.target_step, event);
+    if (!slot || slot.state !== 'predicting') {
+      return false;
+    }
+    slot.partial = event.text;
+    slot.cellId = event.cell_id ?? slot.cellId;
+    return true;
   }
 
   private _reset(): void {

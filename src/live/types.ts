@@ -30,6 +30,10 @@ export interface IPredictionSlot extends ICombo {
   cellId: string | null;
   state: 'predicting' | 'done' | 'error';
   prediction: LivePrediction | null;
+  /**
+   * While the model writes (streamed): its answer so far.
+   */
+  partial?: string | null;
 }
 
 /**

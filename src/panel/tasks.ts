@@ -116,6 +116,7 @@ export class TaskView {
           combo.predictor,
           combo.context,
           shown.slots[i]?.state,
+          shown.slots[i]?.partial,
           p?.id,
           p?.answer,
           p?.scores,

@@ -283,6 +283,21 @@ function predicting(trans: TranslationBundle): HTMLElement {
   );
 }
 
+/**
+ * A prediction being written: the model's answer so far (streamed).
+ */
+function writing(slot: IPredictionSlot, trans: TranslationBundle): HTMLElement {
+  if (!slot.partial) {
+    return predicting(trans);
+  }
+  return h(
+    'div',
+    { class: 'themisto-Writing', 'aria-live': 'polite' },
+    h('div', { class: 'themisto-Label' }, trans.__('Predicting…')),
+    textPre(slot.partial, 'themisto-Partial', trans)
+  );
+}
+
 function meta(slot: IPredictionSlot, trans: TranslationBundle): HTMLElement {
   const p = slot.prediction;
   if (!p) {
@@ -294,6 +309,14 @@ function meta(slot: IPredictionSlot, trans: TranslationBundle): HTMLElement {
   }
   if (p.cached_tokens) {
     parts.push(trans.__('%1 cached', p.cached_tokens));
+  }
+  if (p.speculative) {
+    const ahead = p.ready_before_start ?? 0;
+    parts.push(
+      ahead > 0
+        ? trans.__('ready %1 before the run', formatSeconds(ahead))
+        : trans.__('predicted before the run')
+    );
   }
   return h('div', { class: 'themisto-Card-meta' }, parts.join(' · '));
 }
@@ -403,10 +426,12 @@ export function outputCard(
     slot?.state ?? (missing.kind === 'none' ? 'none' : 'predicting');
   const card = cardShell(combo, 'output', target, state);
   card.dataset.landed = step ? 'true' : 'false';
+  // Made from the cell's text before it ran, and taken when it started.
+  card.dataset.speculative = slot?.prediction?.speculative ? 'true' : 'false';
   if (!slot) {
     card.append(missingView(missing, trans));
   } else if (slot.state === 'predicting') {
-    card.append(predicting(trans));
+    card.append(writing(slot, trans));
   } else if (slot.state === 'error') {
     card.append(errorView(slot, actions.retry, trans));
   } else if (slot.prediction) {
@@ -461,7 +486,7 @@ export function nextCellCard(
   if (!slot) {
     card.append(missingView(missing, trans));
   } else if (slot.state === 'predicting') {
-    card.append(predicting(trans));
+    card.append(writing(slot, trans));
   } else if (slot.state === 'error') {
     card.append(errorView(slot, actions.retry, trans));
   } else if (slot.prediction) {

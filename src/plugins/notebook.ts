@@ -8,6 +8,7 @@ import type {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICompletionProviderManager } from '@jupyterlab/completer';
+import type { Cell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
@@ -23,8 +24,14 @@ import {
 } from '../notebook/inline';
 import { CellMarkers } from '../notebook/markers';
 import { applyNotebookRecording } from '../notebook/recording';
+import { Speculator } from '../notebook/speculate';
 /* eslint-enable jupyter/prefer-lazy-imports */
-import { IPredictionSettings, IThemistoClient, IThemistoLive } from '../tokens';
+import {
+  type ILiveEventArgs,
+  IPredictionSettings,
+  IThemistoClient,
+  IThemistoLive
+} from '../tokens';
 
 /**
  * Delay (ms) before offering ghost text in a newly selected empty cell.
@@ -65,6 +72,89 @@ export const autoPredictPlugin: JupyterFrontEndPlugin<void> = {
     settings: IPredictionSettings,
     tracker: INotebookTracker
   ): void => startAutoPredict(live, settings, tracker)
+};
+
+/**
+ * Announces the active code cell's text before it runs, so that its output
+ * prediction is ready when it does (the `speculate` setting).
+ */
+export const speculationPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'themisto-ext:speculation',
+  description:
+    "Asks the server to predict a code cell's output before it runs: on selection and after a pause in typing.",
+  autoStart: true,
+  requires: [
+    IThemistoClient,
+    IThemistoLive,
+    IPredictionSettings,
+    INotebookTracker
+  ],
+  activate: (
+    app: JupyterFrontEnd,
+    client: IThemistoClient,
+    live: IThemistoLive,
+    settings: IPredictionSettings,
+    tracker: INotebookTracker
+  ): void => {
+    const attach = (panel: NotebookPanel): void => {
+      const speculator = new Speculator({
+        speculate: body => client.speculate(body),
+        settings,
+        target: () => {
+          const cell = panel.content.activeCell;
+          const store = live.store(panel.context.path);
+          if (!cell || !store || live.predictors?.predictors.length === 0) {
+            return null;
+          }
+          return {
+            kernelId: store.kernelId,
+            trajectoryId: store.trajectoryId,
+            recording: store.recording,
+            lastStep: store.lastStep,
+            code:
+              cell.model.type === 'code'
+                ? cell.model.sharedModel.getSource()
+                : null,
+            cellId: cell.model.id
+          };
+        }
+      });
+      let watched: Cell | null = null;
+      const onSource = (
+        _: unknown,
+        change: { sourceChange?: unknown }
+      ): void => {
+        if (change.sourceChange) {
+          speculator.edited();
+        }
+      };
+      const follow = (): void => {
+        watched?.model.sharedModel.changed.disconnect(onSource);
+        watched = panel.content.activeCell;
+        watched?.model.sharedModel.changed.connect(onSource);
+        speculator.selected();
+      };
+      panel.content.activeCellChanged.connect(follow);
+      const onEvent = (
+        _: IThemistoLive,
+        { store, event }: ILiveEventArgs
+      ): void => {
+        if (event.type === 'step' && store.path === panel.context.path) {
+          speculator.selected();
+        }
+      };
+      live.eventReceived.connect(onEvent);
+      follow();
+      panel.disposed.connect(() => {
+        watched?.model.sharedModel.changed.disconnect(onSource);
+        panel.content.activeCellChanged.disconnect(follow);
+        live.eventReceived.disconnect(onEvent);
+        speculator.dispose();
+      });
+    };
+    tracker.forEach(attach);
+    tracker.widgetAdded.connect((_, panel) => attach(panel));
+  }
 };
 
 /**

@@ -9,16 +9,25 @@ superseded in the model's queue, a next-cell prediction cancelled because that c
 started, or one never made because that cell had started when its step arrived (cells run
 in quick succession land in one ingestion pass). Each is stored and published as a record
 whose error says so (``run.missed_record``), so the notebook tells why a cell has none.
+
+A cell's output may also be predicted before it runs, from its text (``speculate``; see
+``speculation.py``): a cell that starts with the text of its trajectory's speculation,
+right after the step that speculation was made after, gets that prediction at once
+instead of a new model call. A cell starting anywhere stops speculations under way
+elsewhere, and none starts while its kernel runs a cell: speculation never takes the
+model from a running cell.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from datetime import datetime, timezone
 from functools import partial
+from typing import Any
 
 from themisto_ext.events import (
     EventBus,
@@ -26,12 +35,15 @@ from themisto_ext.events import (
     predicting_event,
     prediction_event,
     scored_event,
+    writing_event,
 )
 from themisto_ext.ingest import IngestResult
 from themisto_ext.prediction.clients.base import Predictor
 from themisto_ext.prediction.prompts.build import cell_limit
+from themisto_ext.prediction.prompts.postprocess import partial_answer
 from themisto_ext.prediction.run import Superseded, missed_record, predict
 from themisto_ext.prediction.scoring import scored
+from themisto_ext.prediction.speculation import Speculation, Speculations
 from themisto_ext.records import Context, Prediction, Step, Task
 from themisto_ext.store import TrajectoryStore
 from themisto_ext.trajectory.text import clip
@@ -74,6 +86,14 @@ def _age(timestamp: str | None) -> float:
     return (datetime.now(timezone.utc) - then).total_seconds()
 
 
+def _epoch(timestamp: str | None) -> float:
+    """A record's ISO time as ``time.time()`` counts; now when it cannot be read."""
+    try:
+        return datetime.fromisoformat(str(timestamp)).timestamp()
+    except ValueError:
+        return time.time()
+
+
 class LivePredictions:
     def __init__(self, store: TrajectoryStore, events: EventBus, predictors: list[Predictor],
                  contexts: Iterable[Context], budget_chars: int,
@@ -90,10 +110,14 @@ class LivePredictions:
         self._tasks: set[asyncio.Task[None]] = set()
         self._next_cell: dict[str, Pending] = {}
         """Next-cell predictions still under way, by trajectory."""
+        self.speculations = Speculations()
+        self._running: dict[str, int] = {}
+        """The step each trajectory's kernel is running (started, not landed)."""
 
     # ------------------------------------------------------------ inputs
 
     def on_ingest(self, result: IngestResult) -> None:
+        self._track_running(result)
         begun: set[tuple[str, int]] = set()
         for step in result.steps:
             self._remember(step)
@@ -103,7 +127,8 @@ class LivePredictions:
             begun.add((started["trajectory_id"], int(started["step"])))
             if _age(started.get("at")) < FRESH_SECONDS:
                 self.schedule(started["trajectory_id"], "output", int(started["step"]),
-                              code=started["code"], cell_id=started.get("cell_id"))
+                              code=started["code"], cell_id=started.get("cell_id"),
+                              started_at=_epoch(started.get("at")))
         for step in result.steps:
             if _age(step.get("ended_at")) >= FRESH_SECONDS:
                 continue
@@ -115,14 +140,20 @@ class LivePredictions:
 
     def score_only(self, result: IngestResult) -> None:
         """Keep histories and score on-request predictions, but predict nothing by itself."""
+        self._track_running(result)
         for step in result.steps:
             self._remember(step)
         self._score(result.steps)
 
     def schedule(self, trajectory_id: str, task: Task, target_step: int, *,
-                 code: str | None = None, cell_id: str | None = None) -> int:
-        """Start one prediction per predictor and context; returns how many."""
+                 code: str | None = None, cell_id: str | None = None,
+                 started_at: float | None = None) -> int:
+        """Start one prediction per predictor and context (an output prediction made
+        before the cell started is taken instead); returns how many."""
+        speculation: Speculation | None = None
         if task == "output":
+            speculation = self.speculations.claim(trajectory_id, code, target_step)
+            self.speculations.stop_others(trajectory_id)
             # The person has moved on: the next cell is running, so next-cell predictions
             # still waiting for a model would only delay this cell's output prediction.
             for job, (name, context, target) in self._next_cell.pop(trajectory_id, {}).items():
@@ -132,10 +163,12 @@ class LivePredictions:
         count = 0
         for predictor in self.predictors:
             for context in self.contexts:
-                job = asyncio.create_task(self._run(predictor, context, trajectory_id, task,
-                                                    target_step, code, cell_id))
-                self._tasks.add(job)
-                job.add_done_callback(self._tasks.discard)
+                if speculation is not None and (predictor.name, context) in speculation.outcomes:
+                    job = self._start(self._adopt(speculation, predictor, context, cell_id,
+                                                  started_at or time.time()))
+                else:
+                    job = self._start(self._run(predictor, context, trajectory_id, task,
+                                                target_step, code, cell_id))
                 if task == "next-cell":
                     waiting = self._next_cell.setdefault(trajectory_id, {})
                     waiting[job] = (predictor.name, context, target_step)
@@ -143,7 +176,35 @@ class LivePredictions:
                 count += 1
         return count
 
+    def speculate(self, trajectory_id: str, code: str, after_step: int,
+                  cell_id: str | None = None) -> str | None:
+        """Predict the output of a cell not run yet, as if it started right after step
+        ``after_step``; kept for that cell (see ``speculation.py``). Returns why it was
+        not started, or None."""
+        if not self.predictors:
+            return "no predictor is configured"
+        if trajectory_id in self._running:
+            return "the kernel is running a cell"
+        current = self.speculations.get(trajectory_id)
+        if current is not None and current.matches(code, after_step + 1):
+            return None  # the same text announced again (selected again): under way
+        speculation = Speculation(trajectory_id, code, after_step, cell_id)
+        loop = asyncio.get_running_loop()
+        for predictor in self.predictors:
+            for context in self.contexts:
+                speculation.outcomes[(predictor.name, context)] = loop.create_future()
+        self.speculations.replace(speculation)
+        speculation.job = self._start(self._speculate(speculation))
+        return None
+
+    def _start(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        job = asyncio.create_task(work)
+        self._tasks.add(job)
+        job.add_done_callback(self._tasks.discard)
+        return job
+
     async def aclose(self) -> None:
+        self.speculations.clear()
         for job in list(self._tasks):
             job.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -173,6 +234,23 @@ class LivePredictions:
         for key in [k for k in self._histories if k[0] == trajectory_id]:
             del self._histories[key]
         self._next_cell.pop(trajectory_id, None)
+        self._running.pop(trajectory_id, None)
+        self.speculations.discard(trajectory_id)
+
+    def _track_running(self, result: IngestResult) -> None:
+        """Which kernels are running a cell: one that started and has not landed (a cell
+        can start and land within one ingestion pass)."""
+        landed: dict[str, int] = {}
+        for step in result.steps:
+            tid = step["trajectory_id"]
+            landed[tid] = max(landed.get(tid, 0), int(step["step"]))
+        for tid, last in landed.items():
+            if self._running.get(tid, 0) <= last:
+                self._running.pop(tid, None)
+        for started in result.started:
+            tid, number = started["trajectory_id"], int(started["step"])
+            if number > landed.get(tid, 0) and _age(started.get("at")) < FRESH_SECONDS:
+                self._running[tid] = number
 
     def _landed(self, trajectory_id: str, target_step: int) -> Step | None:
         """The target step whole (histories hold cut outputs), if it has landed."""
@@ -183,36 +261,105 @@ class LivePredictions:
         trajectory = self.store.get_trajectory(trajectory_id)
         return Scope.of(trajectory.to_json() if trajectory else None, trajectory_id)
 
+    async def _predict(self, predictor: Predictor, context: Context, scope: Scope, task: Task,
+                       target_step: int, code: str | None, cell_id: str | None,
+                       speculative: bool = False) -> Prediction | Superseded:
+        """One prediction, its answer published as the model writes it; a speculative one
+        is not shown until its cell starts."""
+        budget = self.budgets.get(predictor.name, self.budget_chars)
+        history = [s for s in self._history(scope.trajectory_id, budget)
+                   if s["step"] < target_step]
+        shown = [""]
+
+        def on_text(raw: str) -> None:
+            text = partial_answer(raw, task)
+            if text != shown[0]:  # a tag being written, or whitespace, shows nothing new
+                shown[0] = text
+                self.events.publish(writing_event(scope, task, context, predictor.name,
+                                                  target_step, cell_id, text))
+
+        return await predict(
+            predictor, history, task, context, trajectory_id=scope.trajectory_id,
+            target_step=target_step, target_code=code,
+            session=f"{scope.trajectory_id}:{context}",
+            budget_chars=budget,
+            kernel_id=scope.kernel_id, notebook_path=scope.notebook_path, cell_id=cell_id,
+            on_text=None if speculative else on_text, speculative=speculative)
+
     async def _run(self, predictor: Predictor, context: Context, trajectory_id: str, task: Task,
                    target_step: int, code: str | None, cell_id: str | None) -> None:
         try:
-            budget = self.budgets.get(predictor.name, self.budget_chars)
-            history = [s for s in self._history(trajectory_id, budget)
-                       if s["step"] < target_step]
             scope = self._scope(trajectory_id)
             self.events.publish(predicting_event(scope, task, context, predictor.name,
                                                  target_step, cell_id))
-            outcome = await predict(
-                predictor, history, task, context, trajectory_id=trajectory_id,
-                target_step=target_step, target_code=code,
-                session=f"{trajectory_id}:{context}",
-                budget_chars=budget,
-                kernel_id=scope.kernel_id, notebook_path=scope.notebook_path, cell_id=cell_id)
+            outcome = await self._predict(predictor, context, scope, task, target_step, code,
+                                          cell_id)
             if isinstance(outcome, Superseded):  # a newer request of the session replaced it
                 self._miss(predictor.name, context, trajectory_id, task, target_step, cell_id)
                 return
-            record = outcome
-            landed = self._landed(trajectory_id, target_step)
-            if landed is not None:  # the cell finished while the model was thinking
-                record = scored(record, landed)
-            self.store.save_prediction(record)
-            self.events.publish(prediction_event(scope, record))
-            if landed is not None:
-                self.events.publish(scored_event(scope, record))
+            self._deliver(scope, outcome)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("themisto: live prediction failed")
+
+    def _deliver(self, scope: Scope, record: Prediction) -> None:
+        """Store and publish a prediction, scored if its step landed meanwhile."""
+        landed = self._landed(scope.trajectory_id, record["target_step"])
+        if landed is not None:  # the cell finished while the model was thinking
+            record = scored(record, landed)
+        self.store.save_prediction(record)
+        self.events.publish(prediction_event(scope, record))
+        if landed is not None:
+            self.events.publish(scored_event(scope, record))
+
+    async def _speculate(self, speculation: Speculation) -> None:
+        """Make a speculation's predictions one after the other (one model job at a
+        time per kernel), handing each over as it is ready."""
+        try:
+            scope = self._scope(speculation.trajectory_id)
+            for predictor in self.predictors:
+                for context in self.contexts:
+                    outcome = await self._predict(  # not shown until its cell starts
+                        predictor, context, scope, "output", speculation.target_step,
+                        speculation.code, speculation.cell_id, speculative=True)
+                    speculation.settle((predictor.name, context),
+                                       None if isinstance(outcome, Superseded) else outcome)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("themisto: speculative prediction failed")
+        finally:
+            for combo in speculation.outcomes:
+                speculation.settle(combo, None)
+
+    async def _adopt(self, speculation: Speculation, predictor: Predictor, context: Context,
+                     cell_id: str | None, started_at: float) -> None:
+        """A starting cell takes its speculation's prediction: at once when it is ready,
+        else as soon as it is (no new model call); when it was not made after all, the
+        cell is predicted as usual."""
+        combo = (predictor.name, context)
+        outcome = speculation.outcomes[combo]
+        tid, target = speculation.trajectory_id, speculation.target_step
+        try:
+            scope = self._scope(tid)
+            if not outcome.done():
+                self.events.publish(predicting_event(scope, "output", context, predictor.name,
+                                                     target, cell_id))
+            made = await outcome
+            if made is None:
+                await self._run(predictor, context, tid, "output", target, speculation.code,
+                                cell_id)
+                return
+            record = made.copy()
+            record["speculative"] = True
+            record["ready_before_start"] = round(started_at - speculation.ready_at[combo], 3)
+            record["cell_id"] = cell_id or made["cell_id"]
+            self._deliver(scope, record)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("themisto: speculative prediction failed")
 
     def _miss_all(self, trajectory_id: str, target_step: int) -> None:
         """The next-cell predictions of a cell that had started before its previous step

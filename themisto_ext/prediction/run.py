@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -54,6 +54,7 @@ def blank_record(predictor: str, task: Task, context: Context, *, trajectory_id:
         "created_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
         "latency": None, "queue_seconds": None, "prompt_tokens": None,
         "completion_tokens": None, "cached_tokens": None, "prefix_reused": None, "dropped_steps": 0,
+        "speculative": False, "ready_before_start": None,
         "answer": "", "error": None, "reference": None, "scores": None,
     }
 
@@ -84,8 +85,12 @@ async def predict(
     kernel_id: str | None = None,
     notebook_path: str | None = None,
     cell_id: str | None = None,
+    on_text: Callable[[str], None] | None = None,
+    speculative: bool = False,
 ) -> Prediction | Superseded:
-    """Predict and return the record; a failed model call becomes the record's ``error``."""
+    """Predict and return the record; a failed model call becomes the record's ``error``.
+    With ``on_text``, a model that streams its answer hands over its raw text so far as it
+    writes (the record holds the complete answer)."""
     cap = predictor.max_tokens or ANSWER_TOKENS
 
     def build(budget: int) -> Prompt:
@@ -113,7 +118,7 @@ async def predict(
     try:
         completion = await predictor.predict(PredictionRequest(
             task=task, history=list(history), target_code=target_code, prompt=prompt,
-            session=session))
+            session=session, on_text=on_text, speculative=speculative))
     except PredictionSuperseded as exc:
         return Superseded(str(exc))
     except ProviderError as exc:

@@ -126,6 +126,11 @@ class ThemistoExtension(ExtensionApp):
     live_predictions = Bool(True, help="Predict every running cell's output and, after each "
                                        "step, the next cell (else only on request).").tag(
         config=True)
+    speculation = Bool(True, help="Predict a cell's output from its text before it runs when "
+                                  "the front end announces the text (after a pause in typing, "
+                                  "or on selecting the cell); the cell takes that prediction "
+                                  "if it starts with the same text after the same step.").tag(
+        config=True)
     prediction_budget = Int(8000, help="Characters of trajectory a live prompt may hold; the "
                                        "oldest steps are dropped beyond it.").tag(config=True)
     local_prediction_budget = Int(
@@ -208,7 +213,8 @@ class ThemistoExtension(ExtensionApp):
                                  recording=self.recording, live=live, events=events,
                                  live_predictions=self.live_predictions,
                                  max_body_bytes=self.max_body_bytes,
-                                 running_kernels=self._running_kernels, access=access)
+                                 running_kernels=self._running_kernels, access=access,
+                                 speculation=self.speculation)
         self.settings[SETTINGS_KEY] = self.themisto
         if self.autoload:
             # Kernels inherit the server's environment: this is how they learn where to

@@ -69,7 +69,8 @@ class Themisto:
     def __init__(self, *, store: TrajectoryStore, journal_dir: Path, recording: bool,
                  live: LivePredictions, events: EventBus, live_predictions: bool,
                  max_body_bytes: int, access: AccessPolicy | None = None,
-                 running_kernels: Callable[[], Iterable[str]] | None = None) -> None:
+                 running_kernels: Callable[[], Iterable[str]] | None = None,
+                 speculation: bool = True) -> None:
         self.store = store
         self.access = access or AccessPolicy(server_user="")
         self.user = self.access.server_user
@@ -79,6 +80,9 @@ class Themisto:
         self.live = live
         self.events = events
         self.live_predictions = live_predictions
+        self.speculation = speculation
+        """Whether cells' outputs are predicted from their text before they run, when the
+        front end asks (``POST /speculations``)."""
         self.max_body_bytes = max_body_bytes
         self.running_kernels = running_kernels
         """The ids of the kernels this server runs (None: unknown, e.g. without Jupyter)."""

@@ -12,6 +12,7 @@ by that model file's tokenizer and chat template.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -46,7 +47,8 @@ class ChatProvider(Protocol):
     name: str
     max_tokens: int | None
 
-    async def complete(self, prompt: Prompt) -> Completion: ...
+    async def complete(self, prompt: Prompt,
+                       on_text: Callable[[str], None] | None = None) -> Completion: ...
 
     async def aclose(self) -> None: ...
 
@@ -61,7 +63,7 @@ class ProviderPredictor:
         self.max_tokens = provider.max_tokens
 
     async def predict(self, request: PredictionRequest) -> Completion:
-        return await self._provider.complete(request.prompt)
+        return await self._provider.complete(request.prompt, request.on_text)
 
     async def aclose(self) -> None:
         await self._provider.aclose()

@@ -3,6 +3,10 @@
 The protocol's messages go as they are (system, the demonstration exchange, the question),
 and the reply is begun with the answer's opening tag (an assistant prefill, which the API
 allows; without its trailing newline, which it refuses), stopped at the closing tag.
+
+Streamed, the answer comes as ``message_start`` (the input usage), ``content_block_delta``
+events whose ``text_delta`` pieces make the text, ``message_delta`` (the output usage) and
+``message_stop``; an ``error`` event ends it.
 """
 
 from __future__ import annotations
@@ -91,6 +95,29 @@ class AnthropicProvider(HTTPProvider):
         if prompt.system:
             body["system"] = [{"type": "text", "text": prompt.system}]
         return body
+
+    def fold(self, answer: dict[str, Any], event: Any) -> str:
+        if not isinstance(event, dict):
+            raise ProviderResponseError("a streamed event is not an object")
+        kind = event.get("type")
+        blocks = answer.setdefault("content", [{"type": "text", "text": ""}])
+        usage = answer.setdefault("usage", {})
+        if kind == "error":
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, dict) else error
+            raise ProviderResponseError(f"the stream reported an error: {message!r}")
+        if kind == "message_start" and isinstance(event.get("message"), dict):
+            started = event["message"].get("usage")
+            usage.update(started if isinstance(started, dict) else {})
+        elif kind == "message_delta" and isinstance(event.get("usage"), dict):
+            usage.update(event["usage"])
+        elif kind == "content_block_delta" and isinstance(event.get("delta"), dict):
+            delta = event["delta"]
+            piece = delta.get("text")
+            if delta.get("type") == "text_delta" and isinstance(piece, str):
+                blocks[0]["text"] += piece
+                return piece
+        return ""
 
     def parse(self, data: Any) -> Parsed:
         blocks = data.get("content") if isinstance(data, dict) else None

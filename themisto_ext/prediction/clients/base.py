@@ -3,6 +3,7 @@ and the typed errors (a branch of ``ThemistoError``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -100,6 +101,12 @@ class PredictionRequest:
     prompt: Prompt
     session: str | None = None
     """A live session key (kernel or notebook): lets predictors reuse a warm prefix."""
+    speculative: bool = False
+    """Made from a cell's text before the cell runs: a newer speculation of the session
+    supersedes it, but it never supersedes a prediction of a cell that ran."""
+    on_text: Callable[[str], None] | None = None
+    """Called on the event loop with the answer's raw text so far as a model writes it
+    (streamed); predictors that answer at once never call it."""
 
 
 class Predictor(Protocol):

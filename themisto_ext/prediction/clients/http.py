@@ -1,6 +1,9 @@
 """What every HTTP provider shares: one client, deadline, retries, concurrency, typed errors.
 
-Subclasses only say where to send a prompt, how to encode it and how to read the answer.
+Subclasses only say where to send a prompt, how to encode it and how to read the answer,
+whole or streamed: a streamed answer (``stream: true``, Server-Sent Events) is folded, event
+by event, into the shape of the whole one and read by the same ``parse``, and the text so
+far is handed to the caller as each piece arrives.
 API keys are kept out of every message, repr and log record this module produces: errors
 are built from our own text (scrubbed of the key) and never chained to httpx exceptions,
 whose requests carry the key in their headers.
@@ -16,6 +19,7 @@ import logging
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
@@ -42,6 +46,9 @@ MAX_BACKOFF = 30.0
 REDACTED = "***"
 
 _P = TypeVar("_P", bound="HTTPProvider")
+TextSink = Callable[[str], None]
+"""Called with the answer's text so far each time a streamed piece arrives (from the start
+again after a retry)."""
 
 
 @dataclass
@@ -186,6 +193,16 @@ class HTTPProvider(abc.ABC):
     def parse(self, data: Any) -> Parsed:
         """Read a 2xx JSON body; raise ``ProviderResponseError`` when it is not an answer."""
 
+    def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The request body asking for the answer streamed."""
+        return {**body, "stream": True}
+
+    @abc.abstractmethod
+    def fold(self, answer: dict[str, Any], event: Any) -> str:
+        """Fold one streamed event into ``answer``, which ends in the shape ``parse`` reads;
+        returns the text the event adds. Raise ``ProviderResponseError`` for an event that
+        reports an error or cannot be read."""
+
     # -- lifecycle ----------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -211,8 +228,9 @@ class HTTPProvider(abc.ABC):
 
     # -- the call -----------------------------------------------------------------------
 
-    async def complete(self, prompt: Prompt) -> Completion:
-        """Send ``prompt`` and return the answer, or raise a ``ProviderError``.
+    async def complete(self, prompt: Prompt, on_text: TextSink | None = None) -> Completion:
+        """Send ``prompt`` and return the answer, or raise a ``ProviderError``; with
+        ``on_text``, the answer is streamed and its text so far handed over as it grows.
 
         ``timeout`` bounds the whole call once it holds one of the ``max_concurrency``
         slots, retries and waits included; time queued for a slot is not counted, so a
@@ -220,13 +238,14 @@ class HTTPProvider(abc.ABC):
         completion's ``queue_seconds``; its ``latency`` is the server's own timing of the
         model when it reports one, else the call's time once it held a slot.
         """
-        body = self.body(prompt)
+        body = self.body(prompt) if on_text is None else self.stream_body(self.body(prompt))
         queued = time.monotonic()
         async with self._semaphore:
             start = time.monotonic()
             deadline = start + self.timeout
             try:
-                parsed, data = await asyncio.wait_for(self._attempts(body, deadline), self.timeout)
+                parsed, data = await asyncio.wait_for(self._attempts(body, deadline, on_text),
+                                                      self.timeout)
             except asyncio.TimeoutError:
                 error: ProviderError = ProviderTimeoutError(
                     f"{self.name}: no complete answer within {self.timeout:g} s"
@@ -245,11 +264,12 @@ class HTTPProvider(abc.ABC):
                 )
         raise error  # outside the except block, so no httpx exception is chained to it
 
-    async def _attempts(self, body: dict[str, Any], deadline: float) -> tuple[Parsed, Any]:
+    async def _attempts(self, body: dict[str, Any], deadline: float,
+                        on_text: TextSink | None) -> tuple[Parsed, Any]:
         attempt = 0
         while True:
             attempt += 1
-            result = await self._attempt(body, deadline)
+            result = await self._attempt(body, deadline, on_text)
             if not isinstance(result, _Failure):
                 return result
             remaining = deadline - time.monotonic()
@@ -276,10 +296,15 @@ class HTTPProvider(abc.ABC):
         return type(failure.error)(f"{failure.error} (after {attempts} attempt{plural}{note})")
 
     async def _attempt(
-        self, body: dict[str, Any], deadline: float
+        self, body: dict[str, Any], deadline: float, on_text: TextSink | None = None
     ) -> tuple[Parsed, Any] | _Failure:
         remaining = max(deadline - time.monotonic(), 0.001)
         try:
+            if on_text is not None:
+                async with self._client.stream(
+                        "POST", self.url, json=body, headers=self.headers(),
+                        timeout=httpx.Timeout(remaining)) as streamed:
+                    return await self._read_stream(streamed, on_text)
             response = await self._client.post(
                 self.url, json=body, headers=self.headers(), timeout=httpx.Timeout(remaining))
         except httpx.TimeoutException as exc:
@@ -313,6 +338,37 @@ class HTTPProvider(abc.ABC):
         if status >= 500:
             return _Failure(ProviderServerError(self._say(message)), retry_after, retry=True)
         return _Failure(ProviderRequestError(self._say(message)))
+
+    async def _read_stream(self, response: httpx.Response,
+                           on_text: TextSink) -> tuple[Parsed, Any] | _Failure:
+        """A streamed answer, folded into the whole answer's shape; an error status, or a
+        server that answered with one JSON body after all, is read as ``_read`` reads it."""
+        kind = response.headers.get("content-type", "")
+        if not 200 <= response.status_code < 300 or not kind.startswith("text/event-stream"):
+            await response.aread()
+            return self._read(response)
+        answer: dict[str, Any] = {}
+        text = ""
+        try:
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue  # event names, comments, keep-alives, blank separators
+                payload = line[len("data:"):].strip()
+                if payload == "[DONE]":
+                    break
+                try:
+                    event = json.loads(payload)
+                except ValueError:
+                    snippet = payload[:MAX_SERVER_MESSAGE]
+                    raise ProviderResponseError(f"a streamed event is not JSON: {snippet!r}") \
+                        from None
+                piece = self.fold(answer, event)
+                if piece:
+                    text += piece
+                    on_text(text)
+            return self.parse(answer), answer
+        except ProviderResponseError as exc:
+            return _Failure(ProviderResponseError(self._say(str(exc))))
 
     @staticmethod
     def _retry_after(response: httpx.Response) -> float | None:

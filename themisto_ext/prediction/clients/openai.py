@@ -6,6 +6,10 @@ rests on the demonstration exchange and the question naming the tag (see
 without a repetition penalty, as in-process llama.cpp decodes: llama.cpp's servers add one
 by default (``repeat_penalty`` 1.1), so servers other than api.openai.com (which refuses
 unknown fields) are told ``repeat_penalty: 1.0``; others ignore the field.
+
+Streamed, the answer comes as ``chat.completion.chunk`` events whose ``delta.content``
+pieces make the message, and (asked for with ``stream_options.include_usage``) a last
+chunk with the usage; llama.cpp's server puts its ``timings`` in the last chunk too.
 """
 
 from __future__ import annotations
@@ -52,6 +56,31 @@ class OpenAIProvider(HTTPProvider):
         if httpx.URL(self.base_url).host != OPENAI_HOST:
             body["repeat_penalty"] = 1.0
         return body
+
+    def stream_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "stream": True, "stream_options": {"include_usage": True}}
+
+    def fold(self, answer: dict[str, Any], event: Any) -> str:
+        if not isinstance(event, dict):
+            raise ProviderResponseError("a streamed chunk is not an object")
+        if isinstance(event.get("error"), dict):
+            message = event["error"].get("message")
+            raise ProviderResponseError(f"the stream reported an error: {message!r}")
+        message = answer.setdefault("choices", [{"message": {"content": ""}}])[0]["message"]
+        for key in ("usage", "timings"):
+            if isinstance(event.get(key), dict):
+                answer[key] = event[key]
+        choices = event.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return ""  # the usage chunk
+        delta = choices[0].get("delta")
+        piece = delta.get("content") if isinstance(delta, dict) else None
+        if isinstance(delta, dict) and delta.get("refusal"):
+            message["refusal"], message["content"] = delta["refusal"], None
+        if not isinstance(piece, str) or message["content"] is None:
+            return ""
+        message["content"] += piece
+        return piece
 
     def parse(self, data: Any) -> Parsed:
         try:

@@ -13,6 +13,7 @@ a new ``<cell ...>``), or the answer wrapped in Markdown fences with a language 
 3. a fenced block, when there is one, is the answer; surrounding whitespace goes.
 
 This is a pure function: callers keep the raw answer next to the cleaned one.
+``partial_answer`` reads an answer still being written (streamed) the same way.
 """
 
 from __future__ import annotations
@@ -61,3 +62,13 @@ def postprocess(answer: str, task: Task | None = None) -> str:
     if match:
         return match.group("body").strip()
     return text
+
+
+def partial_answer(text: str, task: Task) -> str:
+    """An answer still being written, read as ``postprocess`` will read it whole: a tag
+    still being written at its end (``<outp``, ``</out``) is left out, so that a reader
+    never sees markup that the finished answer will not have."""
+    opened = text.rfind("<")
+    if opened >= 0 and ">" not in text[opened:]:
+        text = text[:opened]
+    return postprocess(text, task)

@@ -13,6 +13,7 @@ from themisto_ext.server.api.predictions import (
     PredictionHandler,
     PredictionsHandler,
     PredictorsHandler,
+    SpeculationsHandler,
     TrajectoryPredictionsHandler,
 )
 from themisto_ext.server.api.trajectories import (
@@ -41,6 +42,7 @@ def routes() -> list[tuple[str, type[RequestHandler]]]:
         (path("predictors"), PredictorsHandler),
         (path("predictions"), PredictionsHandler),
         (path(r"predictions/(?P<prediction_id>[^/]+)"), PredictionHandler),
+        (path("speculations"), SpeculationsHandler),
         (path("export"), ExportHandler),
         (path("events"), EventsHandler),
         (path(r"kernels/(?P<kernel_id>[^/]+)"), KernelHandler),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from http import HTTPStatus
+from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
@@ -12,6 +13,23 @@ from tornado import web
 from themisto_ext.prediction.prompts import TASKS
 from themisto_ext.server.api.base import ThemistoHandler, bad_request
 from themisto_ext.server.api.trajectories import known_trajectory
+from themisto_ext.store import Trajectory
+
+
+def body_kernel_id(body: dict[str, Any]) -> str:
+    kernel_id = body.get("kernel_id")
+    if not isinstance(kernel_id, str) or not kernel_id:
+        raise bad_request("kernel_id", "must be a kernel id")
+    return kernel_id
+
+
+async def kernel_trajectory(handler: ThemistoHandler, kernel_id: str) -> Trajectory:
+    """The kernel's current trajectory with everything its journal holds; 404 without."""
+    await handler.themisto.ingest_now()
+    trajectory = handler.themisto.store.latest_for_kernel(kernel_id, handler.themisto.user)
+    if trajectory is None:
+        raise web.HTTPError(HTTPStatus.NOT_FOUND, f"kernel {kernel_id!r} has recorded nothing")
+    return trajectory
 
 
 class PredictorsHandler(ThemistoHandler):
@@ -58,19 +76,37 @@ class PredictionsHandler(ThemistoHandler):
     @authorized
     async def post(self) -> None:
         body = self.json_body()
-        kernel_id, task, code = body.get("kernel_id"), body.get("task"), body.get("code")
-        if not isinstance(kernel_id, str) or not kernel_id:
-            raise bad_request("kernel_id", "must be a kernel id")
+        kernel_id, task, code = body_kernel_id(body), body.get("task"), body.get("code")
         if task not in TASKS:
             raise bad_request("task", f"must be one of {', '.join(TASKS)}")
         if task == "output" and not isinstance(code, str):
             raise bad_request("code", "the output task needs the cell's code")
-        await self.themisto.ingest_now()
-        trajectory = self.themisto.store.latest_for_kernel(kernel_id, self.themisto.user)
-        if trajectory is None:
-            raise web.HTTPError(HTTPStatus.NOT_FOUND, f"kernel {kernel_id!r} has recorded nothing")
+        trajectory = await kernel_trajectory(self, kernel_id)
         started = self.themisto.live.schedule(trajectory.id, task, trajectory.steps + 1,
                                               code=code if task == "output" else None)
         self.send_json({"accepted": started > 0, "trajectory_id": trajectory.id,
                         "target_step": trajectory.steps + 1, "predictions": started},
+                       status=HTTPStatus.ACCEPTED)
+
+
+class SpeculationsHandler(ThemistoHandler):
+    """``POST /speculations {kernel_id, code, cell_id?}``: predict a cell's output from its
+    text before it runs (``prediction/speculation.py``); kept for that cell, never
+    streamed until the cell starts with the same text."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.json_body()
+        kernel_id, code, cell_id = body_kernel_id(body), body.get("code"), body.get("cell_id")
+        if not isinstance(code, str):
+            raise bad_request("code", "must be the cell's text")
+        if cell_id is not None and not isinstance(cell_id, str):
+            raise bad_request("cell_id", "must be a cell id or null")
+        trajectory = await kernel_trajectory(self, kernel_id)
+        reason = "speculation is off on this server" if not self.themisto.speculation \
+            else "the cell is empty" if not code.strip() \
+            else self.themisto.live.speculate(trajectory.id, code, trajectory.steps, cell_id)
+        self.send_json({"accepted": reason is None, "reason": reason,
+                        "trajectory_id": trajectory.id, "target_step": trajectory.steps + 1},
                        status=HTTPStatus.ACCEPTED)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
@@ -91,9 +92,11 @@ class LocalPredictor:
         called = time.perf_counter()
         prompt = request.prompt
         abort = threading.Event()
+        relay = None if request.on_text is None else _on_loop(request.on_text)
         job = Job(
-            None if request.session is None else (request.session, request.task),
-            lambda: self._engine.complete(prompt, request.session, called, abort),
+            None if request.session is None else (
+                request.session, "speculation" if request.speculative else request.task),
+            lambda: self._engine.complete(prompt, request.session, called, abort, relay),
         )
         self._worker.submit(job)
         try:
@@ -129,6 +132,16 @@ class LocalPredictor:
         if thread is not None:
             await asyncio.to_thread(thread.join)
         self._engine.close()
+
+
+def _on_loop(sink: Callable[[str], None]) -> Callable[[str], None]:
+    """``sink`` called on this event loop, from the worker thread that generates."""
+    loop = asyncio.get_running_loop()
+
+    def relay(text: str) -> None:
+        loop.call_soon_threadsafe(sink, text)
+
+    return relay
 
 
 __all__ = ["LocalModelError", "LocalPredictor", "default_model_path"]

@@ -86,10 +86,13 @@ class EvalMeter:
         self._eval = llm.eval
         self.start()
 
-    def start(self, abort: threading.Event | None = None) -> None:
+    def start(self, abort: threading.Event | None = None,
+              on_text: Callable[[str], None] | None = None) -> None:
         self.n_past: int | None = None
         self.prompt_seconds = 0.0
         self.abort = abort
+        self.on_text = on_text
+        self.generated: list[int] = []
 
     def __call__(self, tokens: Sequence[int]) -> None:
         if self.n_past is not None:
@@ -97,6 +100,10 @@ class EvalMeter:
             # the KV cache consistent with input_ids, so the session stays warm.
             if self.abort is not None and self.abort.is_set():
                 raise Abandoned
+            if self.on_text is not None:  # streamed: the text so far, a token at a time
+                self.generated.extend(tokens)
+                text = self._llm.detokenize(self.generated).decode("utf-8", errors="ignore")
+                self.on_text(text)
             self._eval(tokens)
             return
         self.n_past = self._llm.n_tokens
@@ -195,7 +202,8 @@ class Engine:
             return live + self._saved.sessions()
 
     def complete(self, prompt: Prompt, session: str | None, queued_at: float,
-                 abort: threading.Event | None = None) -> Run:
+                 abort: threading.Event | None = None,
+                 on_text: Callable[[str], None] | None = None) -> Run:
         began = time.perf_counter()
         llm = self.load()
         assert self._meter is not None
@@ -206,7 +214,7 @@ class Engine:
                 llm.reset()
         threads = self._share_cores(llm)
         switched = time.perf_counter()
-        self._meter.start(abort)
+        self._meter.start(abort, on_text)
         cap = prompt.max_tokens if self._max_tokens is None \
             else min(prompt.max_tokens, self._max_tokens)
         response: dict[str, Any]

@@ -1,0 +1,123 @@
+import type { ISpeculationReply, ISpeculationRequest } from '../api/model';
+import { type ISpeculationTarget, Speculator } from '../notebook/speculate';
+import { PredictionSettings } from '../settings';
+
+function setup(reply: Partial<ISpeculationReply> = {}) {
+  const sent: ISpeculationRequest[] = [];
+  const settings = new PredictionSettings();
+  settings.update({ speculationPause: 1000 });
+  const target: ISpeculationTarget = {
+    kernelId: 'k',
+    trajectoryId: 't',
+    recording: true,
+    lastStep: 3,
+    code: 'df.head()',
+    cellId: 'c4'
+  };
+  let answer: ISpeculationReply = {
+    accepted: true,
+    reason: null,
+    targetStep: 4,
+    ...reply
+  };
+  const speculator = new Speculator({
+    speculate: async body => {
+      sent.push(body);
+      return answer;
+    },
+    settings,
+    target: () => target
+  });
+  const answerWith = (next: ISpeculationReply): void => {
+    answer = next;
+  };
+  return { sent, settings, target, speculator, answerWith };
+}
+
+async function flush(): Promise<void> {
+  for (let i = 0; i < 5; i++) {
+    await Promise.resolve();
+  }
+}
+
+describe('Speculator', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('announces a cell once its text has been stable for the pause', async () => {
+    const { sent, target, speculator } = setup();
+    speculator.edited();
+    jest.advanceTimersByTime(600);
+    target.code = 'df.head(10)';
+    speculator.edited(); // still typing: the pause starts again
+    jest.advanceTimersByTime(999);
+    await flush();
+    expect(sent).toEqual([]);
+    jest.advanceTimersByTime(1);
+    await flush();
+    expect(sent).toEqual([
+      { kernel_id: 'k', code: 'df.head(10)', cell_id: 'c4' }
+    ]);
+  });
+
+  it('announces a selected cell at once, and the same text after the same step once', async () => {
+    const { sent, target, speculator } = setup();
+    speculator.selected();
+    await flush();
+    speculator.selected();
+    await flush();
+    expect(sent).toHaveLength(1);
+    target.lastStep = 4; // a step landed: the history the prediction reads grew
+    speculator.selected();
+    await flush();
+    expect(sent).toHaveLength(2);
+  });
+
+  it('announces again what the server did not start', async () => {
+    const { sent, speculator, answerWith } = setup({
+      accepted: false,
+      reason: 'the kernel is running a cell'
+    });
+    speculator.selected();
+    await flush();
+    answerWith({ accepted: true, reason: null, targetStep: 4 });
+    speculator.selected();
+    await flush();
+    speculator.selected();
+    await flush();
+    expect(sent).toHaveLength(2);
+  });
+
+  it('announces nothing when switched off, or without a cell worth predicting', async () => {
+    const { sent, settings, target, speculator } = setup();
+    settings.update({ speculate: false });
+    speculator.edited();
+    jest.advanceTimersByTime(5000);
+    speculator.selected();
+    await flush();
+    expect(sent).toEqual([]);
+    settings.update({ speculate: true });
+    for (const change of [
+      { code: null }, // a markdown cell
+      { code: '  \n' },
+      { trajectoryId: null }, // nothing recorded yet: no history
+      { recording: false },
+      { kernelId: null }
+    ]) {
+      Object.assign(target, { code: 'x', trajectoryId: 't' }, change);
+      target.recording = 'recording' in change ? false : true;
+      target.kernelId = 'kernelId' in change ? null : 'k';
+      await expect(speculator.announce()).resolves.toBe(false);
+    }
+    expect(sent).toEqual([]);
+  });
+
+  it('forgets a pending announcement when disposed', async () => {
+    const { sent, speculator } = setup();
+    speculator.edited();
+    speculator.dispose();
+    jest.advanceTimersByTime(5000);
+    await flush();
+    expect(sent).toEqual([]);
+  });
+});

@@ -1,0 +1,86 @@
+"""Streamed live predictions: the answer reaches the live stream piece by piece while the
+model writes it (``writing`` events), then whole as the stored prediction; real
+jupyter_server, real kernel, a real HTTP model streaming in the OpenAI wire format."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+
+import pytest
+from contract import parse_sse
+from fake_llm import FakeLLM, ok
+from test_live_predictions import store_of, wait_for
+from test_server import start_kernel, wait_for_steps
+
+ANSWER = "<output>\n[0, 1, 4, 9, 16, 25, 36, 49, 64, 81]\n</output>"
+
+
+@pytest.fixture
+def llm():
+    with FakeLLM(answer=ANSWER) as server:
+        yield server
+
+
+@pytest.fixture
+def jp_server_config(themisto_config, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-" + "k" * 24)
+    return themisto_config(predictors=["openai:fake-model"], contexts=["full"])
+
+
+async def test_an_answer_is_streamed_to_the_panel_while_the_model_writes(
+        jp_fetch, jp_serverapp, llm, api_contract):
+    buffer, events = bytearray(), []
+    arrived: list[float] = []
+
+    def on_chunk(chunk: bytes) -> None:
+        buffer.extend(chunk)
+        for event in parse_sse(buffer, api_contract):  # every event checked on arrival
+            events.append(event)
+            arrived.append(time.monotonic())
+
+    stream = asyncio.ensure_future(jp_fetch("themisto", "api", "events",
+                                            streaming_callback=on_chunk, request_timeout=120))
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    store = store_of(jp_serverapp)
+    try:
+        await wait_for(lambda: events)
+        await client.execute_interactive("squares = [i * i for i in range(10)]", timeout=30)
+        tid = (await wait_for_steps(jp_fetch, kernel_id, 1))["trajectory_id"]
+        await wait_for(lambda: any(p["task"] == "next-cell" for p in store.predictions(tid)))
+        llm.script(ok(piece_delay=0.1))  # a model writing ten pieces a second
+        began = time.monotonic()
+        await client.execute_interactive("squares", timeout=30)
+
+        def output_of_2() -> list:
+            return [(n, d) for n, d in zip(events, arrived, strict=True)
+                    if n[0] == "prediction" and n[1]["prediction"]["task"] == "output"
+                    and n[1]["prediction"]["target_step"] == 2]
+        await wait_for(output_of_2)
+    finally:
+        client.stop_channels()
+        stream.cancel()
+    writing = [(data, at) for (name, data), at in zip(events, arrived, strict=True)
+               if name == "writing" and data["task"] == "output" and data["target_step"] == 2]
+    (((_, final), final_at),) = output_of_2()
+    answer = final["prediction"]["answer"]
+    assert answer == "[0, 1, 4, 9, 16, 25, 36, 49, 64, 81]"
+    texts = [data["text"] for data, _ in writing]
+    assert len(texts) >= 5  # piece by piece, not one block
+    assert all(b.startswith(a) for a, b in itertools.pairwise(texts))
+    assert texts[-1] == answer  # the panel's last partial text is the answer
+    assert not any("<" in t for t in texts)  # no tag, not even half-written
+    assert all(d["predictor"] == "openai:fake-model" and d["context"] == "full"
+               and d["kernel_id"] == kernel_id for d, _ in writing)
+    # the first words long before the whole answer (the fake writes 10 pieces a second)
+    assert writing[0][1] - began < final_at - began - 0.5
+    assert all(at <= final_at for _, at in writing)
+    # what is stored is the complete answer
+    (stored,) = [p for p in store.predictions(tid, target_step=2) if p["task"] == "output"]
+    assert stored["answer"] == answer and stored["raw"].startswith("<output>")
+    sent = [r.body for r in llm.requests if r.body and r.body.get("stream")]
+    assert sent and all(b["stream_options"] == {"include_usage": True} for b in sent)
+    assert json.dumps(stored["prompt"])  # the prompt is kept as before

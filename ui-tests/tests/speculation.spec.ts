@@ -1,0 +1,52 @@
+import { expect, test } from '@jupyterlab/galata';
+
+import { openPanel } from './helpers';
+
+/*
+ * Against the real server (baseline predictor, contexts none and full;
+ * jupyter_server_test_config.py): a cell typed and left for a moment is
+ * predicted from its text before it runs, and that prediction is in the
+ * panel when it runs, before its real output.
+ */
+
+const LIVE = { timeout: 30000 };
+// The cell sleeps 3 s: the prediction must be there well before its output.
+const AT_ONCE = { timeout: 2000 };
+
+test.describe('Themisto speculation', () => {
+  test('a cell typed, left for a moment and run has its prediction before its output', async ({
+    page
+  }) => {
+    await page.notebook.createNew();
+    const panel = await openPanel(page);
+    await page.notebook.setCell(0, 'code', 'x = 1');
+    await page.notebook.runCell(0, { inplace: true });
+    const cards = panel.locator('.themisto-OutputSection .themisto-Card');
+    await expect(cards.first()).toHaveAttribute('data-landed', 'true', LIVE);
+
+    // Type the cell, then pause for longer than speculationPause (1.5 s).
+    await page.notebook.addCell('code', 'import time; time.sleep(3); 1+1');
+    await page.waitForTimeout(2500);
+
+    // Run it without waiting for it to finish.
+    await page.notebook.selectCells(1);
+    await page.keyboard.press('Control+Enter');
+    const card = panel.locator(
+      '.themisto-OutputSection .themisto-Card[data-context="full"]'
+    );
+    await expect(card).toHaveAttribute('data-target-step', '2', AT_ONCE);
+    await expect(card).toHaveAttribute('data-speculative', 'true', AT_ONCE);
+    await expect(card).toHaveAttribute('data-state', 'done');
+    // Its real output has not come yet.
+    await expect(card).toHaveAttribute('data-landed', 'false');
+    const output = page.locator('.jp-Notebook .jp-Cell').nth(1);
+    await expect(output.locator('.jp-OutputArea-output')).toHaveCount(0);
+    await expect(card.locator('.themisto-Card-meta')).toContainText(
+      'before the run'
+    );
+
+    // Then the cell finishes and the prediction is scored against it.
+    await expect(card).toHaveAttribute('data-landed', 'true', LIVE);
+    await expect(output.locator('.jp-OutputArea-output')).toContainText('2');
+  });
+});
