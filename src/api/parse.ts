@@ -427,41 +427,14 @@ export function parseLiveEvent(name: string, data: string): LiveEvent | null {
       step.kernel_id ||= scope.kernel_id ?? '';
       return { ...scope, type, step };
     }
-    case 'predicting':
-      if (
-        !isTask(payload.task) ||
-        typeof payload.target_step !== 'number' ||
-        !isContext(payload.context ?? 'none')
-      ) {
-        return null;
-      }
-      return {
-        ...scope,
-        type,
-        task: payload.task,
-        context: isContext(payload.context) ? payload.context : 'none',
-        predictor: str(payload.predictor, '?'),
-        target_step: payload.target_step,
-        cell_id: strOrNull(payload.cell_id)
-      };
-    case 'writing':
-      if (
-        !isTask(payload.task) ||
-        typeof payload.target_step !== 'number' ||
-        !isContext(payload.context ?? 'none')
-      ) {
-        return null;
-      }
-      return {
-        ...scope,
-        type,
-        task: payload.task,
-        context: isContext(payload.context) ? payload.context : 'none',
-        predictor: str(payload.predictor, '?'),
-        target_step: payload.target_step,
-        cell_id: strOrNull(payload.cell_id),
-        text: str(payload.text)
-      };
+    case 'predicting': {
+      const head = predictionHead(payload);
+      return head ? { ...scope, type, ...head } : null;
+    }
+    case 'writing': {
+      const head = predictionHead(payload);
+      return head ? { ...scope, type, ...head, text: str(payload.text) } : null;
+    }
     case 'prediction': {
       const prediction = toPrediction(payload.prediction);
       return prediction ? { ...scope, type, prediction } : null;
@@ -486,4 +459,30 @@ export function parseLiveEvent(name: string, data: string): LiveEvent | null {
     default:
       return null;
   }
+}
+
+/**
+ * What `predicting` and `writing` events share: the prediction under way.
+ */
+function predictionHead(payload: Json): {
+  task: PredictionTask;
+  context: PredictionContext;
+  predictor: string;
+  target_step: number;
+  cell_id: string | null;
+} | null {
+  if (
+    !isTask(payload.task) ||
+    typeof payload.target_step !== 'number' ||
+    !isContext(payload.context ?? 'none')
+  ) {
+    return null;
+  }
+  return {
+    task: payload.task,
+    context: isContext(payload.context) ? payload.context : 'none',
+    predictor: str(payload.predictor, '?'),
+    target_step: payload.target_step,
+    cell_id: strOrNull(payload.cell_id)
+  };
 }
