@@ -198,3 +198,87 @@ async def test_notebook_path_is_relative_to_the_server_root(jp_fetch, jp_servera
         assert [t["id"] for t in json.loads(r.body)["trajectories"]] == [status["trajectory_id"]]
     finally:
         client.stop_channels()
+
+
+async def open_notebook(jp_fetch, jp_serverapp, path: str):
+    """A session for the notebook at ``path``, as JupyterLab opens one: its kernel's id
+    and a client of it."""
+    r = await jp_fetch("api", "sessions", method="POST", body=json.dumps(
+        {"path": path, "type": "notebook", "name": path.rsplit("/", 1)[-1],
+         "kernel": {"name": "python3"}}))
+    kernel_id = json.loads(r.body)["kernel"]["id"]
+    client = jp_serverapp.kernel_manager.get_kernel(kernel_id).client()
+    client.start_channels()
+    await client.wait_for_ready(timeout=60)
+    return kernel_id, client
+
+
+async def rename(jp_fetch, old: str, new: str) -> None:
+    """Rename as JupyterLab does: the file (or folder), then the sessions in it."""
+    await jp_fetch("api", "contents", *old.split("/"), method="PATCH",
+                   body=json.dumps({"path": new}))
+    for session in json.loads((await jp_fetch("api", "sessions")).body):
+        path = session["path"]
+        if path == old or path.startswith(old + "/"):
+            await jp_fetch("api", "sessions", session["id"], method="PATCH",
+                           body=json.dumps({"path": new + path[len(old):]}))
+
+
+async def notebook_trajectories(jp_fetch, path: str) -> list[dict]:
+    r = await jp_fetch("themisto", "api", "trajectories", params={"notebook": path})
+    return json.loads(r.body)["trajectories"]
+
+
+async def test_a_renamed_notebook_keeps_its_history(jp_fetch, jp_serverapp, jp_root_dir):
+    """Every new notebook is Untitled.ipynb until renamed; its kernel keeps saying the
+    name it was launched with, after a restart too. Renamed through the contents API (as
+    JupyterLab does), its history is found under the new name, and a new notebook taking
+    the old name does not inherit it."""
+    if jp_serverapp.web_app.settings["themisto"]._ingest_task is None:
+        await jp_serverapp.extension_manager.start_all_extensions()
+    (jp_root_dir / "work").mkdir()
+    await jp_fetch("api", "contents", "work", method="POST", body=json.dumps({"type": "notebook"}))
+    kernel_id, client = await open_notebook(jp_fetch, jp_serverapp, "work/Untitled.ipynb")
+    others: list = []
+    try:
+        await client.execute_interactive("x = 1", timeout=30)
+        first = (await wait_for_steps(jp_fetch, kernel_id, 1))["trajectory_id"]
+        await rename(jp_fetch, "work/Untitled.ipynb", "work/analysis.ipynb")
+        deadline = asyncio.get_running_loop().time() + 10
+        while not await notebook_trajectories(jp_fetch, "work/analysis.ipynb"):
+            assert asyncio.get_running_loop().time() < deadline, "the history stayed behind"
+            await asyncio.sleep(0.05)
+
+        # A restart: the kernel is launched again with the old name.
+        await jp_fetch("api", "kernels", kernel_id, "restart", method="POST", body="{}")
+        await client.wait_for_ready(timeout=60)
+        await client.execute_interactive("y = 2", timeout=30)
+        while (await kernel_status(jp_fetch, kernel_id))["trajectory_id"] == first:
+            assert asyncio.get_running_loop().time() < deadline + 20
+            await asyncio.sleep(0.05)
+        await wait_for_steps(jp_fetch, kernel_id, 1)
+
+        # The folder renamed: both trajectories go along.
+        await rename(jp_fetch, "work", "done")
+        while len(await notebook_trajectories(jp_fetch, "done/analysis.ipynb")) < 2:
+            assert asyncio.get_running_loop().time() < deadline + 30, "the folder moved alone"
+            await asyncio.sleep(0.05)
+        assert await notebook_trajectories(jp_fetch, "work/Untitled.ipynb") == []
+        assert await notebook_trajectories(jp_fetch, "work/analysis.ipynb") == []
+
+        # A new notebook of the old name starts its own history.
+        (jp_root_dir / "work").mkdir()
+        await jp_fetch("api", "contents", "work", method="POST",
+                       body=json.dumps({"type": "notebook"}))
+        new_kernel, new_client = await open_notebook(jp_fetch, jp_serverapp,
+                                                     "work/Untitled.ipynb")
+        others.append(new_client)
+        await new_client.execute_interactive("z = 3", timeout=30)
+        fresh = (await wait_for_steps(jp_fetch, new_kernel, 1))["trajectory_id"]
+        assert [t["id"] for t in await notebook_trajectories(
+            jp_fetch, "work/Untitled.ipynb")] == [fresh]
+        assert len(await notebook_trajectories(jp_fetch, "done/analysis.ipynb")) == 2
+    finally:
+        client.stop_channels()
+        for other in others:
+            other.stop_channels()

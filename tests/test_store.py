@@ -13,6 +13,7 @@ from test_trajectory_format import make_step
 from themisto_ext.ingest import JournalIngestor, interpret
 from themisto_ext.journal import JournalWriter
 from themisto_ext.store import (
+    NotebookMoved,
     SQLiteStore,
     StoreError,
     Trajectory,
@@ -187,6 +188,32 @@ def test_a_forgotten_journal_is_read_from_its_start(store):
     assert store.journal_cursors() == {"k--t.jsonl": 120}
 
 
+def test_a_renamed_notebook_or_folder_takes_its_history_along(store):
+    def started(tid: str, path: str, user: str = "ann") -> None:
+        record = {**start(tid, kernel=tid), "notebook_path": path}
+        apply(store, [record], "kernel", None, user=user)
+
+    started("a", "Untitled.ipynb")
+    started("b", "Untitled.ipynb", user="bob")  # another user's notebook of that name
+    started("c", "work/x.ipynb")
+    started("d", "work/sub/y.ipynb")
+    started("e", "workshop/z.ipynb")  # shares a prefix, not the folder
+    started("f", "100%_done/w.ipynb")  # LIKE's wildcards are ordinary characters here
+    started("g", "100X_done/w.ipynb")
+
+    def paths() -> dict[str, str | None]:
+        return {t.id: t.notebook_path for t in store.list_trajectories(limit=100)}
+
+    move = store.apply
+    assert move([NotebookMoved("Untitled.ipynb", "analysis.ipynb", "ann")], None).moved == 1
+    assert move([NotebookMoved("work", "done", "ann")], None).moved == 2
+    assert move([NotebookMoved("100%_done/", "percent", "ann")], None).moved == 1
+    assert move([NotebookMoved("missing.ipynb", "other.ipynb", "ann")], None).moved == 0
+    assert paths() == {"a": "analysis.ipynb", "b": "Untitled.ipynb", "c": "done/x.ipynb",
+                       "d": "done/sub/y.ipynb", "e": "workshop/z.ipynb",
+                       "f": "percent/w.ipynb", "g": "100X_done/w.ipynb"}
+
+
 def test_import_copies_records_exactly_and_resumes(store):
     record = Trajectory("t", "k", "nb.ipynb", "2026-01-01", "2026-01-02", "restart", "t0",
                         steps=99, source="kernel", user="alice")
@@ -208,6 +235,32 @@ def test_unowned_trajectories_are_adopted(store):
     apply(store, [start("mine", "k2")], "kernel", None, "alice")
     assert store.adopt_unowned("bob") == 1
     assert {t.id: t.user for t in store.list_trajectories()} == {"old": "bob", "mine": "alice"}
+
+
+def test_a_kernel_that_records_after_its_notebook_moved_follows_it(tmp_path: Path, opened):
+    """The kernel was launched for Untitled.ipynb, the notebook renamed before the kernel
+    recorded anything (and before its session was known): its trajectory is stored under
+    the new name, unless a new notebook took the old one meanwhile."""
+    journal_dir = tmp_path / "journal"
+    files = {"analysis.ipynb"}
+    ingestor = JournalIngestor(journal_dir, opened(), user="ann")
+    ingestor.notebook_exists = files.__contains__
+    assert ingestor.move_notebook("Untitled.ipynb", "analysis.ipynb", {}) == 0
+
+    def record(tid: str, kernel: str) -> None:
+        writer = JournalWriter(journal_dir, kernel, tid)
+        writer.append({**start(tid, kernel), "notebook_path": "Untitled.ipynb"})
+        writer.append(step(tid, 1))
+        ingestor.poll()
+
+    record("late", "k1")
+    files.add("Untitled.ipynb")  # a new notebook of the old name, with its own kernel
+    record("new", "k2")
+    # A kernel known to work on the moved notebook follows it whatever the files say.
+    ingestor.move_notebook("analysis.ipynb", "final.ipynb", {"k1": "final.ipynb"})
+    record("restarted", "k1")
+    assert {t.id: t.notebook_path for t in ingestor.store.list_trajectories()} == \
+        {"late": "final.ipynb", "new": "Untitled.ipynb", "restarted": "final.ipynb"}
 
 
 def test_ingestor_reads_whole_lines_and_resumes(tmp_path: Path, opened):

@@ -10,7 +10,9 @@ read is stored with the writes, atomically.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from themisto_ext.store import (
     Applied,
     NewStep,
     NewTrajectory,
+    NotebookMoved,
     RecordingSwitched,
     TrajectoryEnded,
     TrajectoryStore,
@@ -107,6 +110,21 @@ def interpret(records: list[dict[str, Any]], source: str,
     return writes
 
 
+def moved_path(path: str, old: str, new: str) -> str | None:
+    """Where ``path`` is after ``old`` (a notebook or a folder) was renamed to ``new``;
+    None if the rename did not move it."""
+    path = path.strip("/")
+    if path == old:
+        return new
+    if path.startswith(old + "/"):
+        return new + path[len(old):]
+    return None
+
+
+RENAMES_KEPT = 1000
+"""Renames remembered for kernels that begin recording after their notebook moved."""
+
+
 def cursor_scope(journal_dir: Path, user: str) -> str:
     """Where a journal's cursor is kept: per user and journal directory, so that servers
     sharing one database never share (nor forget) each other's cursors."""
@@ -159,6 +177,10 @@ class JournalIngestor:
         """Records skipped so far because they could not be read."""
         self.restarted = 0
         """Journals read again from their start (truncated, replaced, deleted)."""
+        self.notebook_exists: Callable[[str], bool] = lambda path: True
+        """Whether a notebook path names a file now (the server's contents root)."""
+        self._kernel_notebooks: dict[str, str] = {}
+        self._renames: deque[tuple[str, str]] = deque(maxlen=RENAMES_KEPT)
         self.windows_per_pass: int | None = None
         """At most this many reads (of up to ``journal.WINDOW`` bytes) per journal and
         ``poll``, None for all there is. The server reads one window per journal per pass,
@@ -234,7 +256,8 @@ class JournalIngestor:
                                                "of the wrong shape"))
             self._warn(path, skipped)
             total.read_bytes += chunk.end_offset - offset
-            writes = interpret(records, self.source, state.started, self.user)
+            writes = self._placed(interpret(records, self.source, state.started,
+                                            self.user))
             applied = self._apply(writes, (self._scope + key, chunk.end_offset), path)
             total.ended += [w.trajectory_id for w in writes if isinstance(w, TrajectoryEnded)]
             total.new_trajectories += applied.new_trajectories
@@ -252,6 +275,36 @@ class JournalIngestor:
         if state.mark is None:
             return _before(path, offset, 1) in (b"\n", None)
         return _before(path, offset, len(state.mark)) in (state.mark, None)
+
+    def move_notebook(self, old: str, new: str, kernels: Mapping[str, str]) -> int:
+        """A notebook (or folder) was renamed from ``old`` to ``new``: its stored history
+        follows it, and so do the trajectories its kernels begin later, restarts included
+        (they were launched with the old path and keep saying it). ``kernels``: the id of
+        each kernel working on it -> its notebook's new path. Returns the number of
+        trajectories moved."""
+        self._kernel_notebooks.update(kernels)
+        self._renames.append((old, new))
+        return self.store.apply([NotebookMoved(old, new, self.user)], None).moved
+
+    def _placed(self, writes: list[Write]) -> list[Write]:
+        """New trajectories under their notebook's path now, not at their kernel's launch."""
+        if not self._renames:
+            return writes
+        return [replace(w, notebook_path=self._notebook_now(w.kernel_id, w.notebook_path))
+                if isinstance(w, NewTrajectory) else w for w in writes]
+
+    def _notebook_now(self, kernel_id: str, path: str | None) -> str | None:
+        known = self._kernel_notebooks.get(kernel_id)
+        if known is not None or path is None:
+            return known or path
+        # A kernel launched just before its notebook was renamed, that began recording
+        # after: its old path names no file any more (a new notebook of that name has
+        # a kernel of its own, and keeps the name).
+        for old, new in self._renames:
+            if self.notebook_exists(path):
+                break
+            path = moved_path(path, old, new) or path
+        return path
 
     def _apply(self, writes: list[Write], cursor: tuple[str, int], path: Path) -> Applied:
         try:

@@ -7,6 +7,7 @@ Jupyter.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,6 +31,7 @@ from themisto_ext.server.access import READ_ALL_SCOPE, AccessPolicy
 from themisto_ext.server.api.events import close_streams
 from themisto_ext.server.core import SETTINGS_KEY, Themisto
 from themisto_ext.server.provisioner import NAME as PROVISIONER_NAME
+from themisto_ext.server.renames import RenameListener
 from themisto_ext.store import (
     SQLITE,
     GuardedStore,
@@ -214,7 +216,8 @@ class ThemistoExtension(ExtensionApp):
                                  live_predictions=self.live_predictions,
                                  max_body_bytes=self.max_body_bytes,
                                  running_kernels=self._running_kernels, access=access,
-                                 speculation=self.speculation)
+                                 speculation=self.speculation,
+                                 notebook_exists=self._notebook_exists())
         self.settings[SETTINGS_KEY] = self.themisto
         if self.autoload:
             # Kernels inherit the server's environment: this is how they learn where to
@@ -224,6 +227,15 @@ class ThemistoExtension(ExtensionApp):
             self._use_provisioner()
         self.log.info("themisto: store %s, journals %s, recording as user %r", url.display,
                       self.journal_dir, self.user)
+
+    def _notebook_exists(self) -> Callable[[str], bool] | None:
+        """Whether a notebook path names a file now; None where files are not on this
+        machine's disk (a contents manager of another kind)."""
+        assert self.serverapp is not None
+        root = getattr(self.serverapp.contents_manager, "root_dir", None)
+        if not isinstance(root, str) or not os.path.isdir(root):
+            return None
+        return lambda path: os.path.exists(os.path.join(root, path.lstrip("/")))
 
     def _running_kernels(self) -> list[str]:
         assert self.serverapp is not None
@@ -268,11 +280,16 @@ class ThemistoExtension(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         themisto = getattr(self, "themisto", None)
         if themisto is not None:  # None: initialize_settings failed, and said so
+            self._renames = RenameListener(serverapp, themisto)
+            self._renames.start()
             await themisto.start(self.ingest_interval)
 
     async def stop_extension(self) -> None:
         themisto = getattr(self, "themisto", None)
         if themisto is None:
             return
+        renames: RenameListener | None = getattr(self, "_renames", None)
+        if renames is not None:
+            renames.stop()
         close_streams(themisto.events)
         await themisto.stop()

@@ -26,7 +26,7 @@ from themisto_ext.events import (
     step_event,
     trajectory_event,
 )
-from themisto_ext.ingest import IngestResult, JournalIngestor
+from themisto_ext.ingest import IngestResult, JournalIngestor, moved_path
 from themisto_ext.journal import SUFFIX
 from themisto_ext.prediction.live import LivePredictions
 from themisto_ext.server.access import AccessPolicy
@@ -70,7 +70,8 @@ class Themisto:
                  live: LivePredictions, events: EventBus, live_predictions: bool,
                  max_body_bytes: int, access: AccessPolicy | None = None,
                  running_kernels: Callable[[], Iterable[str]] | None = None,
-                 speculation: bool = True) -> None:
+                 speculation: bool = True,
+                 notebook_exists: Callable[[str], bool] | None = None) -> None:
         self.store = store
         self.access = access or AccessPolicy(server_user="")
         self.user = self.access.server_user
@@ -88,6 +89,8 @@ class Themisto:
         """The ids of the kernels this server runs (None: unknown, e.g. without Jupyter)."""
         self.ingestor = JournalIngestor(journal_dir, store, user=self.user)
         self.ingestor.windows_per_pass = 1  # the loop comes back 50 ms later for the rest
+        if notebook_exists is not None:
+            self.ingestor.notebook_exists = notebook_exists
         self._ingest_lock = asyncio.Lock()
         self._ingest_task: asyncio.Task[None] | None = None
         self._ingest_problem: str | None = None
@@ -239,6 +242,26 @@ class Themisto:
         self._published[kernel_id] = state
         self._publish_state(kernel_id, state)
         return state
+
+    # ------------------------------------------------------------ renames
+
+    async def notebook_moved(self, old: str, new: str,
+                             sessions: Iterable[tuple[str, str]] = ()) -> int:
+        """A notebook or folder was renamed: its history follows it, and so does what the
+        kernels of its ``sessions`` (kernel id, path before the rename) record later: they
+        were launched with the old path and say it again after a restart. Applied between
+        two ingestion passes, so that a trajectory is moved whichever side of the rename
+        it was stored on. Returns the number of trajectories moved."""
+        old, new = old.strip("/"), new.strip("/")
+        # A session may already have been told its new path (JupyterLab does so right
+        # after the rename); its kernel was still launched with the old one.
+        kernels = {kernel: path for kernel, path in
+                   ((kernel, moved_path(path, old, new) or moved_path(path, new, new))
+                    for kernel, path in sessions) if path}
+        async with self._ingest_lock:
+            moved: int = await asyncio.to_thread(self.ingestor.move_notebook, old, new,
+                                                 kernels)
+        return moved
 
     # ------------------------------------------------------------ deletion
 

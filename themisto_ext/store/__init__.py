@@ -8,6 +8,7 @@ from themisto_ext.store.base import (
     Applied,
     NewStep,
     NewTrajectory,
+    NotebookMoved,
     RecordingSwitched,
     StoreError,
     StoreUnavailable,
@@ -38,6 +39,6 @@ def open_store(location: str | Path | StoreURL, readonly: bool = False) -> Traje
 
 
 __all__ = ["POSTGRESQL", "SQLITE", "Applied", "GuardedStore", "NewStep", "NewTrajectory",
-           "RecordingSwitched", "SQLiteStore", "StoreError", "StoreURL", "StoreUnavailable",
-           "Trajectory", "TrajectoryEnded", "TrajectoryFilter", "TrajectoryStore", "Write",
-           "open_store", "parse_store_url"]
+           "NotebookMoved", "RecordingSwitched", "SQLiteStore", "StoreError", "StoreURL",
+           "StoreUnavailable", "Trajectory", "TrajectoryEnded", "TrajectoryFilter",
+           "TrajectoryStore", "Write", "open_store", "parse_store_url"]

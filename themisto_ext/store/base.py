@@ -85,7 +85,17 @@ class RecordingSwitched:
     on: bool
 
 
-Write = NewTrajectory | NewStep | TrajectoryEnded | RecordingSwitched
+@dataclass(frozen=True)
+class NotebookMoved:
+    """A notebook, or a folder of notebooks, was renamed: the history of ``user``'s
+    trajectories recorded under the old path (or under it, for a folder) follows it."""
+
+    old: str
+    new: str
+    user: str = ""
+
+
+Write = NewTrajectory | NewStep | TrajectoryEnded | RecordingSwitched | NotebookMoved
 """One change to the store; ``apply`` takes them in order, atomically."""
 
 
@@ -98,6 +108,8 @@ class Applied:
     switches: list[RecordingSwitched] = field(default_factory=list)
     duplicates: int = 0
     """Steps already stored (a journal read twice): idempotence, not an error."""
+    moved: int = 0
+    """Trajectories whose notebook path a ``NotebookMoved`` changed."""
 
 
 def step_summaries_of(

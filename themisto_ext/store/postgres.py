@@ -25,6 +25,7 @@ from themisto_ext.store.base import (
     Applied,
     NewStep,
     NewTrajectory,
+    NotebookMoved,
     StoreError,
     StoreUnavailable,
     Trajectory,
@@ -37,6 +38,7 @@ from themisto_ext.store.schema import (
     COLUMNS,
     MIGRATIONS,
     SCHEMA_VERSION,
+    move_statement,
     predictions_clause,
     where_clause,
 )
@@ -155,6 +157,9 @@ class PostgresStore:
                     conn.execute("UPDATE trajectories SET ended_at = %s, end_reason = %s "
                                  "WHERE id = %s AND ended_at IS NULL",
                                  (write.at, write.reason, write.trajectory_id))
+                elif isinstance(write, NotebookMoved):
+                    result.moved += conn.execute(
+                        *move_statement(write.old, write.new, write.user, "%s")).rowcount
                 elif self._event(conn, write.trajectory_id, write.at, "recording",
                                  "on" if write.on else "off"):
                     result.switches.append(write)

@@ -176,3 +176,18 @@ def predictions_clause(trajectory_id: str, since_step: int, target_step: int | N
     if unscored:
         clauses.append("scored = 0")
     return " WHERE " + " AND ".join(clauses), params
+
+
+def move_statement(old: str, new: str, user: str, mark: str) -> tuple[str, list[Any]]:
+    """``UPDATE`` giving a renamed notebook's (or folder's) trajectories the new path.
+
+    The folder test compares a prefix, not ``LIKE``: ``%`` and ``_`` are ordinary
+    characters in file names.
+    """
+    folder = old.rstrip("/") + "/"
+    sql = (f"UPDATE trajectories SET notebook_path = CASE WHEN notebook_path = {mark} "
+           f"THEN {mark} ELSE {mark} || substr(notebook_path, {mark}) END "
+           f"WHERE user_name = {mark} AND (notebook_path = {mark} "
+           f"OR substr(notebook_path, 1, {mark}) = {mark})")
+    params: list[Any] = [old, new, new.rstrip("/"), len(folder), user, old, len(folder), folder]
+    return sql, params

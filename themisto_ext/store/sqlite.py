@@ -15,6 +15,7 @@ from themisto_ext.store.base import (
     Applied,
     NewStep,
     NewTrajectory,
+    NotebookMoved,
     StoreError,
     StoreUnavailable,
     Trajectory,
@@ -27,6 +28,7 @@ from themisto_ext.store.schema import (
     COLUMNS,
     MIGRATIONS,
     SCHEMA_VERSION,
+    move_statement,
     predictions_clause,
     where_clause,
 )
@@ -183,6 +185,9 @@ class SQLiteStore:
                     db.execute("UPDATE trajectories SET ended_at = ?, end_reason = ? "
                                "WHERE id = ? AND ended_at IS NULL",
                                (write.at, write.reason, write.trajectory_id))
+                elif isinstance(write, NotebookMoved):
+                    result.moved += db.execute(
+                        *move_statement(write.old, write.new, write.user, "?")).rowcount
                 elif db.execute("SELECT 1 FROM trajectories WHERE id = ?",
                                 (write.trajectory_id,)).fetchone():
                     self._event(db, write.trajectory_id, write.at, "recording",

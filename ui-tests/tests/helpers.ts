@@ -73,3 +73,45 @@ export async function screenshotThemes(
   }
   await page.theme.setLightTheme();
 }
+
+/**
+ * Create a notebook under its final name and open it (its kernel starts from
+ * its metadata). `createNew` makes an Untitled notebook and renames it while
+ * its kernel starts; JupyterLab may then keep the kernel's session under the
+ * old name, and a reload of the page starts another kernel.
+ */
+export async function createNamed(
+  page: IJupyterLabPageFixture,
+  directory: string,
+  name: string
+): Promise<void> {
+  const notebook = {
+    cells: [
+      {
+        cell_type: 'code',
+        id: 'first',
+        source: '',
+        metadata: {},
+        outputs: [],
+        execution_count: null
+      }
+    ],
+    metadata: {
+      kernelspec: {
+        name: 'python3',
+        display_name: 'Python 3 (ipykernel)',
+        language: 'python'
+      }
+    },
+    nbformat: 4,
+    nbformat_minor: 5
+  };
+  const path = `${directory}/${name}`;
+  await page.contents.uploadContent(JSON.stringify(notebook), 'text', path);
+  await page.notebook.openByPath(path);
+  await page.notebook.activate(name);
+  await page
+    .locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]')
+    .first()
+    .waitFor();
+}

@@ -1,6 +1,6 @@
 import { expect, test } from '@jupyterlab/galata';
 
-import { openPanel } from './helpers';
+import { createNamed, openPanel } from './helpers';
 
 /*
  * A notebook's prediction history against the real server (baseline
@@ -65,9 +65,11 @@ async function reopen(
 
 test.describe('Themisto history', () => {
   test('a reload restores every badge and footer, and a badge shows its step', async ({
-    page
+    page,
+    tmpPath
   }) => {
-    await page.notebook.createNew('history.ipynb');
+    // The same kernel after the reload: its live scores come back too.
+    await createNamed(page, tmpPath, 'history.ipynb');
     await page.notebook.setCell(0, 'code', 'x = 21');
     await page.notebook.addCell('code', 'print(x)');
     await page.notebook.addCell('code', 'y = x * 2\ny');
@@ -146,6 +148,8 @@ test.describe('Themisto history', () => {
   test('cells run in quick succession say why they got no prediction', async ({
     page
   }) => {
+    // Made Untitled and renamed at once, as a user does: the history follows the
+    // name, whether the reload finds the kernel or starts another.
     await page.notebook.createNew('quick.ipynb');
     await page.notebook.setCell(0, 'code', 'import time\ntime.sleep(0.3)');
     for (let i = 1; i <= 6; i++) {
