@@ -6,9 +6,10 @@ A real `jupyter server` with JupyterLab and the extension, seeded through a kern
 a ~4 kB prompt, scored). Debian's Chromium, driven by Playwright, opens the notebook in a
 fresh browser context (nothing cached, a new kernel: the history is found by the
 notebook's path) and times, from navigation start: the first cell shown, every cell's
-badge, and the whole history read in brief (its oldest page arrived). The
-same for a 20-step trajectory of the same notebook, for comparison. Target: badges within
-2 s of navigation for 2,000 steps.
+badge, and the whole history read in brief (its oldest page arrived); then, in another
+fresh context, a user opening it from the file browser of a loaded JupyterLab: from the
+double click to every cell's badge. The same for a 20-step trajectory of the same
+notebook, for comparison. Target: a 2,000-step notebook open with its badges in 2 s.
 
     python benchmarks/history_open.py [--steps 2000] [--runs 5]
 
@@ -142,6 +143,10 @@ def main() -> None:
                                      [r["badges_ms"] - r["first_cell_ms"] for r in results]))
                 print("  " + summary(f"all {steps:,} steps read in brief:",
                                      [r["history_ms"] for r in results]))
+                print("  " + summary("opened from the file browser of a loaded JupyterLab, "
+                                     "double click to every cell badged:",
+                                     [r["open_ms"] for r in results])
+                      + ("  (target <= 2,000 ms)" if steps > CELLS else ""))
         finally:
             server.stop()
 

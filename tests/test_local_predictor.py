@@ -525,3 +525,39 @@ def test_prompts_are_evaluated_on_the_cores_other_processes_leave_free(monkeypat
         raise AttributeError("not on this platform")
     monkeypatch.setattr(core_probe.os, "sched_getaffinity", no_affinity)
     assert core_probe.free_cores(2) == 2  # cannot tell: as configured
+
+
+async def test_an_output_prediction_pauses_a_next_cell_one_that_resumes_after():
+    """A cell is about to run (or runs) while the model writes the previous step's next-cell
+    prediction: the cell's output is predicted first, then the next cell's prediction goes
+    on to the same answer it would have given alone."""
+    p = LocalPredictor(max_tokens=300)
+    try:
+        await p.load()
+        story = request("", "Write a very long story about a notebook, at least 250 words.",
+                        "paused", "next-cell")
+        alone = await p.predict(story)
+        assert alone.completion_tokens > 100, alone.completion_tokens
+
+        order: list[str] = []
+
+        async def run(name: str, req: PredictionRequest) -> Completion:
+            completion = await p.predict(req)
+            order.append(name)
+            return completion
+
+        nxt = asyncio.create_task(run("next-cell", story))
+        await asyncio.sleep(0.5)  # it is generating
+        started = time.perf_counter()
+        output = await run("output", request(cells("pause", 1, 3), target(4), "paused"))
+        waited = time.perf_counter() - started
+        resumed = await nxt
+        assert order == ["output", "next-cell"]
+        # It waited for one token of the story, not for the rest of it.
+        assert output.queue_seconds is not None
+        assert output.queue_seconds < 0.2 * resumed.latency, (output.queue_seconds,
+                                                               waited, resumed.latency)
+        assert output.text.strip()
+        assert resumed.text == alone.text  # resumed, not cut short nor changed
+    finally:
+        await p.aclose()

@@ -1,6 +1,6 @@
 import pytest
 
-from themisto_ext.kernel.redaction import REDACTED, Redactor
+from themisto_ext.redaction import REDACTED, Redactor
 
 
 @pytest.mark.parametrize("code", [

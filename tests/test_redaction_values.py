@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from themisto_ext.contract import DEFAULT_VALUE_PATTERNS
-from themisto_ext.kernel.redaction import REDACTED, Redactor
 from themisto_ext.kernel.secret_values import ROWS, environment_secrets, secret_strings
+from themisto_ext.redaction import REDACTED, Redactor
 
 SECRET_NAMES = ["db_pass", "pwd", "api_key", "auth_token", "authorization", "password",
                 "DB_PASSWORD", "OPENAI_API_KEY", "apiKey", "dbPassword", "X-Auth-Token",

@@ -231,3 +231,31 @@ async def test_speculation_requests_are_checked(jp_fetch, jp_serverapp):
         assert reply["accepted"] is False and reply["reason"] == "the cell is empty"
     finally:
         client.stop_channels()
+
+
+async def test_secrets_in_a_cell_sent_before_it_runs_never_reach_the_model(jp_fetch,
+                                                                        jp_serverapp, llm):
+    """The kernel has not seen a cell's text yet when the front end sends it: the server
+    masks it as the kernel will (so the speculation still matches the cell that runs)."""
+    secret = "Zq8vR2mX9tLw4Kp7"
+    code = f'import time; db_password = "{secret}"; time.sleep(1); x + 1'
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    live, store = jp_serverapp.web_app.settings["themisto"].live, store_of(jp_serverapp)
+    try:
+        tid = await first_step(jp_fetch, jp_serverapp, client, kernel_id)
+        await speculate(jp_fetch, kernel_id, code)
+        await wait_for(lambda: live.speculations.get(tid).done)
+        await client.execute_interactive(code, timeout=30)
+        await wait_for(lambda: (output_prediction(store, tid, 2) or {}).get("scores") is not None)
+        made = output_prediction(store, tid, 2)
+        assert made is not None and made["speculative"] is True
+        # Asked for by hand, for the cell after it.
+        await jp_fetch("themisto", "api", "predictions", method="POST", body=json.dumps(
+            {"kernel_id": kernel_id, "task": "output", "code": f"token = '{secret}'"}))
+        await wait_for(lambda: sum("token = " in text for text in output_requests(llm)) == 1)
+        sent = json.dumps([r.body for r in llm.requests])
+        assert secret not in sent and "<redacted>" in sent
+        assert secret not in json.dumps(list(store.predictions(tid)))
+        assert secret not in json.dumps(list(store.iter_steps(tid)))
+    finally:
+        client.stop_channels()

@@ -68,7 +68,7 @@ DEFAULT_NAME_PATTERNS: tuple[str, ...] = (
     "*_apikey_*", "*_api_key_*", "*_access_key", "*_private_key_*", "*_privkey_*",
     "*_signing_key", "*_encryption_key",
 )
-"""Secret-looking names, matched on WORDS (``kernel/redaction.py``): a name is cut into
+"""Secret-looking names, matched on WORDS (``redaction.py``): a name is cut into
 lower-case words at ``_``, ``-``, ``.``, spaces, digits and camelCase humps
 (``dbPassword`` -> ``db password``, ``OPENAI_API_KEY`` -> ``openai api key``); a pattern is
 words joined by ``_``, where a ``*`` word stands for any number of words (none included)

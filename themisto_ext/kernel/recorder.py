@@ -37,10 +37,10 @@ from themisto_ext.journal import JournalWriter
 from themisto_ext.kernel.bounds import clip_masked, fit_step
 from themisto_ext.kernel.mutations import possibly_mutated
 from themisto_ext.kernel.outputs import OutputCollector
-from themisto_ext.kernel.redaction import Redactor
 from themisto_ext.kernel.safe import is_builtin_type, type_name
 from themisto_ext.kernel.secret_values import environment_secrets
 from themisto_ext.kernel.snapshot import Snapshotter, user_variables
+from themisto_ext.redaction import Redactor
 from themisto_ext.trajectory import FORMAT_VERSION
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

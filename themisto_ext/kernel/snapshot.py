@@ -28,9 +28,9 @@ from themisto_ext.kernel import reprs, sandbox
 from themisto_ext.kernel.bounds import NAME_LENGTH
 from themisto_ext.kernel.deadline import DeadlineExceeded, alarms_usable, deadline
 from themisto_ext.kernel.measure import fingerprint, shape_and_length, size_of
-from themisto_ext.kernel.redaction import REDACTED, Redactor
 from themisto_ext.kernel.safe import type_name
 from themisto_ext.kernel.secret_values import secret_strings
+from themisto_ext.redaction import REDACTED, Redactor
 
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 _IPYTHON_PATTERN = re.compile(r"^(_|__|___|_i{1,3}|_i?\d+|_oh|_ih|_dh|__\w+__)$")

@@ -26,6 +26,7 @@ from themisto_ext.events import EventBus
 from themisto_ext.prediction.clients import Predictor, local_model_available, make_predictor
 from themisto_ext.prediction.live import LivePredictions
 from themisto_ext.prediction.prompts import CONTEXTS, Context
+from themisto_ext.redaction import Redactor
 from themisto_ext.server import api
 from themisto_ext.server.access import READ_ALL_SCOPE, AccessPolicy
 from themisto_ext.server.api.events import close_streams
@@ -217,7 +218,10 @@ class ThemistoExtension(ExtensionApp):
                                  max_body_bytes=self.max_body_bytes,
                                  running_kernels=self._running_kernels, access=access,
                                  speculation=self.speculation,
-                                 notebook_exists=self._notebook_exists())
+                                 notebook_exists=self._notebook_exists(),
+                                 redactor=Redactor(self.redact_name_patterns,
+                                                   self.redact_value_patterns,
+                                                   enabled=self.redact))
         self.settings[SETTINGS_KEY] = self.themisto
         if self.autoload:
             # Kernels inherit the server's environment: this is how they learn where to

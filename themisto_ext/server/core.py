@@ -29,6 +29,7 @@ from themisto_ext.events import (
 from themisto_ext.ingest import IngestResult, JournalIngestor, moved_path
 from themisto_ext.journal import SUFFIX
 from themisto_ext.prediction.live import LivePredictions
+from themisto_ext.redaction import Redactor
 from themisto_ext.server.access import AccessPolicy
 from themisto_ext.store import TrajectoryStore
 
@@ -71,8 +72,11 @@ class Themisto:
                  max_body_bytes: int, access: AccessPolicy | None = None,
                  running_kernels: Callable[[], Iterable[str]] | None = None,
                  speculation: bool = True,
-                 notebook_exists: Callable[[str], bool] | None = None) -> None:
+                 notebook_exists: Callable[[str], bool] | None = None,
+                 redactor: Redactor | None = None) -> None:
         self.store = store
+        self.redactor = redactor or Redactor()
+        """Masks secrets in cell text the front end sends before the cell runs."""
         self.access = access or AccessPolicy(server_user="")
         self.user = self.access.server_user
         """The owner of every trajectory this server's kernels record."""
@@ -242,6 +246,12 @@ class Themisto:
         self._published[kernel_id] = state
         self._publish_state(kernel_id, state)
         return state
+
+    def mask_cell(self, code: str) -> str:
+        """A cell's text sent before it runs, as its kernel will record it: the literals it
+        gives secret-looking names, keyword values and credential formats masked (no
+        kernel has seen it yet; what the kernel learnt of secrets stays in the kernel)."""
+        return self.redactor.mask_code(code)
 
     # ------------------------------------------------------------ renames
 

@@ -82,8 +82,10 @@ class PredictionsHandler(ThemistoHandler):
         if task == "output" and not isinstance(code, str):
             raise bad_request("code", "the output task needs the cell's code")
         trajectory = await kernel_trajectory(self, kernel_id)
-        started = self.themisto.live.schedule(trajectory.id, task, trajectory.steps + 1,
-                                              code=code if task == "output" else None)
+        started = self.themisto.live.schedule(
+            trajectory.id, task, trajectory.steps + 1,
+            code=self.themisto.mask_cell(code) if isinstance(code, str) and task == "output"
+            else None)
         self.send_json({"accepted": started > 0, "trajectory_id": trajectory.id,
                         "target_step": trajectory.steps + 1, "predictions": started},
                        status=HTTPStatus.ACCEPTED)
@@ -106,7 +108,8 @@ class SpeculationsHandler(ThemistoHandler):
         trajectory = await kernel_trajectory(self, kernel_id)
         reason = "speculation is off on this server" if not self.themisto.speculation \
             else "the cell is empty" if not code.strip() \
-            else self.themisto.live.speculate(trajectory.id, code, trajectory.steps, cell_id)
+            else self.themisto.live.speculate(trajectory.id, self.themisto.mask_cell(code),
+                                              trajectory.steps, cell_id)
         self.send_json({"accepted": reason is None, "reason": reason,
                         "trajectory_id": trajectory.id, "target_step": trajectory.steps + 1},
                        status=HTTPStatus.ACCEPTED)

@@ -97,12 +97,14 @@ class LocalPredictor:
             None if request.session is None else (
                 request.session, "speculation" if request.speculative else request.task),
             lambda: self._engine.complete(prompt, request.session, called, abort, relay),
+            abort=abort,
+            urgent=request.task == "output",
         )
         self._worker.submit(job)
         try:
             run = await asyncio.wrap_future(job.future)
         except asyncio.CancelledError:
-            abort.set()  # e.g. a live next-cell prediction the person has overtaken
+            self._worker.give_up(job)  # e.g. a live next-cell prediction the person overtook
             raise
         response = run.response
         usage = response["usage"]

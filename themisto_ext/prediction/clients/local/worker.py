@@ -1,4 +1,5 @@
-"""The one thread that runs every local-model job, first in first out, with supersession."""
+"""The one thread that runs every local-model job: urgent ones first, then in order, with
+supersession."""
 
 from __future__ import annotations
 
@@ -17,16 +18,28 @@ class Job:
     kind: tuple[str, str] | None
     """(session, task): a newer job of the same kind supersedes a queued one."""
     run: Callable[[], Run]
+    """Generates; stops with ``PredictionSuperseded`` at its next token once ``abort`` is
+    set."""
+    abort: threading.Event = field(default_factory=threading.Event)
+    urgent: bool = False
+    """Predicts the output of a cell that runs or is about to: it runs before work that
+    can wait (the next cell), and pauses it."""
     future: Future[Run] = field(default_factory=Future)
+    started: bool = False
+    paused: bool = False
+    given_up: bool = False
 
 
 class Worker:
-    """One thread runs every job, first in first out: a llama.cpp context is single-threaded.
+    """One thread runs every job (a llama.cpp context is single-threaded): urgent jobs
+    first, each kind in order.
 
     A session has at most one queued job per task: a newer one supersedes it, since the
     user has moved on to another cell. An output prediction is never superseded by the
-    next-cell prediction that follows its cell's result. A running job is interrupted
-    only by its caller giving up (see ``EvalMeter``).
+    next-cell prediction that follows its cell's result. An urgent job pauses a running
+    job that is not: it stops at its next token (see ``EvalMeter``) and runs again after,
+    its prompt mostly still in the KV cache. A running job is otherwise interrupted only by
+    its caller giving up.
     """
 
     def __init__(self) -> None:
@@ -34,6 +47,7 @@ class Worker:
         self._wake = threading.Condition(self._lock)
         self._jobs: deque[Job] = deque()
         self._queued_by_kind: dict[tuple[str, str], Job] = {}
+        self._running: Job | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -54,6 +68,10 @@ class Worker:
                         f"{job.kind[0]}"))
                 self._queued_by_kind[job.kind] = job
             self._jobs.append(job)
+            running = self._running
+            if job.urgent and running is not None and not running.urgent:
+                running.paused = True
+                running.abort.set()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="local-llm", daemon=True)
                 self._thread.start()
@@ -67,6 +85,20 @@ class Worker:
         if not job.future.done():  # its caller may have cancelled it already
             job.future.set_exception(error)
 
+    def give_up(self, job: Job) -> None:
+        """The caller no longer wants the answer: stop generating it, never run it again."""
+        with self._lock:
+            job.given_up = True
+            job.abort.set()
+
+    def _next(self) -> Job:
+        # Called with the lock held and a job queued.
+        job = next((j for j in self._jobs if j.urgent), self._jobs[0])
+        self._jobs.remove(job)
+        if job.kind is not None and self._queued_by_kind.get(job.kind) is job:
+            del self._queued_by_kind[job.kind]
+        return job
+
     def _loop(self) -> None:
         while True:
             with self._lock:
@@ -74,17 +106,39 @@ class Worker:
                     self._wake.wait()
                 if not self._jobs:
                     return
-                job = self._jobs.popleft()
-                if job.kind is not None and self._queued_by_kind.get(job.kind) is job:
-                    del self._queued_by_kind[job.kind]
-                if not job.future.set_running_or_notify_cancel():
-                    continue
+                job = self._next()
+                if not job.started:
+                    if not job.future.set_running_or_notify_cancel():
+                        continue
+                    job.started = True
+                self._running = job
             try:
                 result = job.run()
+            except PredictionSuperseded as exc:
+                if not self._resume_later(job):
+                    job.future.set_exception(exc)
             except Exception as exc:
                 job.future.set_exception(exc)
             else:
                 job.future.set_result(result)
+            finally:
+                with self._lock:
+                    self._running = None
+
+    def _resume_later(self, job: Job) -> bool:
+        """Queue a paused job again, first of the jobs that can wait; False if it was
+        given up, superseded meanwhile or the worker closed."""
+        with self._lock:
+            if not job.paused or job.given_up or self._closed:
+                return False
+            job.paused = False
+            if job.kind is not None:
+                if job.kind in self._queued_by_kind:
+                    return False  # a newer job of its kind waits: that one will run
+                self._queued_by_kind[job.kind] = job
+            job.abort.clear()
+            self._jobs.appendleft(job)
+            return True
 
     def close(self) -> threading.Thread | None:
         """Refuse new jobs and drop the queued ones; the running one finishes."""

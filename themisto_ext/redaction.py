@@ -1,4 +1,6 @@
-"""Secret redaction, applied in the kernel before anything is written anywhere.
+"""Secret redaction, applied in the kernel before anything is written anywhere, and by the
+server to cell text it is sent before the cell runs (``POST /speculations``, ``POST
+/predictions``), which no kernel has seen yet.
 
 Three rules, all on by default (``docs/format.md`` says exactly what they catch):
 
