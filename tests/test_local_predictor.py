@@ -561,3 +561,51 @@ async def test_an_output_prediction_pauses_a_next_cell_one_that_resumes_after():
         assert resumed.text == alone.text  # resumed, not cut short nor changed
     finally:
         await p.aclose()
+
+
+async def test_a_warmed_session_reads_only_its_cell():
+    """A notebook opens: its session reads the trajectory so far in the background, and
+    its first prediction then reads only the cell; warming again reads nothing."""
+    p = LocalPredictor(max_tokens=8)
+    try:
+        prefix = cells("warm", 1, 12)
+        prompt = request(prefix, target(13), "warm").prompt
+        read = await p.warm(prompt, "warm")
+        assert read > 300, read
+        assert p.warm_sessions[0] == "warm"
+        assert await p.warm(prompt, "warm") <= 2  # a token or two at the boundary
+        first = await p.predict(request(prefix, target(13), "warm"))
+        assert first.cached_tokens is not None and first.cached_tokens >= read - 2
+        assert first.prompt_tokens - first.cached_tokens < 60  # the cell, the template
+    finally:
+        await p.aclose()
+
+
+class TestWarmOnOpen:
+    @pytest.fixture
+    def jp_server_config(self, themisto_config) -> dict:
+        return themisto_config(predictors=["local"], contexts=["full"])
+
+    async def test_opening_a_notebook_warms_its_session(self, jp_fetch, jp_serverapp):
+        from test_live_predictions import store_of, wait_for
+        from test_server import kernel_status, start_kernel
+
+        kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+        live = jp_serverapp.web_app.settings["themisto"].live
+        (local,) = live.predictors
+        stream = None
+        try:
+            deadline = time.monotonic() + 30
+            while not (tid := (await kernel_status(jp_fetch, kernel_id))["trajectory_id"]):
+                assert time.monotonic() < deadline, "the kernel never began its trajectory"
+                await asyncio.sleep(0.05)
+            assert local.warm_sessions == []  # nothing loaded yet
+            stream = asyncio.ensure_future(jp_fetch(
+                "themisto", "api", "events", params={"kernel": kernel_id},
+                streaming_callback=lambda chunk: None, request_timeout=120))
+            await wait_for(lambda: local.warm_sessions == [f"{tid}:full"], timeout=60)
+            assert list(store_of(jp_serverapp).predictions(tid)) == []
+        finally:
+            if stream is not None:
+                stream.cancel()
+            client.stop_channels()

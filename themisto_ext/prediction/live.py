@@ -41,7 +41,7 @@ from themisto_ext.ingest import IngestResult
 from themisto_ext.prediction.clients.base import Predictor
 from themisto_ext.prediction.prompts.build import cell_limit
 from themisto_ext.prediction.prompts.postprocess import partial_answer
-from themisto_ext.prediction.run import Superseded, missed_record, predict
+from themisto_ext.prediction.run import Superseded, missed_record, predict, warm
 from themisto_ext.prediction.scoring import scored
 from themisto_ext.prediction.speculation import Speculation, Speculations
 from themisto_ext.records import Context, Prediction, Step, Task
@@ -113,6 +113,8 @@ class LivePredictions:
         self.speculations = Speculations()
         self._running: dict[str, int] = {}
         """The step each trajectory's kernel is running (started, not landed)."""
+        self._warmed: OrderedDict[str | None, int] = OrderedDict()
+        """Trajectories whose sessions were warmed, and at how many steps."""
 
     # ------------------------------------------------------------ inputs
 
@@ -196,6 +198,38 @@ class LivePredictions:
         self.speculations.replace(speculation)
         speculation.job = self._start(self._speculate(speculation))
         return None
+
+    def warm(self, trajectory_id: str | None, steps: int) -> int:
+        """A notebook opened: the model sessions of its trajectory read the trajectory so
+        far now, in the background, so its first prediction does not (with None, a kernel
+        that has recorded nothing yet: the model loads and reads what every prompt begins
+        with). Once per trajectory and length; returns the warm-ups started."""
+        if self._warmed.get(trajectory_id) == steps:
+            return 0
+        self._warmed[trajectory_id] = steps
+        self._warmed.move_to_end(trajectory_id)
+        while len(self._warmed) > HISTORY_CACHE:
+            self._warmed.popitem(last=False)
+        count = 0
+        for predictor in self.predictors:
+            if getattr(predictor, "warm", None) is not None:
+                for context in self.contexts:
+                    self._start(self._warm(predictor, context, trajectory_id))
+                    count += 1
+        return count
+
+    async def _warm(self, predictor: Predictor, context: Context,
+                    trajectory_id: str | None) -> None:
+        budget = self.budgets.get(predictor.name, self.budget_chars)
+        try:
+            history = [] if trajectory_id is None else self._history(trajectory_id, budget)
+            await warm(predictor, history, context, budget_chars=budget,
+                       session=None if trajectory_id is None else f"{trajectory_id}:{context}")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a model that cannot load says so on its first prediction
+            log.warning("themisto: could not warm %s for %s: %s", predictor.name,
+                        trajectory_id, exc)
 
     def _start(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         job = asyncio.create_task(work)

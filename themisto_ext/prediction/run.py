@@ -140,6 +140,24 @@ async def predict(
     return record
 
 
+async def warm(predictor: Predictor, history: Sequence[Step], context: Context, *,
+               session: str | None, budget_chars: int = 24_000) -> int | None:
+    """Have a model that keeps sessions read the prompt its session's next prediction will
+    begin with (the trajectory so far), so that prediction reads only its cell. Returns the
+    tokens read; None for a predictor that keeps no sessions."""
+    warm_up = getattr(predictor, "warm", None)
+    if warm_up is None:
+        return None
+
+    def build(budget: int) -> Prompt:
+        return build_prompt(history, "output", context, target_code="", budget_chars=budget,
+                            max_tokens=predictor.max_tokens or ANSWER_TOKENS)
+
+    prompt = build(budget_chars) if predictor.window is None \
+        else await asyncio.to_thread(fit_prompt, build, budget_chars, predictor.window)
+    return int(await warm_up(prompt, session))
+
+
 def without_prompt(record: Prediction) -> dict[str, Any]:
     """The record as the live stream carries it: no prompt, no raw answer."""
     return {k: v for k, v in record.items() if k not in ("prompt", "raw")}

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from themisto_ext.contract import read_status, read_switch, status_path, switch_path, write_switch
-from themisto_ext.errors import JournalUnavailable, StoreUnavailable
+from themisto_ext.errors import JournalUnavailable, StoreUnavailable, ThemistoError
 from themisto_ext.events import (
     EventBus,
     Scope,
@@ -246,6 +246,19 @@ class Themisto:
         self._published[kernel_id] = state
         self._publish_state(kernel_id, state)
         return state
+
+    def warm(self, kernel_id: str) -> None:
+        """A notebook opened its live stream: the model sessions its kernel's predictions
+        use are warmed in the background (``LivePredictions.warm``)."""
+        if not self.live_predictions:
+            return
+        try:
+            latest = self.store.latest_for_kernel(kernel_id, self.user)
+        except ThemistoError:
+            return  # the stream says why the store cannot be read
+        if latest is None or latest.ended_at is None:
+            self.live.warm(None if latest is None else latest.id,
+                           0 if latest is None else latest.steps)
 
     def mask_cell(self, code: str) -> str:
         """A cell's text sent before it runs, as its kernel will record it: the literals it

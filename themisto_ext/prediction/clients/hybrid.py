@@ -19,6 +19,7 @@ import time
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest, Predictor
 from themisto_ext.prediction.clients.baseline import determined_output, visible_state
 from themisto_ext.prediction.clients.references import copy_previous
+from themisto_ext.prediction.prompts import Prompt
 from themisto_ext.prediction.prompts.postprocess import postprocess
 from themisto_ext.prediction.prompts.window import Window
 
@@ -61,6 +62,11 @@ class HybridPredictor:
         completion.model = f"{HYBRID}:{completion.model}"
         completion.answer = postprocess(completion.text, request.task)
         return completion
+
+    async def warm(self, prompt: Prompt, session: str | None) -> int:
+        """The model's session warmed, if the model keeps sessions (see ``local``)."""
+        warm = getattr(self._model, "warm", None)
+        return 0 if warm is None else int(await warm(prompt, session))
 
     async def aclose(self) -> None:
         await self._model.aclose()

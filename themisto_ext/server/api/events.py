@@ -76,6 +76,8 @@ class EventsHandler(ThemistoHandler):
             queue.put_nowait(_CLOSE)
 
         unsubscribe = self.themisto.events.subscribe(listener, on_close=close)
+        if "kernel_id" in filters:  # a notebook opened: its predictions come sooner
+            self.themisto.warm(filters["kernel_id"])
         self.set_header("Content-Type", "text/event-stream")
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")

@@ -27,6 +27,7 @@ from themisto_ext.prediction.clients.local.engine import (
     default_model_path,
 )
 from themisto_ext.prediction.clients.local.worker import Job, Worker
+from themisto_ext.prediction.prompts import Prompt
 from themisto_ext.prediction.prompts.window import Window
 
 MiB = 1024 * 1024
@@ -128,6 +129,23 @@ class LocalPredictor:
                 },
             },
         )
+
+    async def warm(self, prompt: Prompt, session: str | None) -> int:
+        """Read what ``session``'s next prompts share with ``prompt`` into the KV cache in
+        the background (``Engine.warm``): behind predictions, and paused by an output
+        prediction. Returns the tokens read (0: the session was warm)."""
+        called = time.perf_counter()
+        abort = threading.Event()
+        job = Job(None if session is None else (session, "warm"),
+                  lambda: self._engine.warm(prompt, session, called, abort), abort=abort)
+        self._worker.submit(job)
+        try:
+            run = await asyncio.wrap_future(job.future)
+        except asyncio.CancelledError:
+            self._worker.give_up(job)
+            raise
+        read: int = run.response["usage"]["prompt_tokens"] - run.cached_tokens
+        return read
 
     async def aclose(self) -> None:
         thread = self._worker.close()

@@ -69,6 +69,11 @@ class Run:
     prompt_threads: int
 
 
+WARM_PIECE = 128
+"""Tokens read at a time while warming a session: an output prediction waits at most
+this long (~0.1-0.3 s on 2 cores) for a warm-up to pause."""
+
+
 class Abandoned(Exception):
     """Raised inside generation when the caller gave up on the answer."""
 
@@ -93,6 +98,10 @@ class EvalMeter:
         self.abort = abort
         self.on_text = on_text
         self.generated: list[int] = []
+
+    def read(self, tokens: Sequence[int]) -> None:
+        """Evaluate ``tokens`` unmetered (warming a session)."""
+        self._eval(tokens)
 
     def __call__(self, tokens: Sequence[int]) -> None:
         if self.n_past is not None:
@@ -245,6 +254,47 @@ class Engine:
             prompt_threads=threads,
         )
 
+    def warm(self, prompt: Prompt, session: str | None, queued_at: float,
+             abort: threading.Event | None = None) -> Run:
+        """Read the part of ``prompt`` that the session's next prompts share (its chat up to
+        the end of ``prefix``: system text, demonstrations, the trajectory so far) into the
+        session's KV cache, generating nothing, so that its next prediction starts from
+        there. In pieces, stopping between two when ``abort`` is set: what was read stays
+        read, and a warm-up resumed later goes on from there."""
+        began = time.perf_counter()
+        llm = self.load()
+        meter = self._meter
+        assert meter is not None
+        with self._state_lock:
+            self._switch_to(llm, session)
+        threads = self._share_cores(llm)
+        switched = time.perf_counter()
+        tokens = _shared_tokens(llm, self._formatter, prompt)
+        reused = 0
+        for held, wanted in zip(llm.input_ids[:llm.n_tokens], tokens, strict=False):
+            if held != wanted:
+                break
+            reused += 1
+        try:
+            if reused < llm.n_tokens:
+                llm._ctx.kv_cache_seq_rm(-1, reused, -1)
+                llm.n_tokens = reused
+            for start in range(reused, len(tokens), WARM_PIECE):
+                if abort is not None and abort.is_set():
+                    raise PredictionSuperseded("paused while warming")
+                meter.read(tokens[start:start + WARM_PIECE])
+        except PredictionSuperseded:
+            raise
+        except Exception as exc:
+            self._forget_context(llm)
+            raise LocalModelError(f"llama.cpp failed: {exc}") from exc
+        ended = time.perf_counter()
+        return Run(response={"choices": [{"message": {"content": ""}}],
+                             "usage": {"prompt_tokens": len(tokens), "completion_tokens": 0}},
+                   cached_tokens=reused, prompt_eval_seconds=ended - switched,
+                   run_seconds=ended - switched, queue_seconds=began - queued_at,
+                   switch_seconds=switched - began, prompt_threads=threads)
+
     def _share_cores(self, llm: Llama) -> int:
         """Evaluate the prompt on the cores no other process is using right now.
 
@@ -311,6 +361,22 @@ class Engine:
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
+
+
+def _shared_tokens(llm: Llama, formatter: Jinja2ChatFormatter | None,
+                   prompt: Prompt) -> list[int]:
+    """The tokens of ``prompt``'s chat before its ``suffix``: what the session's later
+    prompts begin with. (The last one or two may be tokenized otherwise in a longer
+    text; the next prediction then reads them again.)"""
+    if formatter is None:
+        text = "".join(f"{m['role']}\n{m['content']}\n" for m in prompt.messages())
+        add_bos, special = True, False
+    else:
+        chat = formatter(messages=prompt.messages())  # type: ignore[arg-type]
+        text, add_bos, special = chat.prompt, not chat.added_special, True
+    cut = text.rfind(prompt.suffix) if prompt.suffix else -1
+    return llm.tokenize(text[:cut if cut >= 0 else len(text)].encode(), add_bos=add_bos,
+                        special=special)
 
 
 def _chat_tokens(llm: Llama, formatter: Jinja2ChatFormatter | None,
