@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import psutil
 import pytest
 from llama_cpp import LlamaState
 
@@ -512,7 +513,11 @@ def test_prompts_are_evaluated_on_the_cores_other_processes_leave_free(monkeypat
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                for _ in range(cores - 1)]
     try:
-        time.sleep(0.5)
+        # Busy, not still starting (a Python reading its files under load is not runnable).
+        deadline = time.monotonic() + 30
+        while any(psutil.Process(b.pid).cpu_times().user < 0.2 for b in burners):
+            assert time.monotonic() < deadline, "the burners never got busy"
+            time.sleep(0.05)
         busy = core_probe.free_cores(cores)
     finally:
         for burner in burners:
