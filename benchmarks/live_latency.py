@@ -5,8 +5,11 @@ kernel that runs the shared notebooks' code cells one after another (with a few 
 that sleep, so some run >= 1 s) and a pause between cells, as a person would. For every
 cell it measures when the output prediction arrived on the live stream, relative to the
 cell's start and to its real result; a cell that never got one counts as never ready.
-Then the cold start: the first prediction of a new session whose prompt has ~2,000
-tokens (the model loaded, nothing cached). Run twice, with prefix reuse on and off.
+The notebook is opened first as the front end opens one (its kernel's live stream, on
+which the server warms the model's session). Then the cold start: the first prediction of
+a new session whose prompt has ~2,000 tokens (the model loaded, nothing cached), and the
+same once its session was warmed as on opening its notebook. Run twice, with prefix reuse
+on and off.
 
 With ``--announce`` it simulates a person in front of the notebook: each cell's text is
 announced as the front end would (``POST /speculations``) before the cell runs, half of
@@ -112,9 +115,11 @@ COLD_BUDGET = 12_000
 """Room for a 2,000-token prompt: the local model's live budget holds about 1,500 tokens."""
 
 
-async def cold_start(store_path: Path, budget: int = COLD_BUDGET) -> tuple[int, float]:
+async def cold_start(store_path: Path, budget: int = COLD_BUDGET) -> tuple[int, float, float]:
     """The first output prediction of a new session whose prompt has ~2,000 tokens: the
-    recorded trajectory's first step with such a prompt, on a loaded model with no cache."""
+    recorded trajectory's first step with such a prompt, on a loaded model with no cache;
+    then the same prediction in another session warmed first, as the server warms a
+    notebook's session when it opens (``LocalPredictor.warm``): (tokens, cold s, warm s)."""
     store = SQLiteStore(store_path)
     (trajectory,) = store.list_trajectories(limit=1)
     steps = list(store.iter_steps(trajectory.id))
@@ -130,7 +135,13 @@ async def cold_start(store_path: Path, budget: int = COLD_BUDGET) -> tuple[int, 
         completion = await predictor.predict(PredictionRequest(
             task="output", history=steps[:n], target_code=steps[n]["code"], prompt=prompt,
             session="cold"))
-        return completion.prompt_tokens, time.perf_counter() - began
+        cold = time.perf_counter() - began
+        await predictor.warm(prompt, "warmed")
+        began = time.perf_counter()
+        await predictor.predict(PredictionRequest(
+            task="output", history=steps[:n], target_code=steps[n]["code"], prompt=prompt,
+            session="warmed"))
+        return completion.prompt_tokens, cold, time.perf_counter() - began
     finally:
         await predictor.aclose()
 
@@ -139,6 +150,17 @@ def announce(server: Server, kernel_id: str, code: str) -> None:
     """What the front end posts when a cell's text is stable (or the cell is selected)."""
     httpx.post(f"{server.url}/themisto/api/speculations", headers=server.headers,
                json={"kernel_id": kernel_id, "code": code, "cell_id": None}, timeout=30)
+
+
+def open_notebook(server: Server, kernel_id: str) -> None:
+    """What the front end does when a notebook opens: its kernel's live stream (the server
+    then warms the kernel's model session); closed once the server said hello."""
+    with httpx.stream("GET", f"{server.url}/themisto/api/events",
+                      params={"kernel": kernel_id}, headers=server.headers,
+                      timeout=30) as response:
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                return
 
 
 def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bool,
@@ -163,6 +185,7 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
             client.load_connection_file()
             client.start_channels()
             client.wait_for_ready(timeout=60)
+            open_notebook(server, kid)
             starts, ends = {}, {}
             for n, code in enumerate(cells, start=1):
                 if pause is not None and n > 1:
@@ -188,7 +211,7 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
         finally:
             stop.set()
             server.stop()
-        cold_tokens, cold_seconds = asyncio.run(cold_start(server.store))
+        cold_tokens, cold_seconds, warm_seconds = asyncio.run(cold_start(server.store))
     if verbose:
         trace(starts, ends, arrivals, records)
     latency = {n: arrivals["prediction"][n] - starts[n] for n in starts
@@ -214,7 +237,7 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
         "p50": statistics.median(later) if later else float("nan"),
         "p95": later[int(0.95 * (len(later) - 1))] if later else float("nan"),
         "first": latency.get(1, float("nan")), "first_tokens": first.get("prompt_tokens"),
-        "cold": cold_seconds, "cold_tokens": cold_tokens,
+        "cold": cold_seconds, "cold_tokens": cold_tokens, "warm": warm_seconds,
         "slow": len(slow), "before": len(before),
         "reuse_rate": len(reused) / max(1, len(outputs) - 1),
         "max_prompt_tokens": max((r.get("prompt_tokens") or 0 for r in outputs.values()),
@@ -230,7 +253,8 @@ def show(label: str, r: dict[str, object]) -> None:
           f"prediction, cells after the first five: p50 {r['p50']:.3f} s, p95 {r['p95']:.3f} s "
           f"(targets 0.5 s / 1.5 s); first cell {r['first']:.2f} s ({r['first_tokens']}-token "
           f"prompt); cold start of a session with a {r['cold_tokens']}-token prompt "
-          f"{r['cold']:.2f} s; ready before the real result for "
+          f"{r['cold']:.2f} s, {r['warm']:.2f} s once warmed as on opening its notebook; "
+          "ready before the real result for "
           f"{r['before']}/{r['slow']} cells running >= 1 s; prefix reused in "
           f"{r['reuse_rate']:.0%} of predictions; largest prompt {r['max_prompt_tokens']} tokens; "
           f"first streamed piece p50 {r['first_token_p50']:.3f} s after start; "
@@ -265,7 +289,8 @@ def main() -> int:
         show("reuse off", replay(cells, args.think, False, args.budget, args.verbose, pause))
     print(json.dumps({key: round(float(main_run[name]), 3) for key, name in (  # type: ignore[arg-type]
         ("p50", "p50"), ("p95", "p95"), ("ready_at_start", "ready_at_start"),
-        ("first_token_p50", "first_token_p50"), ("cold_start", "cold"))}))
+        ("first_token_p50", "first_token_p50"), ("cold_start", "cold"),
+        ("warm_start", "warm"))}))
     return 0
 
 
