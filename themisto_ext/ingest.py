@@ -301,9 +301,11 @@ class JournalIngestor:
         # after: its old path names no file any more (a new notebook of that name has
         # a kernel of its own, and keeps the name).
         for old, new in self._renames:
-            if self.notebook_exists(path):
-                break
-            path = moved_path(path, old, new) or path
+            moved = moved_path(path, old, new)
+            if moved is not None:
+                if self.notebook_exists(path):
+                    break
+                path = moved
         return path
 
     def _apply(self, writes: list[Write], cursor: tuple[str, int], path: Path) -> Applied:

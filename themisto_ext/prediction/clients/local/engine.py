@@ -363,17 +363,21 @@ class Engine:
                 self._llm = None
 
 
+def _chat_text(formatter: Jinja2ChatFormatter | None,
+               messages: list[dict[str, str]]) -> tuple[str, bool, bool]:
+    """The chat as the model reads it, and how to tokenize it: (text, add_bos, special)."""
+    if formatter is None:  # llama.cpp's default chat format: count the text, a bound
+        return "".join(f"{m['role']}\n{m['content']}\n" for m in messages), True, False
+    chat = formatter(messages=messages)  # type: ignore[arg-type]
+    return chat.prompt, not chat.added_special, True
+
+
 def _shared_tokens(llm: Llama, formatter: Jinja2ChatFormatter | None,
                    prompt: Prompt) -> list[int]:
     """The tokens of ``prompt``'s chat before its ``suffix``: what the session's later
     prompts begin with. (The last one or two may be tokenized otherwise in a longer
     text; the next prediction then reads them again.)"""
-    if formatter is None:
-        text = "".join(f"{m['role']}\n{m['content']}\n" for m in prompt.messages())
-        add_bos, special = True, False
-    else:
-        chat = formatter(messages=prompt.messages())  # type: ignore[arg-type]
-        text, add_bos, special = chat.prompt, not chat.added_special, True
+    text, add_bos, special = _chat_text(formatter, prompt.messages())
     cut = text.rfind(prompt.suffix) if prompt.suffix else -1
     return llm.tokenize(text[:cut if cut >= 0 else len(text)].encode(), add_bos=add_bos,
                         special=special)
@@ -381,11 +385,8 @@ def _shared_tokens(llm: Llama, formatter: Jinja2ChatFormatter | None,
 
 def _chat_tokens(llm: Llama, formatter: Jinja2ChatFormatter | None,
                  messages: list[dict[str, str]]) -> list[int]:
-    if formatter is None:  # llama.cpp's default chat format: count the text, a bound
-        text = "".join(f"{m['role']}\n{m['content']}\n" for m in messages)
-        return llm.tokenize(text.encode(), add_bos=True, special=False)
-    chat = formatter(messages=messages)  # type: ignore[arg-type]
-    return llm.tokenize(chat.prompt.encode(), add_bos=not chat.added_special, special=True)
+    text, add_bos, special = _chat_text(formatter, messages)
+    return llm.tokenize(text.encode(), add_bos=add_bos, special=special)
 
 
 def gguf_prompt_counter(path: Path) -> Callable[[Prompt], int]:
