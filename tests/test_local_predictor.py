@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -37,7 +38,7 @@ from themisto_ext.prediction.clients.local import (
 from themisto_ext.prediction.clients.local.sessions import SessionStates
 from themisto_ext.prediction.clients.openai import OpenAIProvider
 from themisto_ext.prediction.prompts import Prompt, Task
-from themisto_ext.prediction.prompts.build import build_prompt
+from themisto_ext.prediction.prompts.build import build_prompt, demonstrations, system_text
 from themisto_ext.prediction.prompts.postprocess import postprocess
 from themisto_ext.prediction.run import predict
 
@@ -582,6 +583,67 @@ async def test_a_warmed_session_reads_only_its_cell():
         first = await p.predict(request(prefix, target(13), "warm"))
         assert first.cached_tokens is not None and first.cached_tokens >= read - 2
         assert first.prompt_tokens - first.cached_tokens < 60  # the cell, the template
+    finally:
+        await p.aclose()
+
+
+def fixed_part_request(prefix: str, suffix: str, session: str) -> PredictionRequest:
+    """A request whose prompt begins as the live prompts do: ~770 tokens of system text
+    and demonstrations, the same for every trajectory."""
+    prompt = Prompt(task="output", context="full", system=system_text("full"), prefix=prefix,
+                    suffix=suffix, demonstrations=demonstrations("full"))
+    return PredictionRequest(task="output", history=[], target_code=suffix, prompt=prompt,
+                             session=session)
+
+
+async def test_the_fixed_prompt_part_is_read_once_and_loaded_from_disk_after(tmp_path, caplog):
+    """The first session of the first server reads the system text and demonstrations and
+    saves their KV state; a later server's new session loads it (reading only its own
+    trajectory) and answers the same; a damaged file is read afresh and replaced."""
+    asked = fixed_part_request(cells("disk", 1, 2), target(3), "first")
+
+    async def predict_in_new_process(req: PredictionRequest) -> Completion:
+        p = LocalPredictor(max_tokens=8, prefix_dir=tmp_path)
+        try:
+            return await p.predict(req)
+        finally:
+            await p.aclose()
+
+    first = await predict_in_new_process(asked)
+    assert first.cached_tokens == 0  # read, not loaded
+    (saved,) = tmp_path.glob("*.kv")
+    assert saved.stat().st_size > 10_000_000  # ~770 tokens of KV cache
+    again = await predict_in_new_process(replace(asked, session="second"))
+    assert again.cached_tokens is not None and again.cached_tokens > 700
+    assert first.prompt_tokens - again.cached_tokens < 200  # its trajectory and cell
+    assert again.text == first.text
+    other = await predict_in_new_process(fixed_part_request(cells("else", 1, 2), target(3),
+                                                            "third"))
+    assert other.cached_tokens is not None and other.cached_tokens > 700
+
+    saved.write_bytes(saved.read_bytes()[:100_000])  # cut short, as by a full disk
+    damaged = await predict_in_new_process(asked)
+    assert damaged.cached_tokens == 0 and damaged.text == first.text
+    assert "ignoring the unreadable model state" in caplog.text
+    assert saved.stat().st_size > 10_000_000
+
+
+async def test_the_model_reports_the_cpu_it_spent_also_on_answers_given_up():
+    p = LocalPredictor(max_tokens=300)
+    spent: list[float] = []
+    try:
+        req = request("", "Write a very long story about a notebook, at least 250 words.",
+                      "cpu", "next-cell")
+        done = await p.predict(replace(req, on_cpu=spent.append))
+        await wait_until(lambda: len(spent) == 1)
+        assert done.completion_tokens > 100 and spent[0] > 0.3 * done.latency, (spent, done)
+
+        given_up = asyncio.create_task(p.predict(
+            replace(req, session="cpu-2", on_cpu=spent.append)))
+        await asyncio.sleep(0.5)  # it is generating
+        given_up.cancel()
+        await wait_until(lambda: len(spent) == 2)
+        assert 0.1 < spent[1] < spent[0], spent
     finally:
         await p.aclose()
 

@@ -14,7 +14,7 @@ from test_server import start_kernel, wait_for_steps
 from tornado.httpclient import HTTPClientError
 
 from themisto_ext.prediction.prompts.build import QUESTIONS
-from themisto_ext.prediction.speculation import Speculation
+from themisto_ext.prediction.speculation import Speculation, Speculations
 
 SLOW_CELL = "import time; time.sleep(2); x + 1"
 
@@ -161,6 +161,10 @@ async def test_an_edit_supersedes_the_pending_speculation(jp_fetch, jp_serverapp
         made = output_prediction(store, tid, 2)
         assert made is not None and made["speculative"] is True
         assert not any(p["answer"] == "stale" for p in store.predictions(tid))
+        r = await jp_fetch("themisto", "api", "predictors")
+        # an HTTP model computes elsewhere: no CPU of this machine is booked
+        assert json.loads(r.body)["speculation"] == {
+            "made": 2, "used": 1, "cpu_seconds_used": 0, "cpu_seconds_thrown_away": 0}
     finally:
         client.stop_channels()
 
@@ -259,3 +263,23 @@ async def test_secrets_in_a_cell_sent_before_it_runs_never_reach_the_model(jp_fe
         assert secret not in json.dumps(list(store.iter_steps(tid)))
     finally:
         client.stop_channels()
+
+
+def test_the_cpu_of_speculations_is_booked_by_what_became_of_them():
+    """A job reports its CPU when it ends, which may be after its speculation was taken or
+    thrown away: both orders land in the right account."""
+    speculations = Speculations()
+    edited = Speculation("t", "x + 1", 1, None)
+    speculations.replace(edited)
+    speculations.spend(edited, 2.0)
+    final = Speculation("t", "x + 2", 1, None)
+    speculations.replace(final)  # the text changed: the first is thrown away
+    speculations.spend(edited, 0.5)  # its job stopped at its next token, after
+    speculations.spend(final, 1.0)
+    assert speculations.cpu_seconds == {"used": 0.0, "thrown_away": 2.5}
+    assert speculations.claim("t", "x + 2", 2) is final
+    speculations.spend(final, 0.25)
+    speculations.replace(Speculation("t", "y", 2, None))
+    speculations.discard("t")  # the kernel stopped
+    assert speculations.cpu_seconds == {"used": 1.25, "thrown_away": 2.5}
+    assert (speculations.made, speculations.used) == (3, 1)

@@ -24,7 +24,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from datetime import datetime, timezone
 from functools import partial
 from typing import Any
@@ -297,7 +297,8 @@ class LivePredictions:
 
     async def _predict(self, predictor: Predictor, context: Context, scope: Scope, task: Task,
                        target_step: int, code: str | None, cell_id: str | None,
-                       speculative: bool = False) -> Prediction | Superseded:
+                       speculative: bool = False, on_cpu: Callable[[float], None] | None = None
+                       ) -> Prediction | Superseded:
         """One prediction, its answer published as the model writes it; a speculative one
         is not shown until its cell starts."""
         budget = self.budgets.get(predictor.name, self.budget_chars)
@@ -318,7 +319,7 @@ class LivePredictions:
             session=f"{scope.trajectory_id}:{context}",
             budget_chars=budget,
             kernel_id=scope.kernel_id, notebook_path=scope.notebook_path, cell_id=cell_id,
-            on_text=None if speculative else on_text, speculative=speculative)
+            on_text=None if speculative else on_text, on_cpu=on_cpu, speculative=speculative)
 
     async def _run(self, predictor: Predictor, context: Context, trajectory_id: str, task: Task,
                    target_step: int, code: str | None, cell_id: str | None) -> None:
@@ -356,7 +357,8 @@ class LivePredictions:
                 for context in self.contexts:
                     outcome = await self._predict(  # not shown until its cell starts
                         predictor, context, scope, "output", speculation.target_step,
-                        speculation.code, speculation.cell_id, speculative=True)
+                        speculation.code, speculation.cell_id, speculative=True,
+                        on_cpu=partial(self.speculations.spend, speculation))
                     speculation.settle((predictor.name, context),
                                        None if isinstance(outcome, Superseded) else outcome)
         except asyncio.CancelledError:

@@ -86,11 +86,12 @@ async def predict(
     notebook_path: str | None = None,
     cell_id: str | None = None,
     on_text: Callable[[str], None] | None = None,
+    on_cpu: Callable[[float], None] | None = None,
     speculative: bool = False,
 ) -> Prediction | Superseded:
     """Predict and return the record; a failed model call becomes the record's ``error``.
     With ``on_text``, a model that streams its answer hands over its raw text so far as it
-    writes (the record holds the complete answer)."""
+    writes (the record holds the complete answer). ``on_cpu``: see ``PredictionRequest``."""
     cap = predictor.max_tokens or ANSWER_TOKENS
 
     def build(budget: int) -> Prompt:
@@ -118,7 +119,7 @@ async def predict(
     try:
         completion = await predictor.predict(PredictionRequest(
             task=task, history=list(history), target_code=target_code, prompt=prompt,
-            session=session, on_text=on_text, speculative=speculative))
+            session=session, on_text=on_text, on_cpu=on_cpu, speculative=speculative))
     except PredictionSuperseded as exc:
         return Superseded(str(exc))
     except ProviderError as exc:

@@ -21,11 +21,13 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 
 from themisto_ext.records import Context, Prediction
 
 Combo = tuple[str, Context]
 """(predictor name, context) of one prediction."""
+Fate = Literal["used", "thrown_away"]
 
 
 @dataclass(eq=False)
@@ -44,6 +46,9 @@ class Speculation:
     """Wall-clock time (``time.time()``) each record was ready."""
     job: asyncio.Task[None] | None = None
     asked_at: float = field(default_factory=time.time)
+    cpu_seconds: float = 0.0
+    """What this machine's model spent on it so far (see ``Speculations.spend``)."""
+    fate: Fate | None = None
 
     @property
     def target_step(self) -> int:
@@ -82,6 +87,21 @@ class Speculations:
         """Speculations started since the server started."""
         self.used = 0
         """Speculations a starting cell took."""
+        self.cpu_seconds: dict[Fate, float] = {"used": 0.0, "thrown_away": 0.0}
+        """CPU seconds the model spent on speculations since the server started, by what
+        became of them: the price of predicting before the cell runs."""
+
+    def spend(self, speculation: Speculation, seconds: float) -> None:
+        """The model spent ``seconds`` of CPU on ``speculation`` (reported when a job of it
+        ends, possibly after its fate was decided)."""
+        speculation.cpu_seconds += seconds
+        if speculation.fate is not None:
+            self.cpu_seconds[speculation.fate] += seconds
+
+    def _decide(self, speculation: Speculation, fate: Fate) -> None:
+        if speculation.fate is None:
+            speculation.fate = fate
+            self.cpu_seconds[fate] += speculation.cpu_seconds
 
     def get(self, trajectory_id: str) -> Speculation | None:
         return self._by_trajectory.get(trajectory_id)
@@ -102,13 +122,16 @@ class Speculations:
             return None
         if found.matches(code, target_step):
             self.used += 1
+            self._decide(found, "used")
             return found
+        self._decide(found, "thrown_away")
         found.cancel()
         return None
 
     def discard(self, trajectory_id: str) -> None:
         found = self._by_trajectory.pop(trajectory_id, None)
         if found is not None:
+            self._decide(found, "thrown_away")
             found.cancel()
 
     def stop_others(self, trajectory_id: str) -> None:

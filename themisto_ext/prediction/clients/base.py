@@ -107,6 +107,10 @@ class PredictionRequest:
     on_text: Callable[[str], None] | None = None
     """Called on the event loop with the answer's raw text so far as a model writes it
     (streamed); predictors that answer at once never call it."""
+    on_cpu: Callable[[float], None] | None = None
+    """Called on the event loop, once, with the CPU seconds this machine's model spent on
+    the request, also when it was abandoned or superseded; predictors that compute
+    elsewhere, or in microseconds, never call it."""
 
 
 class Predictor(Protocol):

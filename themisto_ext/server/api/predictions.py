@@ -37,8 +37,14 @@ class PredictorsHandler(ThemistoHandler):
     @authorized
     async def get(self) -> None:
         live = self.themisto.live
+        speculations = live.speculations
         self.send_json({"predictors": [p.name for p in live.predictors],
-                        "contexts": live.contexts, "live": self.themisto.live_predictions})
+                        "contexts": live.contexts, "live": self.themisto.live_predictions,
+                        "speculation": {
+                            "made": speculations.made, "used": speculations.used,
+                            "cpu_seconds_used": round(speculations.cpu_seconds["used"], 3),
+                            "cpu_seconds_thrown_away": round(
+                                speculations.cpu_seconds["thrown_away"], 3)}})
 
 
 class TrajectoryPredictionsHandler(ThemistoHandler):

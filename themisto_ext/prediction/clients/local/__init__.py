@@ -19,7 +19,9 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+from themisto_ext.contract import default_home
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.clients.local.engine import (
     Engine,
@@ -31,6 +33,7 @@ from themisto_ext.prediction.prompts import Prompt
 from themisto_ext.prediction.prompts.window import Window
 
 MiB = 1024 * 1024
+T = TypeVar("T")
 
 
 class LocalPredictor:
@@ -41,6 +44,10 @@ class LocalPredictor:
     uses ``n_threads_decode``: for the 135M model one thread decodes as fast as two on an
     idle machine, and two collapse (~100 -> ~1 token/s, measured) as soon as another process,
     such as the kernel running the cell, keeps the cores busy.
+
+    With ``reuse_prefix``, the KV state of the prompts' fixed part is saved in
+    ``prefix_dir`` (default: ``model-states`` in Themisto's data directory) and loaded by
+    new sessions and later processes (``prefixes.py``).
     """
 
     def __init__(
@@ -54,6 +61,7 @@ class LocalPredictor:
         max_sessions: int = 4,
         cache_bytes: int = 512 * MiB,
         reuse_prefix: bool = True,
+        prefix_dir: Path | None = None,
     ) -> None:
         self.name = "local" if model_path is None else f"local:{model_path}"
         self.max_tokens = max_tokens
@@ -67,6 +75,7 @@ class LocalPredictor:
             max_sessions=max_sessions,
             cache_bytes=cache_bytes,
             reuse_prefix=reuse_prefix,
+            prefix_dir=prefix_dir or default_home() / "model-states",
         )
         self._worker = Worker()
         self.window = Window(n_ctx, self._engine.count_prompt)
@@ -100,6 +109,7 @@ class LocalPredictor:
             lambda: self._engine.complete(prompt, request.session, called, abort, relay),
             abort=abort,
             urgent=request.task == "output",
+            on_cpu=None if request.on_cpu is None else _on_loop(request.on_cpu),
         )
         self._worker.submit(job)
         try:
@@ -154,12 +164,12 @@ class LocalPredictor:
         self._engine.close()
 
 
-def _on_loop(sink: Callable[[str], None]) -> Callable[[str], None]:
+def _on_loop(sink: Callable[[T], None]) -> Callable[[T], None]:
     """``sink`` called on this event loop, from the worker thread that generates."""
     loop = asyncio.get_running_loop()
 
-    def relay(text: str) -> None:
-        loop.call_soon_threadsafe(sink, text)
+    def relay(value: T) -> None:
+        loop.call_soon_threadsafe(sink, value)
 
     return relay
 

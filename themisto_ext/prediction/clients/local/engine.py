@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -27,8 +27,9 @@ from themisto_ext.prediction.clients.base import (
     ProviderRequestError,
 )
 from themisto_ext.prediction.clients.local.cores import free_cores
+from themisto_ext.prediction.clients.local.prefixes import MIN_TOKENS, FixedPrefixes
 from themisto_ext.prediction.clients.local.sessions import SessionStates, save_state
-from themisto_ext.prediction.prompts import Prompt
+from themisto_ext.prediction.prompts import Exchange, Prompt
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -135,8 +136,12 @@ class Engine:
         max_sessions: int,
         cache_bytes: int,
         reuse_prefix: bool,
+        prefix_dir: Path | None,
     ) -> None:
         self._path = path
+        self._prefix_dir = prefix_dir if reuse_prefix else None
+        self._prefixes: FixedPrefixes | None = None
+        self._fixed: dict[tuple[str, tuple[Exchange, ...]], list[int]] = {}
         self._n_threads = n_threads
         self._n_threads_decode = n_threads_decode
         self._n_ctx = n_ctx
@@ -163,6 +168,9 @@ class Engine:
             if self._llm is None:
                 self._llm = self._open()
                 self._formatter = chat_formatter(self._llm)
+                if self._prefix_dir is not None:
+                    self._prefixes = FixedPrefixes(self._prefix_dir,
+                                                   self._path or default_model_path())
                 self._meter = EvalMeter(self._llm)
                 # An instance attribute shadows the method, so generate() calls the meter.
                 self._llm.eval = self._meter  # type: ignore[method-assign]
@@ -222,6 +230,7 @@ class Engine:
             else:
                 llm.reset()
         threads = self._share_cores(llm)
+        fixed_read = self._hold_fixed(llm, prompt)
         switched = time.perf_counter()
         self._meter.start(abort, on_text)
         cap = prompt.max_tokens if self._max_tokens is None \
@@ -246,8 +255,8 @@ class Engine:
         usage = response["usage"]
         return Run(
             response=response,
-            cached_tokens=min(self._meter.n_past or 0, usage["prompt_tokens"]),
-            prompt_eval_seconds=self._meter.prompt_seconds,
+            cached_tokens=min(self._meter.n_past or 0, usage["prompt_tokens"]) - fixed_read[0],
+            prompt_eval_seconds=self._meter.prompt_seconds + fixed_read[1],
             run_seconds=ended - switched,
             queue_seconds=began - queued_at,
             switch_seconds=switched - began,
@@ -268,13 +277,10 @@ class Engine:
         with self._state_lock:
             self._switch_to(llm, session)
         threads = self._share_cores(llm)
+        self._hold_fixed(llm, prompt, abort)
         switched = time.perf_counter()
         tokens = _shared_tokens(llm, self._formatter, prompt)
-        reused = 0
-        for held, wanted in zip(llm.input_ids[:llm.n_tokens], tokens, strict=False):
-            if held != wanted:
-                break
-            reused += 1
+        reused = _common_length(llm.input_ids[:llm.n_tokens], tokens)
         try:
             if reused < llm.n_tokens:
                 llm._ctx.kv_cache_seq_rm(-1, reused, -1)
@@ -294,6 +300,46 @@ class Engine:
                    cached_tokens=reused, prompt_eval_seconds=ended - switched,
                    run_seconds=ended - switched, queue_seconds=began - queued_at,
                    switch_seconds=switched - began, prompt_threads=threads)
+
+    def _hold_fixed(self, llm: Llama, prompt: Prompt,
+                    abort: threading.Event | None = None) -> tuple[int, float]:
+        """Make the context begin with ``prompt``'s fixed part (system text and
+        demonstrations) when it does not: from its saved state if another session, or an
+        earlier server, read it; else by reading it now, and saving it. Returns the tokens
+        read and the seconds it took (both 0 when it was held or loaded)."""
+        if self._prefixes is None:
+            return 0, 0.0
+        tokens = self._fixed_tokens(llm, prompt)
+        held = _common_length(llm.input_ids[:llm.n_tokens], tokens)
+        if len(tokens) < MIN_TOKENS or held == len(tokens) or self._prefixes.load(llm, tokens):
+            return 0, 0.0
+        assert self._meter is not None
+        began = time.perf_counter()
+        try:
+            for start in range(held, len(tokens), WARM_PIECE):
+                if abort is not None and abort.is_set():
+                    raise PredictionSuperseded("paused while reading the fixed prompt")
+                self._meter.read(tokens[start:start + WARM_PIECE])
+        except PredictionSuperseded:
+            raise
+        except Exception as exc:
+            self._forget_context(llm)
+            raise LocalModelError(f"llama.cpp failed: {exc}") from exc
+        self._prefixes.save(llm, tokens)
+        return len(tokens) - held, time.perf_counter() - began
+
+    def _fixed_tokens(self, llm: Llama, prompt: Prompt) -> list[int]:
+        """The tokens of the chat before the question: the same for every prompt of a
+        context, so they are tokenized once. Empty if the chat template does not render
+        them as the beginning of every prompt."""
+        key = (prompt.system, prompt.demonstrations)
+        if key not in self._fixed:
+            full = _chat_tokens(llm, self._formatter, prompt.messages())
+            fixed = [] if self._formatter is None else _chat_tokens(
+                llm, chat_formatter(llm, add_generation_prompt=False),
+                prompt.messages()[:-1])
+            self._fixed[key] = fixed if full[:len(fixed)] == fixed else []
+        return self._fixed[key]
 
     def _share_cores(self, llm: Llama) -> int:
         """Evaluate the prompt on the cores no other process is using right now.
@@ -383,6 +429,15 @@ def _shared_tokens(llm: Llama, formatter: Jinja2ChatFormatter | None,
                         special=special)
 
 
+def _common_length(held: Iterable[int], wanted: Iterable[int]) -> int:
+    count = 0
+    for a, b in zip(held, wanted, strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
 def _chat_tokens(llm: Llama, formatter: Jinja2ChatFormatter | None,
                  messages: list[dict[str, str]]) -> list[int]:
     text, add_bos, special = _chat_text(formatter, messages)
@@ -407,7 +462,8 @@ def gguf_prompt_counter(path: Path) -> Callable[[Prompt], int]:
     return count
 
 
-def chat_formatter(llm: Llama) -> Jinja2ChatFormatter | None:
+def chat_formatter(llm: Llama, add_generation_prompt: bool = True
+                   ) -> Jinja2ChatFormatter | None:
     """The GGUF's chat template, set up the way ``Llama`` sets up its default chat handler."""
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -419,5 +475,6 @@ def chat_formatter(llm: Llama) -> Jinja2ChatFormatter | None:
         template=template,
         eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
         bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+        add_generation_prompt=add_generation_prompt,
         stop_token_ids=[eos],
     )

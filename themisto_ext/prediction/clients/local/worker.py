@@ -3,7 +3,9 @@ supersession."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -24,7 +26,11 @@ class Job:
     urgent: bool = False
     """Predicts the output of a cell that runs or is about to: it runs before work that
     can wait (the next cell), and pauses it."""
+    on_cpu: Callable[[float], None] | None = None
+    """Called once a job that ran is over (answered, failed, given up, superseded) with
+    the CPU seconds the process spent while it ran, pauses left out."""
     future: Future[Run] = field(default_factory=Future)
+    cpu_seconds: float = 0.0
     started: bool = False
     paused: bool = False
     given_up: bool = False
@@ -112,18 +118,26 @@ class Worker:
                         continue
                     job.started = True
                 self._running = job
+            # The process's CPU, not this thread's: llama.cpp computes on threads of its own.
+            began = time.process_time()
+            over = True
             try:
                 result = job.run()
             except PredictionSuperseded as exc:
-                if not self._resume_later(job):
+                over = not self._resume_later(job)
+                if over:
                     job.future.set_exception(exc)
             except Exception as exc:
                 job.future.set_exception(exc)
             else:
                 job.future.set_result(result)
             finally:
+                job.cpu_seconds += time.process_time() - began
                 with self._lock:
                     self._running = None
+                if over and job.on_cpu is not None:
+                    with contextlib.suppress(RuntimeError):  # its event loop has closed
+                        job.on_cpu(job.cpu_seconds)
 
     def _resume_later(self, job: Job) -> bool:
         """Queue a paused job again, first of the jobs that can wait; False if it was
