@@ -7,7 +7,15 @@ subclass whose iterator pops, a metaclass with raising properties, a MagicMock b
 running thread, PEM-looking output), whether the hostile values were left unchanged, and
 the wall-time ratio of running the shared notebooks with and without the hook.
 
+With ``--speculation`` it also compares, through a real server with the local model, a
+kernel whose cells are announced before they run (as the front end announces a cell whose
+text is stable) with the server's speculation on and off: the hook's overhead, the
+kernel's own time for a fixed CPU-bound cell and the wall time of each cell, so that
+speculation (model work on the same cores, just before the cell runs) is seen not to slow
+the kernel.
+
     python benchmarks/capture_overhead.py [--cells 300] [--notebooks DIR]
+                                          [--speculation] [--speculation-cells 40]
 """
 
 from __future__ import annotations
@@ -19,8 +27,12 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
+import httpx
 import nbformat
+import psutil
+from jupyter_client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
@@ -125,16 +137,11 @@ HOSTILE_CELLS = [
 ]
 
 
-class Kernel:
-    def __init__(self, record: bool) -> None:
-        journal = Path(tempfile.mkdtemp(prefix="themisto-bench-"))
-        self.km = KernelManager(kernel_name="python3")
-        extra = [AUTOLOAD_ARG] if record else []
-        self.km.start_kernel(extra_arguments=extra,
-                             env=recording_env(journal, f"bench-{uuid.uuid4().hex[:8]}"))
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=120)
+class Session:
+    """A client of a running kernel that records, and the hook's figures read back."""
+
+    def __init__(self, client: BlockingKernelClient) -> None:
+        self.kc = client
 
     def _execute(self, code: str, **options: object) -> dict:
         msg_id = self.kc.execute(code, **options)
@@ -165,6 +172,21 @@ class Kernel:
         reply = self._execute("", silent=True, user_expressions={"o": expression})
         found = reply["content"].get("user_expressions", {}).get("o", {})
         return str(found["data"]["text/plain"]) if found.get("status") == "ok" else None
+
+
+
+class Kernel(Session):
+    """A kernel of its own, with the hook or without."""
+
+    def __init__(self, record: bool) -> None:
+        journal = Path(tempfile.mkdtemp(prefix="themisto-bench-"))
+        self.km = KernelManager(kernel_name="python3")
+        extra = [AUTOLOAD_ARG] if record else []
+        self.km.start_kernel(extra_arguments=extra,
+                             env=recording_env(journal, f"bench-{uuid.uuid4().hex[:8]}"))
+        super().__init__(self.km.client())
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=120)
 
     def stop(self) -> None:
         self.kc.stop_channels()
@@ -240,15 +262,92 @@ def ratio(directory: Path, rounds: int) -> None:
           f"with hook {b:.2f} s, ratio {b / a:.3f} (includes kernel start-up)")
 
 
+PROBE = ("import time as _t\n_began = _t.perf_counter()\n_ = sum(i * i for i in range({n}))\n"
+         "print(round(_t.perf_counter() - _began, 5))")
+"""A fixed amount of CPU work timed by the kernel itself; its text differs per cell, so
+each announcement is a new speculation."""
+
+
+def kernel_with_speculation(speculation: bool, cells: int, pause: float) -> dict[str, Any]:
+    """Cells announced ``pause`` s before they run, through a real server."""
+    from server_api import Server
+
+    with tempfile.TemporaryDirectory(prefix="themisto-spec-") as tmp:
+        server = Server(Path(tmp), ready_timeout=120, extra=[
+            "--ThemistoExtension.predictors=local", "--ThemistoExtension.contexts=full",
+            f"--ThemistoExtension.speculation={speculation}"])
+        try:
+            kid = httpx.post(f"{server.url}/api/kernels", headers=server.headers,
+                             json={"name": "python3"}, timeout=60).json()["id"]
+            client = BlockingKernelClient(
+                connection_file=str(server.home / "runtime" / f"kernel-{kid}.json"))
+            client.load_connection_file()
+            client.start_channels()
+            client.wait_for_ready(timeout=60)
+            kernel = Session(client)  # the server's kernel: the server loaded the hook
+            probe, hook, wall = [], [], []
+            kernel.run("x = 1")
+            time.sleep(5)  # the model loads and reads the prompts' fixed part meanwhile
+            for i in range(cells):
+                code = PROBE.format(n=1_000_000 + i)
+                httpx.post(f"{server.url}/themisto/api/speculations", headers=server.headers,
+                           json={"kernel_id": kid, "code": code, "cell_id": None}, timeout=30)
+                time.sleep(pause)
+                printed: list[str] = []
+                started = time.perf_counter()
+                client.execute_interactive(
+                    code, timeout=600,
+                    output_hook=lambda msg, out=printed: out.append(msg["content"].get("text", "")))
+                wall.append(time.perf_counter() - started)
+                probe.append(float("".join(printed).strip() or "nan"))
+                found = kernel.evaluate("get_ipython()._themisto_recorder.last_overhead")
+                hook.append(float(found) if found is not None else float("nan"))
+            account = httpx.get(f"{server.url}/themisto/api/predictors", headers=server.headers,
+                                timeout=30).json()["speculation"]
+            cpu = sum(psutil.Process(server.proc.pid).cpu_times()[:2])
+            client.stop_channels()
+        finally:
+            server.stop()
+    return {"probe": probe, "hook": hook, "wall": wall, "account": account, "server_cpu": cpu}
+
+
+def speculation_effect(cells: int, rounds: int, pause: float = 1.0) -> None:
+    runs: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+    for _ in range(rounds):  # interleaved, so machine noise hits both alike
+        for on in (False, True):
+            runs[on].append(kernel_with_speculation(on, cells, pause))
+    print(f"speculation on vs off: {cells} CPU-bound cells x {rounds} rounds, each announced "
+          f"{pause:.1f} s before it runs, local model:")
+    for on in (False, True):
+        probe = [v for r in runs[on] for v in r["probe"]]
+        hook = [v for r in runs[on] for v in r["hook"]]
+        wall = [v for r in runs[on] for v in r["wall"]]
+        made = sum(r["account"]["made"] for r in runs[on])
+        used = sum(r["account"]["used"] for r in runs[on])
+        cpu = sum(r["server_cpu"] for r in runs[on])
+        print(f"  speculation {'on ' if on else 'off'}: kernel's own time for the cell median "
+              f"{ms(statistics.median(probe))}, p95 {ms(pct(probe, 95))}; hook overhead median "
+              f"{ms(statistics.median(hook))}, p95 {ms(pct(hook, 95))}; cell wall median "
+              f"{ms(statistics.median(wall))}, p95 {ms(pct(wall, 95))}; speculations made "
+              f"{made}, taken {used}; server CPU {cpu:.1f} s")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cells", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     default = Path(__file__).resolve().parents[2] / "shared" / "data" / "notebooks"
     parser.add_argument("--notebooks", type=Path, default=default)
+    parser.add_argument("--speculation", action="store_true",
+                        help="also compare a server's kernel with speculation on and off")
+    parser.add_argument("--speculation-cells", type=int, default=40)
+    parser.add_argument("--only-speculation", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    overhead(args.cells)
-    ratio(args.notebooks, args.rounds)
+    if not args.only_speculation:
+        overhead(args.cells)
+        ratio(args.notebooks, args.rounds)
+    if args.speculation or args.only_speculation:
+        speculation_effect(args.speculation_cells, args.rounds)
     return 0
 
 

@@ -6,24 +6,28 @@ that sleep, so some run >= 1 s) and a pause between cells, as a person would. Fo
 cell it measures when the output prediction arrived on the live stream, relative to the
 cell's start and to its real result; a cell that never got one counts as never ready.
 The notebook is opened first as the front end opens one (its kernel's live stream, on
-which the server warms the model's session). Then the cold start: the first prediction of
-a new session whose prompt has ~2,000 tokens (the model loaded, nothing cached), and the
-same once its session was warmed as on opening its notebook. Run twice, with prefix reuse
-on and off.
+which the server warms the model's session). Run twice, with prefix reuse on and off.
 
 With ``--announce`` it simulates a person in front of the notebook: each cell's text is
 announced as the front end would (``POST /speculations``) before the cell runs, half of
 the cells (alternately) after a pause (``--pause`` seconds before Shift+Enter) and half
-straight after typing (0.3 s before). Times are from Shift+Enter: to the first streamed
-piece of the output prediction (``writing`` event) and to the whole prediction; a cell
-counts as ready at start when its speculation was complete before it started. (The CPU
-time of speculations thrown away is not measured yet: every announced text here is run
-unchanged, so none is thrown away but the ones a running cell preempted.) The figures end
-with one JSON line::
+straight after typing (0.3 s before); every third cell is first announced as a draft
+(its last line not typed yet) 1.5 s before its final text, so that speculation is
+thrown away. Times are from Shift+Enter: to the first streamed piece of the output
+prediction (``writing`` event) and to the whole prediction; a cell counts as ready at
+start when its speculation was complete before it started. The server's own account
+(``GET /predictors``) gives the CPU seconds spent on speculations taken and thrown away.
+
+Then the cold start, in a new process with the model loaded: the first prediction of a
+new session whose prompt is the live budget's largest (the last step of the replayed
+trajectory), nothing of it cached but the prompts' fixed part, which an earlier server
+saved (``prefixes.py``); the same when even that is read (the first prediction on a new
+machine); the same for a ~2,000-token prompt; and once its session was warmed as on
+opening its notebook. The figures end with one JSON line::
 
     {"p50": ..., "p95": ..., "ready_at_start": ..., "first_token_p50": ..., "cold_start": ...}
 
-    python benchmarks/live_latency.py [--cells 200] [--think 3] [--budget 4000]
+    python benchmarks/live_latency.py [--cells 200] [--think 3] [--budget 2500]
                                       [--no-compare] [--verbose] [--announce] [--pause 2.5]
 """
 
@@ -38,9 +42,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import nbformat
+import psutil
 from jupyter_client import BlockingKernelClient
 from server_api import Server, stream_events
 
@@ -112,38 +118,69 @@ def trace(starts: dict[int, float], ends: dict[int, float], arrivals: dict[str, 
 
 COLD_TOKENS = 2000
 COLD_BUDGET = 12_000
-"""Room for a 2,000-token prompt: the local model's live budget holds about 1,500 tokens."""
+"""Room for a 2,000-token prompt: the local model's live budget holds about 1,800 tokens."""
 
 
-async def cold_start(store_path: Path, budget: int = COLD_BUDGET) -> tuple[int, float, float]:
-    """The first output prediction of a new session whose prompt has ~2,000 tokens: the
-    recorded trajectory's first step with such a prompt, on a loaded model with no cache;
-    then the same prediction in another session warmed first, as the server warms a
-    notebook's session when it opens (``LocalPredictor.warm``): (tokens, cold s, warm s)."""
+async def cold_start(store_path: Path, budget: int) -> dict[str, float]:
+    """First predictions of new sessions on a loaded model, each in a new process's
+    predictor (seconds, and the prompts' tokens): see the module docstring."""
     store = SQLiteStore(store_path)
     (trajectory,) = store.list_trajectories(limit=1)
     steps = list(store.iter_steps(trajectory.id))
-    predictor = LocalPredictor(max_tokens=64)
-    try:
-        await predictor.load()
-        for n in range(1, len(steps)):
-            prompt = build_prompt(steps[:n], "output", "full", target_code=steps[n]["code"],
-                                  budget_chars=budget)
-            if predictor.count_tokens(prompt.system + prompt.user) >= COLD_TOKENS:
-                break
-        began = time.perf_counter()
-        completion = await predictor.predict(PredictionRequest(
-            task="output", history=steps[:n], target_code=steps[n]["code"], prompt=prompt,
-            session="cold"))
-        cold = time.perf_counter() - began
-        await predictor.warm(prompt, "warmed")
-        began = time.perf_counter()
-        await predictor.predict(PredictionRequest(
-            task="output", history=steps[:n], target_code=steps[n]["code"], prompt=prompt,
-            session="warmed"))
-        return completion.prompt_tokens, cold, time.perf_counter() - began
-    finally:
-        await predictor.aclose()
+    found: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="themisto-states-") as states:
+
+        async def first_prediction(label: str, prompt_budget: int, n: int,
+                                   warmed: bool = False) -> None:
+            predictor = LocalPredictor(max_tokens=64, prefix_dir=Path(states))
+            try:
+                began = time.perf_counter()
+                await predictor.load()
+                found["load"] = time.perf_counter() - began
+                prompt = build_prompt(steps[:n], "output", "full", target_code=steps[n]["code"],
+                                      budget_chars=prompt_budget)
+                if warmed:
+                    await predictor.warm(prompt, label)
+                began = time.perf_counter()
+                completion = await predictor.predict(PredictionRequest(
+                    task="output", history=steps[:n], target_code=steps[n]["code"],
+                    prompt=prompt, session=label))
+                found[label] = time.perf_counter() - began
+                tokens = completion.prompt_tokens or 0
+                found[f"{label}_tokens"] = tokens
+                found[f"{label}_read"] = tokens - (completion.cached_tokens or 0)
+            finally:
+                await predictor.aclose()
+
+        last = len(steps) - 1
+        await first_prediction("first_ever", budget, last)  # saves the fixed part
+        await first_prediction("cold", budget, last)
+        predictor = LocalPredictor(prefix_dir=Path(states))
+        try:
+            longer = next((n for n in range(1, len(steps)) if predictor.count_tokens(
+                build_prompt(steps[:n], "output", "full", target_code=steps[n]["code"],
+                             budget_chars=COLD_BUDGET).user) >= COLD_TOKENS), last)
+        finally:
+            await predictor.aclose()
+        await first_prediction("cold_2000", COLD_BUDGET, longer)
+        await first_prediction("warm", COLD_BUDGET, longer, warmed=True)
+    return found
+
+
+def speculation_account(server: Server) -> dict[str, float]:
+    got: dict[str, float] = httpx.get(f"{server.url}/themisto/api/predictors",
+                                      headers=server.headers, timeout=30).json()["speculation"]
+    return got
+
+
+def draft_of(code: str) -> str:
+    """The cell as it stood when the person paused before typing its last line."""
+    lines = code.rstrip().splitlines()
+    return "\n".join(lines[:-1]) if len(lines) > 1 else code.rstrip()[:-1] or "#"
+
+
+DRAFT_LEAD = 1.5
+"""Seconds between a draft's announcement and the final text's."""
 
 
 def announce(server: Server, kernel_id: str, code: str) -> None:
@@ -164,7 +201,7 @@ def open_notebook(server: Server, kernel_id: str) -> None:
 
 
 def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bool,
-           pause: float | None = None) -> dict[str, object]:
+           pause: float | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="themisto-live-") as tmp:
         server = Server(Path(tmp), root=NOTEBOOKS, ready_timeout=120, extra=[
             "--ThemistoExtension.predictors=local", "--ThemistoExtension.contexts=full",
@@ -192,7 +229,12 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
                     lead = pause if n % 2 == 0 else STRAIGHT_LEAD
                     if lead == pause:
                         paused.add(n)
-                    time.sleep(max(0.0, think - lead))
+                    if n % 3 == 0:
+                        time.sleep(max(0.0, think - lead - DRAFT_LEAD))
+                        announce(server, kid, draft_of(code))
+                        time.sleep(DRAFT_LEAD)
+                    else:
+                        time.sleep(max(0.0, think - lead))
                     announce(server, kid, code)
                     time.sleep(lead)
                 elif n > 1:
@@ -208,10 +250,12 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
                     seen, quiet_since = len(arrivals["prediction"]), time.time()
                 time.sleep(0.2)
             client.stop_channels()
+            account = speculation_account(server)
+            server_cpu = sum(psutil.Process(server.proc.pid).cpu_times()[:2])
         finally:
             stop.set()
             server.stop()
-        cold_tokens, cold_seconds, warm_seconds = asyncio.run(cold_start(server.store))
+        cold = asyncio.run(cold_start(server.store, budget))
     if verbose:
         trace(starts, ends, arrivals, records)
     latency = {n: arrivals["prediction"][n] - starts[n] for n in starts
@@ -237,7 +281,7 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
         "p50": statistics.median(later) if later else float("nan"),
         "p95": later[int(0.95 * (len(later) - 1))] if later else float("nan"),
         "first": latency.get(1, float("nan")), "first_tokens": first.get("prompt_tokens"),
-        "cold": cold_seconds, "cold_tokens": cold_tokens, "warm": warm_seconds,
+        **cold, "server_cpu": server_cpu, "speculation": account,
         "slow": len(slow), "before": len(before),
         "reuse_rate": len(reused) / max(1, len(outputs) - 1),
         "max_prompt_tokens": max((r.get("prompt_tokens") or 0 for r in outputs.values()),
@@ -245,15 +289,15 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
     }
 
 
-def show(label: str, r: dict[str, object]) -> None:
+def show(label: str, r: dict[str, Any]) -> None:
+    spent = r["speculation"]
     print(f"{label}: {r['predicted']}/{r['cells']} cells got an output prediction "
           f"({r['failed']} failed, the rest superseded before the model got to them, counted "
           "as never ready); "
           "cell start -> output "
           f"prediction, cells after the first five: p50 {r['p50']:.3f} s, p95 {r['p95']:.3f} s "
           f"(targets 0.5 s / 1.5 s); first cell {r['first']:.2f} s ({r['first_tokens']}-token "
-          f"prompt); cold start of a session with a {r['cold_tokens']}-token prompt "
-          f"{r['cold']:.2f} s, {r['warm']:.2f} s once warmed as on opening its notebook; "
+          "prompt); "
           "ready before the real result for "
           f"{r['before']}/{r['slow']} cells running >= 1 s; prefix reused in "
           f"{r['reuse_rate']:.0%} of predictions; largest prompt {r['max_prompt_tokens']} tokens; "
@@ -261,6 +305,17 @@ def show(label: str, r: dict[str, object]) -> None:
           f"{r['speculative']} cells took a speculation, ready at start for "
           f"{r['ready_at_start']:.0%} (cells after the first five); cells run after a pause: "
           f"p50 {r['paused_p50']:.3f} s")
+    print(f"  speculation: {spent['made']} made, {spent['used']} taken by their cell; CPU "
+          f"{spent['cpu_seconds_used']:.1f} s on those taken, "
+          f"{spent['cpu_seconds_thrown_away']:.1f} s on those thrown away "
+          f"({spent['cpu_seconds_thrown_away'] / max(r['server_cpu'], 1e-9):.0%} of the "
+          f"server's {r['server_cpu']:.1f} CPU s)")
+    print(f"  cold start (model loaded in {r['load']:.2f} s before): a new session at the live "
+          f"budget ({r['cold_tokens']:.0f}-token prompt, {r['cold_read']:.0f} read, the fixed "
+          f"part loaded from disk) {r['cold']:.2f} s; the same on a new machine (all "
+          f"{r['first_ever_read']:.0f} read) {r['first_ever']:.2f} s; a "
+          f"{r['cold_2000_tokens']:.0f}-token prompt ({r['cold_2000_read']:.0f} read) "
+          f"{r['cold_2000']:.2f} s, {r['warm']:.2f} s once warmed as on opening its notebook")
 
 
 def main() -> int:
@@ -287,10 +342,12 @@ def main() -> int:
     show("reuse on ", main_run)
     if not args.no_compare:
         show("reuse off", replay(cells, args.think, False, args.budget, args.verbose, pause))
-    print(json.dumps({key: round(float(main_run[name]), 3) for key, name in (  # type: ignore[arg-type]
+    print(json.dumps({key: round(float(main_run[name]), 3) for key, name in (
         ("p50", "p50"), ("p95", "p95"), ("ready_at_start", "ready_at_start"),
         ("first_token_p50", "first_token_p50"), ("cold_start", "cold"),
-        ("warm_start", "warm"))}))
+        ("cold_start_2000", "cold_2000"), ("cold_start_new_machine", "first_ever"),
+        ("warm_start", "warm"))} | {
+        "speculation_cpu_thrown_away": main_run["speculation"]["cpu_seconds_thrown_away"]}))
     return 0
 
 
