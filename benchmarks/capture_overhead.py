@@ -277,13 +277,7 @@ def kernel_with_speculation(speculation: bool, cells: int, pause: float) -> dict
             "--ThemistoExtension.predictors=local", "--ThemistoExtension.contexts=full",
             f"--ThemistoExtension.speculation={speculation}"])
         try:
-            kid = httpx.post(f"{server.url}/api/kernels", headers=server.headers,
-                             json={"name": "python3"}, timeout=60).json()["id"]
-            client = BlockingKernelClient(
-                connection_file=str(server.home / "runtime" / f"kernel-{kid}.json"))
-            client.load_connection_file()
-            client.start_channels()
-            client.wait_for_ready(timeout=60)
+            kid, client = server.start_kernel()
             kernel = Session(client)  # the server's kernel: the server loaded the hook
             probe, hook, wall = [], [], []
             kernel.run("x = 1")

@@ -47,7 +47,6 @@ from typing import Any
 import httpx
 import nbformat
 import psutil
-from jupyter_client import BlockingKernelClient
 from server_api import Server, stream_events
 
 from themisto_ext.prediction.clients.base import PredictionRequest
@@ -155,13 +154,18 @@ async def cold_start(store_path: Path, budget: int) -> dict[str, float]:
         last = len(steps) - 1
         await first_prediction("first_ever", budget, last)  # saves the fixed part
         await first_prediction("cold", budget, last)
-        predictor = LocalPredictor(prefix_dir=Path(states))
+        counter = LocalPredictor(prefix_dir=Path(states))
+
+        def tokens_before(n: int) -> int:
+            prompt = build_prompt(steps[:n], "output", "full", target_code=steps[n]["code"],
+                                  budget_chars=COLD_BUDGET)
+            return counter.count_tokens(prompt.system + prompt.user)
+
         try:
-            longer = next((n for n in range(1, len(steps)) if predictor.count_tokens(
-                build_prompt(steps[:n], "output", "full", target_code=steps[n]["code"],
-                             budget_chars=COLD_BUDGET).user) >= COLD_TOKENS), last)
+            longer = next((n for n in range(1, len(steps)) if tokens_before(n) >= COLD_TOKENS),
+                          last)
         finally:
-            await predictor.aclose()
+            await counter.aclose()
         await first_prediction("cold_2000", COLD_BUDGET, longer)
         await first_prediction("warm", COLD_BUDGET, longer, warmed=True)
     return found
@@ -215,13 +219,7 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
         threading.Thread(target=listen, args=(server, arrivals, records, stop),
                          daemon=True).start()
         try:
-            kid = httpx.post(f"{server.url}/api/kernels", headers=server.headers,
-                             json={"name": "python3"}, timeout=60).json()["id"]
-            client = BlockingKernelClient(
-                connection_file=str(server.home / "runtime" / f"kernel-{kid}.json"))
-            client.load_connection_file()
-            client.start_channels()
-            client.wait_for_ready(timeout=60)
+            kid, client = server.start_kernel()
             open_notebook(server, kid)
             starts, ends = {}, {}
             for n, code in enumerate(cells, start=1):

@@ -201,15 +201,7 @@ def real_kernels(servers: list[Server], kernels: int, cells: int) -> None:
     clients: list[tuple[Server, str, BlockingKernelClient]] = []
     for server in servers:
         for _ in range(kernels):
-            r = httpx.post(f"{server.url}/api/kernels", headers=server.headers,
-                           json={"name": "python3"}, timeout=120)
-            kid = r.json()["id"]
-            client = BlockingKernelClient(
-                connection_file=str(server.home / "runtime" / f"kernel-{kid}.json"))
-            client.load_connection_file()
-            client.hb_channel.time_to_dead = 30.0  # a loaded machine misses 1 s heartbeats
-            client.start_channels()
-            client.wait_for_ready(timeout=120)
+            kid, client = server.start_kernel(timeout=120)
             clients.append((server, kid, client))
     delays: list[float] = []
     missing = [0]

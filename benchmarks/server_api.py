@@ -113,6 +113,19 @@ class Server:
         home.mkdir(parents=True, exist_ok=True)
         return os.open(home / "server.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
 
+    def start_kernel(self, timeout: float = 60) -> tuple[str, BlockingKernelClient]:
+        """A python3 kernel started through the REST API, as JupyterLab starts one (the
+        server's provisioner loads the hook), and a client ready on it."""
+        kid: str = httpx.post(f"{self.url}/api/kernels", headers=self.headers,
+                              json={"name": "python3"}, timeout=timeout).json()["id"]
+        client = BlockingKernelClient(
+            connection_file=str(self.home / "runtime" / f"kernel-{kid}.json"))
+        client.load_connection_file()
+        client.hb_channel.time_to_dead = 30.0  # a loaded machine misses 1 s heartbeats
+        client.start_channels()
+        client.wait_for_ready(timeout=timeout)
+        return kid, client
+
     def stop(self) -> None:
         self.proc.terminate()
         try:
@@ -154,18 +167,10 @@ def live(work: Path, kernels: int, cells: int) -> None:
     threading.Thread(target=follow_stream, args=(server, arrivals, stop, steps),
                      daemon=True).start()
     try:
-        ids = []
+        ids, clients = [], []
         for _ in range(kernels):
-            r = httpx.post(f"{server.url}/api/kernels", headers=server.headers,
-                           json={"name": "python3"}, timeout=60)
-            ids.append(r.json()["id"])
-        clients = []
-        for kid in ids:
-            client = BlockingKernelClient(
-                connection_file=str(server.home / "runtime" / f"kernel-{kid}.json"))
-            client.load_connection_file()
-            client.start_channels()
-            client.wait_for_ready(timeout=60)
+            kid, client = server.start_kernel()
+            ids.append(kid)
             clients.append(client)
 
         def run(client: BlockingKernelClient, kid: str) -> None:

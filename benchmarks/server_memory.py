@@ -23,7 +23,6 @@ from pathlib import Path
 
 import httpx
 import psutil
-from jupyter_client import BlockingKernelClient
 from server_api import Server, stream_events
 
 
@@ -70,14 +69,7 @@ def main() -> int:
                   f"{'off' if args.no_stream else 'followed'}: {args.cells} cells of "
                   f"{args.kb} KB output")
             print(f"start: {start:.0f} MB")
-            r = httpx.post(f"{server.url}/api/kernels", headers=server.headers,
-                           json={"name": "python3"}, timeout=60)
-            kernel_id = r.json()["id"]
-            client = BlockingKernelClient(
-                connection_file=str(server.home / "runtime" / f"kernel-{kernel_id}.json"))
-            client.load_connection_file()
-            client.start_channels()
-            client.wait_for_ready(timeout=60)
+            kernel_id, client = server.start_kernel()
             began = time.monotonic()
             for i in range(1, args.cells + 1):
                 client.execute_interactive(f"print('{i % 10}' * {args.kb * 1000})", timeout=60,
