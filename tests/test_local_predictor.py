@@ -628,6 +628,21 @@ async def test_the_fixed_prompt_part_is_read_once_and_loaded_from_disk_after(tmp
     assert saved.stat().st_size > 10_000_000
 
 
+async def test_warming_counts_the_fixed_part_only_where_it_was_read(tmp_path):
+    """A notebook opened on a new machine reads the fixed part with its trajectory; on a
+    machine that saved it, only the trajectory."""
+    prompt = fixed_part_request(cells("warm-disk", 1, 3), target(4), "w").prompt
+    counts = []
+    for session in ("new-machine", "returning"):
+        p = LocalPredictor(max_tokens=8, prefix_dir=tmp_path)
+        try:
+            counts.append(await p.warm(prompt, session))
+        finally:
+            await p.aclose()
+    assert counts[0] - counts[1] > 700, counts
+    assert 100 < counts[1] < 300, counts  # three cells
+
+
 async def test_the_model_reports_the_cpu_it_spent_also_on_answers_given_up():
     p = LocalPredictor(max_tokens=300)
     spent: list[float] = []

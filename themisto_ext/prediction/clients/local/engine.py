@@ -277,7 +277,7 @@ class Engine:
         with self._state_lock:
             self._switch_to(llm, session)
         threads = self._share_cores(llm)
-        self._hold_fixed(llm, prompt, abort)
+        fixed_read, fixed_seconds = self._hold_fixed(llm, prompt, abort)
         switched = time.perf_counter()
         tokens = _shared_tokens(llm, self._formatter, prompt)
         reused = _common_length(llm.input_ids[:llm.n_tokens], tokens)
@@ -297,7 +297,8 @@ class Engine:
         ended = time.perf_counter()
         return Run(response={"choices": [{"message": {"content": ""}}],
                              "usage": {"prompt_tokens": len(tokens), "completion_tokens": 0}},
-                   cached_tokens=reused, prompt_eval_seconds=ended - switched,
+                   cached_tokens=reused - fixed_read,
+                   prompt_eval_seconds=ended - switched + fixed_seconds,
                    run_seconds=ended - switched, queue_seconds=began - queued_at,
                    switch_seconds=switched - began, prompt_threads=threads)
 

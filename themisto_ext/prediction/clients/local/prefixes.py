@@ -38,6 +38,7 @@ class FixedPrefixes:
         import llama_cpp
 
         self.directory = directory
+        self._unsaved: set[Path] = set()
         stat = model.stat()
         self._identity = f"{model.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0" \
                          f"{llama_cpp.__version__}".encode()
@@ -83,7 +84,10 @@ class FixedPrefixes:
             os.replace(temporary, path)  # other servers never see half a file
             self._prune()
         except OSError as exc:
-            log.warning("themisto: could not save the model state %s: %s", path, exc)
+            if path not in self._unsaved:  # once: every new session would say it again
+                self._unsaved.add(path)
+                log.warning("themisto: could not save the model state %s (new sessions read "
+                            "the prompts' fixed part again): %s", path, exc)
             temporary.unlink(missing_ok=True)
 
     def _prune(self) -> None:
