@@ -122,8 +122,10 @@ async def test_predict_on_request(jp_fetch, jp_serverapp):
         by_context = {p["context"]: p["answer"] for p in requested()}
         assert by_context == {"full": "3", "none": ""}  # len(v) needs the runtime state
         r = await jp_fetch("themisto", "api", "predictors")
-        assert json.loads(r.body) == {"predictors": ["baseline", "openai:fake-model"],
-                                      "contexts": ["none", "full"], "live": True}
+        assert json.loads(r.body) == {
+            "predictors": ["baseline", "openai:fake-model"], "contexts": ["none", "full"],
+            "live": True, "speculation": {"made": 0, "used": 0, "cpu_seconds_used": 0,
+                                          "cpu_seconds_thrown_away": 0}}
         assert (await kernel_status(jp_fetch, kernel_id))["steps"] == 1
     finally:
         client.stop_channels()
