@@ -92,6 +92,7 @@ def listen(server: Server, out: dict[str, dict[int, float]], records: dict[int, 
                 records.setdefault(-target, prediction)
             elif prediction["error"]:
                 out["failed"][target] = time.time()
+                records.setdefault(target, prediction)
             else:
                 out["prediction"].setdefault(target, time.time())
                 records.setdefault(target, prediction)
@@ -107,7 +108,8 @@ def trace(starts: dict[int, float], ends: dict[int, float], arrivals: dict[str, 
         print(f"cell {n:3d} ran {ends[n] - starts[n]:6.3f} s | output "
               + (f"{got - starts[n]:6.2f} s after start, prompt {out.get('prompt_tokens')} "
                  f"cached {out.get('cached_tokens')} answer {out.get('completion_tokens')} "
-                 f"model {out.get('latency')} s" if got else "none")
+                 f"model {out.get('latency')} s" if got else
+                 f"failed: {out['error']}" if out.get("error") else "none")
               + " | next cell "
               + (f"{nc - ends[n]:6.2f} s after result, prompt {nxt.get('prompt_tokens')} "
                  f"cached {nxt.get('cached_tokens')} model {nxt.get('latency')} s"
