@@ -87,3 +87,63 @@ async def test_an_answer_is_streamed_to_the_panel_while_the_model_writes(
     sent = [r.body for r in llm.requests if r.body and r.body.get("stream")]
     assert sent and all(b["stream_options"] == {"include_usage": True} for b in sent)
     assert json.dumps(stored["prompt"])  # the prompt is kept as before
+
+
+async def test_a_speculation_still_being_written_streams_once_its_cell_starts(
+        jp_fetch, jp_serverapp, llm, api_contract):
+    """Announced before it runs, a cell's output prediction is written unseen; the cell
+    starts while the model still writes: the text so far shows at once, the rest streams,
+    and the stored prediction is the speculation's."""
+    buffer, events = bytearray(), []
+    arrived: list[float] = []
+
+    def on_chunk(chunk: bytes) -> None:
+        buffer.extend(chunk)
+        for event in parse_sse(buffer, api_contract):
+            events.append(event)
+            arrived.append(time.monotonic())
+
+    stream = asyncio.ensure_future(jp_fetch("themisto", "api", "events",
+                                            streaming_callback=on_chunk, request_timeout=120))
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    store = store_of(jp_serverapp)
+    live = jp_serverapp.web_app.settings["themisto"].live
+    try:
+        await wait_for(lambda: events)
+        await client.execute_interactive("squares = [i * i for i in range(10)]", timeout=30)
+        tid = (await wait_for_steps(jp_fetch, kernel_id, 1))["trajectory_id"]
+        await wait_for(lambda: any(p["task"] == "next-cell" for p in store.predictions(tid)))
+        llm.script(ok(piece_delay=0.25))  # the speculation: ~5 pieces a second
+        r = await jp_fetch("themisto", "api", "speculations", method="POST", body=json.dumps(
+            {"kernel_id": kernel_id, "code": "squares", "cell_id": "c2"}))
+        assert json.loads(r.body)["accepted"] is True
+        speculation = live.speculations.get(tid)
+        await wait_for(lambda: len(speculation.written.get(("openai:fake-model", "full"),
+                                                           "")) > 3)
+        unseen = [d for (name, d) in events if name == "writing" and d["task"] == "output"
+                  and d["target_step"] == 2]
+        assert unseen == []  # written, not shown: the cell may never run
+        began = time.monotonic()
+        await client.execute_interactive("squares", timeout=30)
+        await wait_for(lambda: output_prediction_event(events) is not None)
+    finally:
+        client.stop_channels()
+        stream.cancel()
+    final_at = arrived[events.index(output_prediction_event(events))]
+    writing = [(d, at) for (name, d), at in zip(events, arrived, strict=True)
+               if name == "writing" and d["task"] == "output" and d["target_step"] == 2]
+    texts = [d["text"] for d, _ in writing]
+    answer = "[0, 1, 4, 9, 16, 25, 36, 49, 64, 81]"
+    assert len(texts) >= 3 and texts[-1] == answer
+    assert all(b.startswith(a) for a, b in itertools.pairwise(texts))
+    assert len(texts[0]) > 3  # the first event carries what was written before the start
+    assert writing[0][1] - began < final_at - began - 0.5
+    assert all(d["cell_id"] == "c2" for d, _ in writing)
+    (stored,) = [p for p in store.predictions(tid, target_step=2) if p["task"] == "output"]
+    assert stored["speculative"] is True and stored["answer"] == answer
+
+
+def output_prediction_event(events: list) -> tuple | None:
+    return next((e for e in events if e[0] == "prediction"
+                 and e[1]["prediction"]["task"] == "output"
+                 and e[1]["prediction"]["target_step"] == 2), None)

@@ -24,7 +24,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from datetime import datetime, timezone
 from functools import partial
 from typing import Any
@@ -297,21 +297,29 @@ class LivePredictions:
 
     async def _predict(self, predictor: Predictor, context: Context, scope: Scope, task: Task,
                        target_step: int, code: str | None, cell_id: str | None,
-                       speculative: bool = False, on_cpu: Callable[[float], None] | None = None
-                       ) -> Prediction | Superseded:
-        """One prediction, its answer published as the model writes it; a speculative one
-        is not shown until its cell starts."""
+                       speculation: Speculation | None = None) -> Prediction | Superseded:
+        """One prediction, its answer published as the model writes it; one made for a
+        ``speculation`` is shown only once its cell starts (the text written so far then,
+        the rest as it comes), and its CPU is booked to it."""
         budget = self.budgets.get(predictor.name, self.budget_chars)
         history = [s for s in self._history(scope.trajectory_id, budget)
                    if s["step"] < target_step]
+        combo = (predictor.name, context)
         shown = [""]
 
         def on_text(raw: str) -> None:
             text = partial_answer(raw, task)
-            if text != shown[0]:  # a tag being written, or whitespace, shows nothing new
-                shown[0] = text
+            if text == shown[0]:  # a tag being written, or whitespace, shows nothing new
+                return
+            shown[0] = text
+            if speculation is None:
                 self.events.publish(writing_event(scope, task, context, predictor.name,
                                                   target_step, cell_id, text))
+                return
+            speculation.written[combo] = text
+            if speculation.running:
+                self.events.publish(writing_event(scope, task, context, predictor.name,
+                                                  target_step, speculation.running_cell, text))
 
         return await predict(
             predictor, history, task, context, trajectory_id=scope.trajectory_id,
@@ -319,7 +327,9 @@ class LivePredictions:
             session=f"{scope.trajectory_id}:{context}",
             budget_chars=budget,
             kernel_id=scope.kernel_id, notebook_path=scope.notebook_path, cell_id=cell_id,
-            on_text=None if speculative else on_text, on_cpu=on_cpu, speculative=speculative)
+            on_text=on_text, speculative=speculation is not None,
+            on_cpu=None if speculation is None else partial(self.speculations.spend,
+                                                            speculation))
 
     async def _run(self, predictor: Predictor, context: Context, trajectory_id: str, task: Task,
                    target_step: int, code: str | None, cell_id: str | None) -> None:
@@ -357,8 +367,7 @@ class LivePredictions:
                 for context in self.contexts:
                     outcome = await self._predict(  # not shown until its cell starts
                         predictor, context, scope, "output", speculation.target_step,
-                        speculation.code, speculation.cell_id, speculative=True,
-                        on_cpu=partial(self.speculations.spend, speculation))
+                        speculation.code, speculation.cell_id, speculation)
                     speculation.settle((predictor.name, context),
                                        None if isinstance(outcome, Superseded) else outcome)
         except asyncio.CancelledError:
@@ -380,8 +389,15 @@ class LivePredictions:
         try:
             scope = self._scope(tid)
             if not outcome.done():
+                speculation.running = True
+                shown_as = speculation.running_cell = cell_id or speculation.cell_id
                 self.events.publish(predicting_event(scope, "output", context, predictor.name,
-                                                     target, cell_id))
+                                                     target, shown_as))
+                written = speculation.written.get(combo)
+                if written:  # what the model has written so far; the rest streams
+                    self.events.publish(writing_event(scope, "output", context,
+                                                      predictor.name, target, shown_as,
+                                                      written))
             made = await outcome
             if made is None:
                 await self._run(predictor, context, tid, "output", target, speculation.code,

@@ -48,6 +48,12 @@ class Speculation:
     asked_at: float = field(default_factory=time.time)
     cpu_seconds: float = 0.0
     """What this machine's model spent on it so far (see ``Speculations.spend``)."""
+    written: dict[Combo, str] = field(default_factory=dict)
+    """The answer written so far of each prediction under way (not shown yet)."""
+    running: bool = False
+    """Its cell started while a prediction was still being written: the rest of the
+    answer is streamed as that cell's, under ``running_cell``."""
+    running_cell: str | None = None
     fate: Fate | None = None
 
     @property
