@@ -24,6 +24,23 @@ def llm():
         yield server
 
 
+def follow(jp_fetch, api_contract) -> tuple[list, list[float], asyncio.Future]:
+    """The live stream as the panel reads it: (events, when each arrived, the request),
+    every event checked against the API's schemas on arrival."""
+    buffer, events = bytearray(), []
+    arrived: list[float] = []
+
+    def on_chunk(chunk: bytes) -> None:
+        buffer.extend(chunk)
+        for event in parse_sse(buffer, api_contract):
+            events.append(event)
+            arrived.append(time.monotonic())
+
+    stream = asyncio.ensure_future(jp_fetch("themisto", "api", "events",
+                                            streaming_callback=on_chunk, request_timeout=120))
+    return events, arrived, stream
+
+
 @pytest.fixture
 def jp_server_config(themisto_config, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_url)
@@ -33,17 +50,7 @@ def jp_server_config(themisto_config, llm: FakeLLM, monkeypatch: pytest.MonkeyPa
 
 async def test_an_answer_is_streamed_to_the_panel_while_the_model_writes(
         jp_fetch, jp_serverapp, llm, api_contract):
-    buffer, events = bytearray(), []
-    arrived: list[float] = []
-
-    def on_chunk(chunk: bytes) -> None:
-        buffer.extend(chunk)
-        for event in parse_sse(buffer, api_contract):  # every event checked on arrival
-            events.append(event)
-            arrived.append(time.monotonic())
-
-    stream = asyncio.ensure_future(jp_fetch("themisto", "api", "events",
-                                            streaming_callback=on_chunk, request_timeout=120))
+    events, arrived, stream = follow(jp_fetch, api_contract)
     kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
     store = store_of(jp_serverapp)
     try:
@@ -94,17 +101,7 @@ async def test_a_speculation_still_being_written_streams_once_its_cell_starts(
     """Announced before it runs, a cell's output prediction is written unseen; the cell
     starts while the model still writes: the text so far shows at once, the rest streams,
     and the stored prediction is the speculation's."""
-    buffer, events = bytearray(), []
-    arrived: list[float] = []
-
-    def on_chunk(chunk: bytes) -> None:
-        buffer.extend(chunk)
-        for event in parse_sse(buffer, api_contract):
-            events.append(event)
-            arrived.append(time.monotonic())
-
-    stream = asyncio.ensure_future(jp_fetch("themisto", "api", "events",
-                                            streaming_callback=on_chunk, request_timeout=120))
+    events, arrived, stream = follow(jp_fetch, api_contract)
     kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
     store = store_of(jp_serverapp)
     live = jp_serverapp.web_app.settings["themisto"].live
