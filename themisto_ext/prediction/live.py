@@ -312,14 +312,14 @@ class LivePredictions:
             if text == shown[0]:  # a tag being written, or whitespace, shows nothing new
                 return
             shown[0] = text
-            if speculation is None:
-                self.events.publish(writing_event(scope, task, context, predictor.name,
-                                                  target_step, cell_id, text))
-                return
-            speculation.written[combo] = text
-            if speculation.running:
-                self.events.publish(writing_event(scope, task, context, predictor.name,
-                                                  target_step, speculation.running_cell, text))
+            shown_as = cell_id
+            if speculation is not None:
+                speculation.written[combo] = text
+                if not speculation.running:
+                    return
+                shown_as = speculation.running_cell
+            self.events.publish(writing_event(scope, task, context, predictor.name,
+                                              target_step, shown_as, text))
 
         return await predict(
             predictor, history, task, context, trajectory_id=scope.trajectory_id,

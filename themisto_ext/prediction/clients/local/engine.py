@@ -230,7 +230,7 @@ class Engine:
             else:
                 llm.reset()
         threads = self._share_cores(llm)
-        fixed_read = self._hold_fixed(llm, prompt)
+        fixed_read, fixed_seconds = self._hold_fixed(llm, prompt)
         switched = time.perf_counter()
         self._meter.start(abort, on_text)
         cap = prompt.max_tokens if self._max_tokens is None \
@@ -255,8 +255,8 @@ class Engine:
         usage = response["usage"]
         return Run(
             response=response,
-            cached_tokens=min(self._meter.n_past or 0, usage["prompt_tokens"]) - fixed_read[0],
-            prompt_eval_seconds=self._meter.prompt_seconds + fixed_read[1],
+            cached_tokens=min(self._meter.n_past or 0, usage["prompt_tokens"]) - fixed_read,
+            prompt_eval_seconds=self._meter.prompt_seconds + fixed_seconds,
             run_seconds=ended - switched,
             queue_seconds=began - queued_at,
             switch_seconds=switched - began,
