@@ -237,6 +237,12 @@ class LivePredictions:
         job.add_done_callback(self._tasks.discard)
         return job
 
+    def model_processes(self) -> list[dict[str, Any]]:
+        """The state of each predictor's model process (those that run one)."""
+        found = [status() for p in self.predictors
+                 if (status := getattr(p, "status", None)) is not None]
+        return [s for s in found if s is not None]
+
     async def aclose(self) -> None:
         self.speculations.clear()
         for job in list(self._tasks):

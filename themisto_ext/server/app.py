@@ -23,7 +23,12 @@ from themisto_ext.contract import (
     journal_dir_for,
 )
 from themisto_ext.events import EventBus
-from themisto_ext.prediction.clients import Predictor, local_model_available, make_predictor
+from themisto_ext.prediction.clients import (
+    Limits,
+    Predictor,
+    local_model_available,
+    make_predictor,
+)
 from themisto_ext.prediction.live import LivePredictions
 from themisto_ext.prediction.prompts import CONTEXTS, Context
 from themisto_ext.redaction import Redactor
@@ -126,6 +131,15 @@ class ThemistoExtension(ExtensionApp):
     local_max_tokens = Int(64, help="Longest answer the local model writes for a live "
                                     "prediction (tokens); generation dominates its latency.").tag(
         config=True)
+    local_job_deadline = Float(
+        120.0, help="Seconds a local-model job may go without evaluating a token before its "
+                    "process counts as hung: it is killed and restarted, the job ends as "
+                    "ModelProcessHung.").tag(config=True)
+    local_max_crashes = Int(
+        3, help="Deaths or hangs of the local model's process within local_crash_window "
+                "seconds that switch the local model off for this server.").tag(config=True)
+    local_crash_window = Float(
+        300.0, help="Seconds over which local_max_crashes are counted.").tag(config=True)
     live_predictions = Bool(True, help="Predict every running cell's output and, after each "
                                        "step, the next cell (else only on request).").tag(
         config=True)
@@ -247,12 +261,17 @@ class ThemistoExtension(ExtensionApp):
         ids: list[str] = self.serverapp.kernel_manager.list_kernel_ids()
         return ids
 
+    def _local_limits(self) -> Limits:
+        return Limits(job_deadline=self.local_job_deadline, max_crashes=self.local_max_crashes,
+                      crash_window=self.local_crash_window)
+
     def _make_predictors(self) -> list[Predictor]:
         made = []
         for spec in self.predictors:
             try:
                 made.append(make_predictor(spec, reuse_prefix=self.local_reuse_prefix,
-                                           max_tokens=self.local_max_tokens))
+                                           max_tokens=self.local_max_tokens,
+                                           local_limits=self._local_limits()))
             except Exception as exc:  # one misconfigured predictor must not stop the server
                 self.log.error("themisto: predictor %r unavailable: %s", spec, exc)
         names = ", ".join(p.name for p in made) or "none"

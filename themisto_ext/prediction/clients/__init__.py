@@ -12,6 +12,7 @@ by that model file's tokenizer and chat template.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -30,6 +31,7 @@ from themisto_ext.prediction.clients.base import (
     ProviderServerError,
     ProviderTimeoutError,
 )
+from themisto_ext.prediction.clients.local.supervisor import Limits
 from themisto_ext.prediction.prompts import Prompt
 from themisto_ext.prediction.prompts.window import Window, estimated_window
 
@@ -70,10 +72,11 @@ class ProviderPredictor:
 
 
 def local_model_available() -> bool:
-    """Whether ``local`` can run here: llama-cpp-python and the default GGUF are installed."""
+    """Whether ``local`` can run here: llama-cpp-python and the default GGUF are installed.
+    (Found, not imported: llama.cpp is loaded only by the model's own process.)"""
     try:
-        import llama_cpp  # noqa: F401
-
+        if importlib.util.find_spec("llama_cpp") is None:
+            return False
         from themisto_ext.prediction.clients.local.engine import default_model_path
 
         return default_model_path().is_file()
@@ -93,9 +96,11 @@ def check_predictor_name(spec: str) -> str:
 def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 60,
                    max_concurrency: int = 8, reuse_prefix: bool = True,
                    max_tokens: int | None = None, window_tokens: int | None = None,
-                   tokenizer: Path | None = None) -> Predictor:
+                   tokenizer: Path | None = None,
+                   local_limits: Limits | None = None) -> Predictor:
     """The predictor named ``spec``. ``max_tokens`` caps answers below the protocol's;
-    ``window_tokens`` and ``tokenizer`` set a remote model's window (see the module)."""
+    ``window_tokens`` and ``tokenizer`` set a remote model's window (see the module);
+    ``local_limits`` the local model process's deadlines and restart policy."""
     kind, _, arg = check_predictor_name(spec).partition(":")
     if kind == "baseline":
         from themisto_ext.prediction.clients.baseline import BaselinePredictor
@@ -109,7 +114,7 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
         from themisto_ext.prediction.clients.local import LocalPredictor
 
         local = LocalPredictor(Path(arg) if arg else None, reuse_prefix=reuse_prefix,
-                               max_tokens=max_tokens)
+                               max_tokens=max_tokens, limits=local_limits)
         if kind == "local":
             return local
         from themisto_ext.prediction.clients.hybrid import HybridPredictor
@@ -124,7 +129,7 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
     if tokenizer is None:
         window = estimated_window(tokens)
     else:
-        from themisto_ext.prediction.clients.local.engine import gguf_prompt_counter
+        from themisto_ext.prediction.clients.local import gguf_prompt_counter
 
         window = Window(tokens, gguf_prompt_counter(tokenizer))
     return ProviderPredictor(cls(arg, base_url=base_url, timeout=timeout,
@@ -135,6 +140,7 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
 __all__ = [
     "PREDICTOR_FORMS",
     "Completion",
+    "Limits",
     "PredictionRequest",
     "PredictionSuperseded",
     "Predictor",

