@@ -149,7 +149,8 @@ describe('ThemistoClient: live data', () => {
     await expect(api.getPredictors()).resolves.toEqual({
       predictors: ['baseline'],
       contexts: ['none'],
-      live: true
+      live: true,
+      localModels: []
     });
     expect(calls[0].url.pathname).toBe('/base/themisto/api/predictors');
   });

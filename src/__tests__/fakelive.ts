@@ -15,7 +15,8 @@ export class FakeLive implements IThemistoLive {
     public predictors: IPredictorsInfo | null = {
       predictors: ['baseline'],
       contexts: ['none', 'full'],
-      live: true
+      live: true,
+      localModels: []
     }
   ) {}
 

@@ -136,8 +136,15 @@ class FakeClient implements IThemistoClient {
   async getPrediction(): Promise<Prediction> {
     throw new Error('not used');
   }
+  predictorReads = 0;
   async getPredictors() {
-    return { predictors: ['baseline'], contexts: ['none'], live: true };
+    this.predictorReads++;
+    return {
+      predictors: ['baseline'],
+      contexts: ['none'],
+      live: true,
+      localModels: []
+    };
   }
   async requestPrediction(body: unknown) {
     this.posts.push(body);
@@ -241,6 +248,31 @@ describe('ThemistoLive', () => {
     await flush();
     expect(types).toEqual(['hello', 'step']);
     expect(live.current?.getStep(1)?.code).toBe('x1 = 1');
+    live.dispose();
+  });
+
+  it("reads the predictors again when the embedded model's process fails a prediction", async () => {
+    const api = new FakeClient();
+    const failed = (type: string) =>
+      'event: prediction\ndata: ' +
+      JSON.stringify({
+        type: 'prediction',
+        trajectory_id: 't1',
+        kernel_id: 'k1',
+        notebook_path: 'a.ipynb',
+        prediction: prediction('output', 3, {
+          error: { type, message: 'signal 11 (SIGSEGV): the process died' }
+        })
+      }) +
+      '\n\n';
+    api.events = failed('ModelProcessDied') + failed('ModelProcessDied');
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({ client: api, tracker: t });
+    await flush();
+    const before = api.predictorReads;
+    show(panel('a.ipynb', 'k1'));
+    await new Promise(resolve => setTimeout(resolve, 700));
+    expect(api.predictorReads).toBe(before + 1); // both events, one read
     live.dispose();
   });
 

@@ -338,7 +338,12 @@ describe('PredictionPanel', () => {
 
   it('says when no predictor is configured or recording is off', () => {
     const { panel, live, store, actions, q } = setup();
-    live.predictors = { predictors: [], contexts: [], live: true };
+    live.predictors = {
+      predictors: [],
+      contexts: [],
+      live: true,
+      localModels: []
+    };
     store!.recording = false;
     live.predictorsChanged.emit();
     panel.flush();
@@ -351,6 +356,26 @@ describe('PredictionPanel', () => {
     expect(off).not.toBeNull();
     click(off!.querySelector('button'));
     expect(actions.toggles).toBe(1);
+    panel.dispose();
+  });
+
+  it('says why the embedded model gives no predictions', () => {
+    const { panel, live, q } = setup();
+    const reason = 'the model process died while loading the model (signal 4)';
+    live.predictors = {
+      predictors: ['local'],
+      contexts: ['full'],
+      live: true,
+      localModels: [{ predictor: 'local', state: 'failed', reason }]
+    };
+    live.predictorsChanged.emit();
+    panel.flush();
+    const banner = q('[data-kind="model-off"]');
+    expect(banner?.textContent).toContain(reason);
+    let refreshed = 0;
+    live.predictorsChanged.connect(() => refreshed++);
+    click(banner!.querySelector('button'));
+    expect(refreshed).toBe(1);
     panel.dispose();
   });
 

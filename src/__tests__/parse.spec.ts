@@ -274,12 +274,33 @@ describe('payload readers', () => {
         contexts: ['none'],
         live: false
       })
-    ).toEqual({ predictors: ['baseline'], contexts: ['none'], live: false });
+    ).toEqual({
+      predictors: ['baseline'],
+      contexts: ['none'],
+      live: false,
+      localModels: []
+    });
     expect(toPredictorsInfo({ predictors: [] })).toEqual({
       predictors: [],
       contexts: [],
-      live: true
+      live: true,
+      localModels: []
     });
+    const off = toPredictorsInfo({
+      predictors: ['hybrid'],
+      local_models: [
+        {
+          predictor: 'hybrid',
+          state: 'off',
+          reason: 'died 3 times',
+          pid: null
+        },
+        'garbage'
+      ]
+    });
+    expect(off?.localModels).toEqual([
+      { predictor: 'hybrid', state: 'off', reason: 'died 3 times' }
+    ]);
     expect(toPredictorsInfo({})).toBeNull();
   });
 

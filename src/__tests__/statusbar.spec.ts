@@ -127,6 +127,28 @@ describe('ThemistoStatusItem', () => {
     expect(item.node.textContent).toBe('Themisto: recording · 3 steps');
   });
 
+  it('says when the embedded model is off, with the reason, until it is back', async () => {
+    live.show(knownStore(true, 2));
+    expect(item.node.dataset.model).toBe('ok');
+    const reason = "the local model's process died 3 times in 300 s";
+    live.predictors = {
+      predictors: ['hybrid'],
+      contexts: ['full'],
+      live: true,
+      localModels: [{ predictor: 'hybrid', state: 'off', reason }]
+    };
+    await live.refreshPredictors();
+    expect(item.node.dataset.model).toBe('off');
+    expect(item.node.textContent).toBe(
+      'Themisto: recording · 2 steps · model off ⚠'
+    );
+    expect(item.node.title).toContain(reason);
+    live.predictors = { ...live.predictors, localModels: [] };
+    await live.refreshPredictors();
+    expect(item.node.dataset.model).toBe('ok');
+    expect(item.node.textContent).toBe('Themisto: recording · 2 steps');
+  });
+
   it('shows the reason the server gives when the state is read', () => {
     const store = new NotebookLive(PATH);
     store.kernelId = KERNEL;

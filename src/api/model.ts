@@ -61,6 +61,24 @@ export interface IPredictorsInfo {
    * Whether the server predicts by itself as cells run.
    */
   live: boolean;
+  /**
+   * The embedded model's process of each predictor that runs one.
+   */
+  localModels: ILocalModelState[];
+}
+
+/**
+ * An entry of `local_models` in `GET themisto/api/predictors` (the fields the
+ * front end reads).
+ */
+export interface ILocalModelState {
+  predictor: string;
+  /**
+   * `idle`, `running`, `restarting`, `off` (it crashed too often), `failed`
+   * (it cannot start) or `closed`.
+   */
+  state: string;
+  reason: string | null;
 }
 
 /**

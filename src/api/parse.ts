@@ -113,10 +113,16 @@ export function toPredictorsInfo(value: unknown): IPredictorsInfo | null {
   if (!isRecord(value) || !Array.isArray(value.predictors)) {
     return null;
   }
+  const models = Array.isArray(value.local_models) ? value.local_models : [];
   return {
     predictors: strings(value.predictors),
     contexts: strings(value.contexts),
-    live: value.live !== false
+    live: value.live !== false,
+    localModels: models.filter(isRecord).map(model => ({
+      predictor: typeof model.predictor === 'string' ? model.predictor : '',
+      state: typeof model.state === 'string' ? model.state : '',
+      reason: typeof model.reason === 'string' ? model.reason : null
+    }))
   };
 }
 

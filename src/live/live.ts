@@ -8,6 +8,7 @@ import {
   NotebookActions,
   type NotebookPanel
 } from '@jupyterlab/notebook';
+import { Debouncer } from '@lumino/polling';
 import { type ISignal, Signal } from '@lumino/signaling';
 
 import { ThemistoApiError } from '../api/errors';
@@ -21,6 +22,7 @@ import type {
   IThemistoLive
 } from '../tokens';
 import { HistoryLoader } from './loader';
+import { MODEL_PROCESS_ERRORS } from './reasons';
 import { NotebookLive } from './store';
 import type { IStepDetail } from './types';
 
@@ -317,6 +319,13 @@ export class ThemistoLive implements IThemistoLive {
       if (event.type === 'recording') {
         this._recordingNews(event.kernel_id);
       }
+      if (
+        event.type === 'prediction' &&
+        MODEL_PROCESS_ERRORS.has(event.prediction.error?.type ?? '')
+      ) {
+        // the embedded model's process died, hung or was switched off
+        void this._modelNews.invoke();
+      }
       store.apply(event);
     }
     this._eventReceived.emit({ store, event });
@@ -414,6 +423,7 @@ export class ThemistoLive implements IThemistoLive {
   >();
   private _predictors: IPredictorsInfo | null = null;
   private _predictorsError: string | null = null;
+  private _modelNews = new Debouncer(() => this.refreshPredictors(), 500);
   private _currentChanged = new Signal<IThemistoLive, INotebookLive | null>(
     this
   );

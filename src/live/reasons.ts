@@ -47,6 +47,33 @@ export function errorReason(
 }
 
 /**
+ * Error types of a prediction that the embedded model's process could not
+ * make (prediction/clients/local/wire.py): the server's account of that
+ * process (`GET predictors`) may have changed.
+ */
+export const MODEL_PROCESS_ERRORS = new Set([
+  'LocalModelError',
+  'ModelProcessDied',
+  'ModelProcessHung',
+  'LocalModelOff'
+]);
+
+/**
+ * Why the embedded model gives no predictions for now (it crashed too
+ * often, or cannot start), or `null` while it can.
+ */
+export function localModelDown(
+  predictors: IPredictorsInfo | null
+): string | null {
+  for (const model of predictors?.localModels ?? []) {
+    if (model.state === 'off' || model.state === 'failed') {
+      return model.reason ?? model.state;
+    }
+  }
+  return null;
+}
+
+/**
  * Why a step has no prediction at all (none was recorded for it).
  */
 export function noPredictionReason(

@@ -6,6 +6,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import type { IPredictorsInfo } from '../api/model';
+import { localModelDown } from '../live/reasons';
 import type { INotebookLive } from '../tokens';
 import { button, h } from './dom';
 
@@ -82,6 +83,15 @@ export function headerView(
       'unavailable',
       trans.__('Predictions are unavailable: %1', state.predictorsError) + ' ',
       button(trans.__('Retry'), () => actions.refreshPredictors())
+    );
+  } else if (localModelDown(state.predictors)) {
+    banner(
+      'model-off',
+      trans.__(
+        'The embedded model gives no predictions: %1',
+        localModelDown(state.predictors) ?? ''
+      ) + ' ',
+      button(trans.__('Check again'), () => actions.refreshPredictors())
     );
   } else if (state.predictors && state.predictors.predictors.length === 0) {
     banner(

@@ -14,7 +14,15 @@ export type StatusView =
   | { kind: 'no-kernel' }
   | { kind: 'loading'; kernelId: string }
   | { kind: 'error'; kernelId: string; message: string }
-  | { kind: 'ready'; model: IKernelRecording };
+  | {
+      kind: 'ready';
+      model: IKernelRecording;
+      /**
+       * Why the embedded model gives no predictions for now (it crashed too
+       * often, or cannot start); absent while it can.
+       */
+      modelDown?: string | null;
+    };
 
 /**
  * Format a number of steps, e.g. `1 step`, `3 steps`.
@@ -39,10 +47,15 @@ export function formatStatusLabel(
       return trans.__('Themisto: unavailable');
     case 'ready':
       if (view.model.recording) {
-        return trans.__(
-          'Themisto: recording · %1',
-          formatSteps(view.model.steps, trans)
-        );
+        return view.modelDown
+          ? trans.__(
+              'Themisto: recording · %1 · model off ⚠',
+              formatSteps(view.model.steps, trans)
+            )
+          : trans.__(
+              'Themisto: recording · %1',
+              formatSteps(view.model.steps, trans)
+            );
       }
       return view.model.reason !== null
         ? trans.__('Themisto: not recording ⚠')
@@ -74,10 +87,18 @@ export function formatStatusTitle(
           )
         : trans.__('no trajectory');
       if (model.recording) {
-        return trans.__(
+        const recording = trans.__(
           'Themisto recording (%1). Click to stop recording.',
           trajectory
         );
+        return view.modelDown
+          ? recording +
+              ' ' +
+              trans.__(
+                'The embedded model gives no predictions: %1',
+                view.modelDown
+              )
+          : recording;
       }
       return model.reason !== null
         ? trans.__(
@@ -104,6 +125,10 @@ export interface IStatusDataset {
    * `true` while the kernel should record and cannot (a reason is shown).
    */
   warning: 'true' | 'false';
+  /**
+   * `off` while the embedded model gives no predictions, else `ok`.
+   */
+  model: 'off' | 'ok';
 }
 
 /**
@@ -116,8 +141,15 @@ export function statusDataset(view: StatusView): IStatusDataset {
       recording: view.model.recording ? 'true' : 'false',
       steps: String(view.model.steps),
       warning:
-        !view.model.recording && view.model.reason !== null ? 'true' : 'false'
+        !view.model.recording && view.model.reason !== null ? 'true' : 'false',
+      model: view.modelDown ? 'off' : 'ok'
     };
   }
-  return { state: view.kind, recording: 'false', steps: '0', warning: 'false' };
+  return {
+    state: view.kind,
+    recording: 'false',
+    steps: '0',
+    warning: 'false',
+    model: 'ok'
+  };
 }

@@ -10,6 +10,7 @@ import {
 import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
+import { localModelDown } from '../live/reasons';
 import type { LiveChange } from '../live/types';
 import type { INotebookLive, IThemistoLive } from '../tokens';
 import {
@@ -50,6 +51,7 @@ export class ThemistoStatusItem extends Widget {
     this.node.tabIndex = 0;
 
     this._live.currentChanged.connect(this._onCurrentChanged, this);
+    this._live.predictorsChanged.connect(this._render, this);
     this._onCurrentChanged(this._live, this._live.current);
   }
 
@@ -109,6 +111,7 @@ export class ThemistoStatusItem extends Widget {
     }
     this._store?.changed.disconnect(this._onStoreChanged, this);
     this._live.currentChanged.disconnect(this._onCurrentChanged, this);
+    this._live.predictorsChanged.disconnect(this._render, this);
     super.dispose();
   }
 
@@ -170,7 +173,8 @@ export class ThemistoStatusItem extends Widget {
         reason: store.recordingReason,
         trajectory_id: store.trajectoryId,
         steps: store.stepCount
-      }
+      },
+      modelDown: localModelDown(this._live.predictors)
     };
   }
 
@@ -184,6 +188,7 @@ export class ThemistoStatusItem extends Widget {
     this.node.dataset.recording = data.recording;
     this.node.dataset.steps = data.steps;
     this.node.dataset.warning = data.warning;
+    this.node.dataset.model = data.model;
   }
 
   private _live: IThemistoLive;
