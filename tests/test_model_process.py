@@ -4,6 +4,7 @@ the caller's process (real model, real llama.cpp, real signals)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import itertools
 import logging
 import os
@@ -346,3 +347,51 @@ class TestInTheServer:
         finally:
             unsubscribe()
             client.stop_channels()
+
+
+def model_processes_of(pid: int) -> list[psutil.Process]:
+    return [c for c in psutil.Process(pid).children(recursive=True)
+            if "clients.local.process" in " ".join(c.cmdline())]
+
+
+def test_bench_with_the_local_model_survives_its_crash_as_an_error_row(tmp_path,
+                                                                       recorded_notebooks):
+    """`themisto bench --predictor local`: the model process is killed with SIGSEGV in the
+    middle of the run; that example is an error row, the others are answered."""
+    from themisto_ext.evaluation.run import RESULTS_FILE
+    from themisto_ext.evaluation.sample import sample, write_examples
+
+    examples = tmp_path / "output.jsonl"
+    with examples.open("w", encoding="utf-8") as fh:
+        write_examples(sample([recorded_notebooks], "output", n=6, seed=2).examples, fh)
+    out = tmp_path / "results"
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "themisto_ext.cli", "bench", str(examples), "--predictor",
+               "local", "--context", "none", "--out", str(out), "--concurrency", "1"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    cli = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        results = out / RESULTS_FILE
+        deadline = time.monotonic() + 300
+        while not (results.exists() and len(results.read_text().splitlines()) >= 2):
+            assert cli.poll() is None, cli.communicate()
+            assert time.monotonic() < deadline, "no results in time"
+            time.sleep(0.05)
+        (model,) = model_processes_of(cli.pid)
+        while model.cpu_percent(interval=0.05) < 50:  # killed while it works on an example
+            assert time.monotonic() < deadline, "the model never worked again"
+        model.send_signal(signal.SIGSEGV)
+        _, err = cli.communicate(timeout=600)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert cli.returncode == 1, err  # some calls failed: said, not crashed
+    assert "Traceback" not in err and "Segmentation" not in err
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert len(rows) == 6
+    died = [r for r in rows if r["error"]]
+    assert len(died) == 1 and died[0]["error"]["type"] == "ModelProcessDied", died
+    assert "SIGSEGV" in died[0]["error"]["message"]
+    assert all(r["answer"] is not None for r in rows if not r["error"])
