@@ -4,8 +4,8 @@ the caller's process (real model, real llama.cpp, real signals)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import itertools
+import json
 import logging
 import os
 import signal
