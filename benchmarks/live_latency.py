@@ -213,6 +213,7 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
             "--ThemistoExtension.predictors=local", "--ThemistoExtension.contexts=full",
             f"--ThemistoExtension.local_reuse_prefix={reuse}",
             f"--ThemistoExtension.local_prediction_budget={budget}"])
+        server.fail_fast()  # a server that dies ends the run with its log, at once
         arrivals: dict[str, dict[int, float]] = {"prediction": {}, "step": {}, "failed": {},
                                                  "next-cell": {}, "first-token": {}}
         paused: set[int] = set()
@@ -250,8 +251,12 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
                     seen, quiet_since = len(arrivals["prediction"]), time.time()
                 time.sleep(0.2)
             client.stop_channels()
+            model = server.model_process()
+            model_rss = model.memory_info().rss if model else None
             account = speculation_account(server)
-            server_cpu = sum(psutil.Process(server.proc.pid).cpu_times()[:2])
+            # the server and its model's process: the model computes in its own
+            server_cpu = sum(sum(p.cpu_times()[:2]) for p in (psutil.Process(server.proc.pid),
+                                                               model) if p is not None)
         finally:
             stop.set()
             server.stop()
@@ -281,7 +286,7 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
         "p50": statistics.median(later) if later else float("nan"),
         "p95": later[int(0.95 * (len(later) - 1))] if later else float("nan"),
         "first": latency.get(1, float("nan")), "first_tokens": first.get("prompt_tokens"),
-        **cold, "server_cpu": server_cpu, "speculation": account,
+        **cold, "server_cpu": server_cpu, "speculation": account, "model_rss": model_rss,
         "slow": len(slow), "before": len(before),
         "reuse_rate": len(reused) / max(1, len(outputs) - 1),
         "max_prompt_tokens": max((r.get("prompt_tokens") or 0 for r in outputs.values()),
@@ -309,7 +314,8 @@ def show(label: str, r: dict[str, Any]) -> None:
           f"{spent['cpu_seconds_used']:.1f} s on those taken, "
           f"{spent['cpu_seconds_thrown_away']:.1f} s on those thrown away "
           f"({spent['cpu_seconds_thrown_away'] / max(r['server_cpu'], 1e-9):.0%} of the "
-          f"server's {r['server_cpu']:.1f} CPU s)")
+          f"server's and its model process's {r['server_cpu']:.1f} CPU s); model process "
+          f"RSS {(r['model_rss'] or 0) / 2**20:.0f} MiB")
     print(f"  cold start (model loaded in {r['load']:.2f} s before): a new session at the live "
           f"budget ({r['cold_tokens']:.0f}-token prompt, {r['cold_read']:.0f} read, the fixed "
           f"part loaded from disk) {r['cold']:.2f} s; the same on a new machine (all "
@@ -347,7 +353,8 @@ def main() -> int:
         ("first_token_p50", "first_token_p50"), ("cold_start", "cold"),
         ("cold_start_2000", "cold_2000"), ("cold_start_new_machine", "first_ever"),
         ("warm_start", "warm"))} | {
-        "speculation_cpu_thrown_away": main_run["speculation"]["cpu_seconds_thrown_away"]}))
+        "speculation_cpu_thrown_away": main_run["speculation"]["cpu_seconds_thrown_away"],
+        "model_rss_mib": round((main_run["model_rss"] or 0) / 2**20)}))
     return 0
 
 

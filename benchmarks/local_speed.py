@@ -6,9 +6,13 @@ the next step appended, the same with prefix reuse (warm) and with reuse disable
 repeat uses a different trajectory, so every cold run is really cold.
 
     python benchmarks/local_speed.py [--tokens 2000] [--repeats 3] [--max-tokens 64] [--busy N]
+                                     [--pipe 20]
 
 ``--busy N`` keeps N cores busy with other processes meanwhile, as a kernel running the cell
-being predicted would.
+being predicted would. The model runs in its own process (as the server runs it); ``--pipe``
+predictions of a warm session (a new short cell each, streamed) are then made both through
+that process and by the same engine in this process, alternately, to measure what the
+process boundary costs a prediction, and the model process's memory is read.
 """
 
 from __future__ import annotations
@@ -23,9 +27,15 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
+import psutil
+
+from themisto_ext.contract import default_home
 from themisto_ext.prediction.clients.base import PredictionRequest
 from themisto_ext.prediction.clients.local import LocalPredictor
+from themisto_ext.prediction.clients.local.engine import Engine, Run
+from themisto_ext.prediction.clients.local.worker import Job, Worker
 from themisto_ext.prediction.prompts import Prompt
 
 SYSTEM = (
@@ -145,12 +155,78 @@ def busy_cores(count: int) -> Iterator[None]:
             spinner.wait()
 
 
-async def main(tokens: int, repeats: int, max_tokens: int, busy: int) -> None:
+class InProcess:
+    """The engine in this process, as the server ran it before the model had a process of
+    its own: the reference for what the process boundary costs."""
+
+    def __init__(self, max_tokens: int) -> None:
+        self.engine = Engine(None, n_threads=2, n_threads_decode=1, n_ctx=4096,
+                             max_tokens=max_tokens, max_sessions=4, cache_bytes=512 << 20,
+                             reuse_prefix=True, prefix_dir=default_home() / "model-states")
+        self.worker = Worker()
+
+    async def predict(self, request: PredictionRequest) -> Run:
+        called = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        sink = request.on_text
+        relay = None if sink is None else (
+            lambda text: loop.call_soon_threadsafe(sink, text))
+        job = Job((request.session or "", "output"), lambda: self.engine.complete(
+            request.prompt, request.session, called, None, relay), urgent=True)
+        self.worker.submit(job)
+        return await asyncio.wrap_future(job.future)
+
+    def close(self) -> None:
+        thread = self.worker.close()
+        if thread is not None:
+            thread.join()
+        self.engine.close()
+
+
+async def pipe_cost(count: int) -> None:
+    """Caller-observed time of the same streamed predictions through the model process and
+    in this process, alternately, on the same warm session shape."""
+    out_of_process = LocalPredictor(max_tokens=16)
+    in_process = InProcess(16)
+    await out_of_process.load()
+    await asyncio.to_thread(in_process.engine.load)
+    rng = random.Random(7)
+    history = "".join(render(i + 1, *make_cell(rng, "sales")) for i in range(12))
+    walls: dict[str, list[float]] = {"process": [], "in-process": []}
+    pieces: dict[str, list[int]] = {"process": [], "in-process": []}
+    for i in range(count + 1):  # the first of each warms its session: not counted
+        code = f"sales['price'].head({i + 2}).sum()"
+        prompt = Prompt("output", "full", SYSTEM, history, suffix(13, code, "sales"))
+        for name, predictor in (("process", out_of_process), ("in-process", in_process)):
+            seen: list[str] = []
+            request = replace(PredictionRequest("output", [], code, prompt, "pipe"),
+                              on_text=seen.append)
+            began = time.perf_counter()
+            await predictor.predict(request)
+            if i:
+                walls[name].append(time.perf_counter() - began)
+                pieces[name].append(len(seen))
+    pid = out_of_process.pid
+    rss = psutil.Process(pid).memory_info().rss if pid else 0
+    await out_of_process.aclose()
+    in_process.close()
+    gap = [a - b for a, b in zip(walls["process"], walls["in-process"], strict=True)]
+    print(f"\nprocess boundary, {count} streamed predictions of a warm session "
+          f"(16 tokens at most, {statistics.median(pieces['process']):.0f} pieces each):")
+    print(f"through the model process:     {summary(walls['process'], 's', 3)}")
+    print(f"in this process:               {summary(walls['in-process'], 's', 3)}")
+    print(f"difference per prediction:     {summary([g * 1000 for g in gap], 'ms', 1)}")
+    print(f"model process RSS:             {rss / 2**20:8.0f} MiB")
+    print(f"this process's RSS:            "
+          f"{psutil.Process().memory_info().rss / 2**20:8.0f} MiB (with the in-process engine)")
+
+
+async def main(tokens: int, repeats: int, max_tokens: int, busy: int, pipe: int) -> None:
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     warm_predictor = LocalPredictor(max_tokens=max_tokens)
     no_reuse = LocalPredictor(max_tokens=max_tokens, reuse_prefix=False)
     began = time.perf_counter()
-    await warm_predictor.load()
+    await warm_predictor.load()  # starts the model process: its load and self-test
     load = time.perf_counter() - began
     await no_reuse.load()
 
@@ -200,6 +276,8 @@ async def main(tokens: int, repeats: int, max_tokens: int, busy: int) -> None:
     print(f"  reused prompt tokens:        {summary(rows['warm cached tokens'], digits=0)}")
     print(f"next step, reuse disabled:     {summary(rows['off latency'], 's')}")
     print(f"speed-up from reuse:           {summary(speedup, 'x')}")
+    if pipe:
+        await pipe_cost(pipe)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
@@ -209,6 +287,8 @@ if __name__ == "__main__":
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=64, help="tokens to generate at most")
     parser.add_argument("--busy", type=int, default=0, help="cores to keep busy meanwhile")
+    parser.add_argument("--pipe", type=int, default=20,
+                        help="predictions for the process-boundary comparison (0: none)")
     args = parser.parse_args()
     with busy_cores(args.busy):
-        asyncio.run(main(args.tokens, args.repeats, args.max_tokens, args.busy))
+        asyncio.run(main(args.tokens, args.repeats, args.max_tokens, args.busy, args.pipe))

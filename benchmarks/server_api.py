@@ -98,6 +98,7 @@ class Server:
             env=env, stdout=subprocess.DEVNULL, stderr=self.log_file(home))
         self.url = f"http://127.0.0.1:{self.port}"
         self.headers = {"Authorization": f"token {TOKEN}"}
+        self._stopping = False
         deadline = time.time() + ready_timeout
         while time.time() < deadline:
             try:
@@ -126,7 +127,33 @@ class Server:
         client.wait_for_ready(timeout=timeout)
         return kid, client
 
+    def fail_fast(self) -> None:
+        """If the server dies before ``stop``, say so and end this benchmark at once (exit
+        3) rather than wait for answers that will never come."""
+        def watch() -> None:
+            code = self.proc.wait()
+            if self._stopping:
+                return
+            how = f"signal {-code}" if code < 0 else f"exit code {code}"
+            log = (self.home / "server.log").read_text(errors="replace")[-2000:]
+            print(f"\nthe Jupyter server died ({how}) during the benchmark; the end of "
+                  f"{self.home / 'server.log'}:\n{log}", file=sys.stderr, flush=True)
+            os._exit(3)
+
+        threading.Thread(target=watch, daemon=True, name="server-watch").start()
+
+    def model_process(self) -> psutil.Process | None:
+        """The server's local-model process, if it runs one."""
+        for child in psutil.Process(self.proc.pid).children(recursive=True):
+            try:
+                if "clients.local.process" in " ".join(child.cmdline()):
+                    return child
+            except psutil.Error:
+                continue
+        return None
+
     def stop(self) -> None:
+        self._stopping = True
         self.proc.terminate()
         try:
             self.proc.wait(30)
