@@ -99,6 +99,32 @@ async def test_a_job_that_hangs_is_ended_at_its_deadline():
         await p.aclose()
 
 
+async def test_a_long_prompt_reports_progress_batch_by_batch():
+    """The job deadline counts from the last sign of progress, and a cold prompt is read in
+    batches of 512 tokens, each reported: a prompt that takes longer to read than the
+    deadline is not taken for a hang, a batch that never ends is."""
+    p = LocalPredictor(max_tokens=4, reuse_prefix=False)
+    try:
+        await p.load()
+        history = "".join(f"# In[{i}]\nframe_{i} = load({i}, rows={i * 37})\n"
+                          f"# Out[{i}]\n({i * 37}, 4) mean {i * 0.25:.2f}\n"
+                          for i in range(1, 75))
+        written: list[str] = []
+        job = asyncio.create_task(p.predict(request(
+            history + "# In[75]\nframe_74.shape\n", task="output", on_text=written.append)))
+        signs: set[float] = set()
+        while not job.done() and not written:
+            running = p._process.running
+            if running is not None and running.running is not None:
+                signs.add(running.last_progress)
+            await asyncio.sleep(0.02)
+        answer = await job
+        assert answer.prompt_tokens is not None and answer.prompt_tokens > 3000
+        assert len(signs) >= 4, signs  # the start, then reports while it read the prompt
+    finally:
+        await p.aclose()
+
+
 async def test_a_process_that_stops_answering_heartbeats_is_replaced():
     p = LocalPredictor(max_tokens=8, reuse_prefix=False,
                        limits=Limits(heartbeat=0.2, hang_after=1.0))
