@@ -421,3 +421,29 @@ def test_bench_with_the_local_model_survives_its_crash_as_an_error_row(tmp_path,
     assert len(died) == 1 and died[0]["error"]["type"] == "ModelProcessDied", died
     assert "SIGSEGV" in died[0]["error"]["message"]
     assert all(r["answer"] is not None for r in rows if not r["error"])
+
+
+async def test_local_and_hybrid_in_one_server_share_one_model_process():
+    from themisto_ext.prediction.clients import make_predictor
+
+    models: dict = {}
+    local = make_predictor("local", max_tokens=8, models=models)
+    hybrid = make_predictor("hybrid", max_tokens=8, models=models)
+    try:
+        await local.load()  # type: ignore[attr-defined]
+        assert hybrid.status()["pid"] == local.pid  # type: ignore[attr-defined]
+        # the same session and task from both: neither supersedes the other's request
+        same = [local.predict(request(f"Reply with the word {w}.", "s", task="output"))
+                for w in ("one", "two")]
+        same.append(hybrid._model.predict(  # type: ignore[attr-defined]
+            request("Reply with the word three.", "s", task="output")))
+        answers = await asyncio.gather(*same, return_exceptions=True)
+        # local's first may be superseded by its second (if still queued); hybrid's never is
+        assert not isinstance(answers[1], Exception), answers[1]
+        assert not isinstance(answers[2], Exception), answers[2]
+        pid = local.pid  # type: ignore[attr-defined]
+        await local.aclose()
+        assert psutil.pid_exists(pid) and hybrid.status()["state"] == "running"
+    finally:
+        await hybrid.aclose()
+    assert not psutil.pid_exists(pid)  # the last one closed it

@@ -267,11 +267,13 @@ class ThemistoExtension(ExtensionApp):
 
     def _make_predictors(self) -> list[Predictor]:
         made = []
+        models: dict[str, Predictor] = {}  # one model process per model file
         for spec in self.predictors:
             try:
                 made.append(make_predictor(spec, reuse_prefix=self.local_reuse_prefix,
                                            max_tokens=self.local_max_tokens,
-                                           local_limits=self._local_limits()))
+                                           local_limits=self._local_limits(),
+                                           models=models))
             except Exception as exc:  # one misconfigured predictor must not stop the server
                 self.log.error("themisto: predictor %r unavailable: %s", spec, exc)
         names = ", ".join(p.name for p in made) or "none"

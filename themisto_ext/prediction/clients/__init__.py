@@ -97,10 +97,13 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
                    max_concurrency: int = 8, reuse_prefix: bool = True,
                    max_tokens: int | None = None, window_tokens: int | None = None,
                    tokenizer: Path | None = None,
-                   local_limits: Limits | None = None) -> Predictor:
+                   local_limits: Limits | None = None,
+                   models: dict[str, Predictor] | None = None) -> Predictor:
     """The predictor named ``spec``. ``max_tokens`` caps answers below the protocol's;
     ``window_tokens`` and ``tokenizer`` set a remote model's window (see the module);
-    ``local_limits`` the local model process's deadlines and restart policy."""
+    ``local_limits`` the local model process's deadlines and restart policy. Predictors
+    made with the same ``models`` dict share one process per local model file (``local``
+    and ``hybrid`` in one server)."""
     kind, _, arg = check_predictor_name(spec).partition(":")
     if kind == "baseline":
         from themisto_ext.prediction.clients.baseline import BaselinePredictor
@@ -113,8 +116,12 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
     if kind in ("local", "hybrid"):
         from themisto_ext.prediction.clients.local import LocalPredictor
 
+        shared = None if models is None else models.get(arg)
         local = LocalPredictor(Path(arg) if arg else None, reuse_prefix=reuse_prefix,
-                               max_tokens=max_tokens, limits=local_limits)
+                               max_tokens=max_tokens, limits=local_limits,
+                               share=shared if isinstance(shared, LocalPredictor) else None)
+        if models is not None:
+            models.setdefault(arg, local)
         if kind == "local":
             return local
         from themisto_ext.prediction.clients.hybrid import HybridPredictor

@@ -71,17 +71,26 @@ class LocalPredictor:
         reuse_prefix: bool = True,
         prefix_dir: Path | None = None,
         limits: Limits | None = None,
+        share: LocalPredictor | None = None,
     ) -> None:
+        """With ``share``, use that predictor's model process (one model per server
+        whatever predictors use it) instead of starting another; the other settings are
+        then that process's."""
         self.name = "local" if model_path is None else f"local:{model_path}"
         self.max_tokens = max_tokens
         """A cap below the protocol's (live predictions); None: the protocol's."""
         self._path = model_path
-        self._process = ModelProcess(EngineConfig(
-            model_path=None if model_path is None else str(model_path),
-            n_threads=n_threads, n_threads_decode=n_threads_decode, n_ctx=n_ctx,
-            max_tokens=max_tokens, max_sessions=max_sessions, cache_bytes=cache_bytes,
-            reuse_prefix=reuse_prefix,
-            prefix_dir=str(prefix_dir or default_home() / "model-states")), limits)
+        self._process: ModelProcess = share._process.share() if share is not None \
+            else ModelProcess(
+            EngineConfig(
+                model_path=None if model_path is None else str(model_path),
+                n_threads=n_threads, n_threads_decode=n_threads_decode, n_ctx=n_ctx,
+                max_tokens=max_tokens, max_sessions=max_sessions, cache_bytes=cache_bytes,
+                reuse_prefix=reuse_prefix,
+                prefix_dir=str(prefix_dir or default_home() / "model-states")), limits)
+        self._namespace = str(id(self))
+        """Requests supersede only those of the same predictor (another that shares the
+        process, as ``hybrid`` and ``local`` do, has its own)."""
         self.window = Window(n_ctx, self._count_prompt)
         self._waiting = 0
 
@@ -155,7 +164,8 @@ class LocalPredictor:
 
     async def predict(self, request: PredictionRequest) -> Completion:
         kind = None if request.session is None else (
-            request.session, "speculation" if request.speculative else request.task)
+            f"{request.session} ({self._namespace})",
+            "speculation" if request.speculative else request.task)
         run = await self._run("complete", request.prompt, request.session, kind,
                               urgent=request.task == "output", on_text=request.on_text,
                               on_cpu=request.on_cpu)
@@ -193,7 +203,8 @@ class LocalPredictor:
         the background (``Engine.warm``): behind predictions, and paused by an output
         prediction. Returns the tokens read (0: the session was warm)."""
         run = await self._run("warm", prompt, session,
-                              None if session is None else (session, "warm"))
+                              None if session is None else (f"{session} ({self._namespace})",
+                                                            "warm"))
         read: int = run.response["usage"]["prompt_tokens"] - run.cached_tokens
         return read
 

@@ -136,6 +136,13 @@ class ModelProcess:
         self._safe = config.safe
         self._monitor: threading.Thread | None = None
         self._wake = threading.Event()
+        self._users = 1
+
+    def share(self) -> ModelProcess:
+        """One more predictor uses this process: it ends when the last one closes it."""
+        with self._lock:
+            self._users += 1
+        return self
 
     # -- what callers see --------------------------------------------------------------
 
@@ -241,8 +248,12 @@ class ModelProcess:
         return tokens
 
     def close(self, timeout: float = 30.0) -> None:
-        """Refuse new work; the running job finishes; the process exits."""
+        """Refuse new work; the running job finishes; the process exits (once the last
+        predictor sharing it closes it)."""
         with self._lock:
+            self._users -= 1
+            if self._users > 0:
+                return
             self._state = "closed"
             self._wake.set()
         with self._start_lock:  # a start under way ends first (and sees "closed")
