@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
+from resampling import percentile_interval, reference_trajectory_bootstrap
 
 from themisto_ext.cli.main import main
 from themisto_ext.evaluation.report import MIN_CLUSTERS, build_summary, derived_seed
@@ -17,6 +19,7 @@ METRICS = ("exact_match", "rouge_l", "chrf")
 IDS = [f"e{i:02d}" for i in range(40)]
 TRAJECTORY = {e: f"t{i % 8}" for i, e in enumerate(IDS)}  # 8 trajectories of 5 examples
 STRATUM = {e: "q1" if i < 4 else "q4" if i >= 36 else "q2-q3" for i, e in enumerate(IDS)}
+DEPENDENT = {e for i, e in enumerate(IDS) if i % 5 == 2}  # a timing, an unseeded draw...
 
 
 def record(example: str, predictor: str, context: str, em: float, rng: np.random.Generator,
@@ -26,6 +29,7 @@ def record(example: str, predictor: str, context: str, em: float, rng: np.random
     base = example.removeprefix("n-")
     return {"example_id": example, "task": task, "predictor": predictor, "context": context,
             "trajectory_id": TRAJECTORY[base], "stratum": STRATUM[base],
+            "environment_dependent": base in DEPENDENT,
             "answer": f"{predictor}/{context}/{example}" if answer is None else answer,
             "reference": "", "latency": 0.01,
             "error": {"type": "ProviderServerError", "message": "boom"} if error else None,
@@ -98,14 +102,14 @@ def test_every_condition_is_measured_on_the_examples_all_of_them_answered(tmp_pa
     common = sorted(set(IDS) - {"e38"})  # p/none failed on e38: out for everyone
     output = next(t for t in summary["tasks"] if t["task"] == "output")
     assert (output["examples"], output["common"], output["clusters"]) == (40, 39, 8)
-    assert output["stratified"] is True
+    assert output["stratified"] is False  # trajectories cross the length strata
     for predictor, context in (("p", "none"), ("p", "full"), ("copy-previous", "curated")):
         scores = groups[("output", predictor, context)]
         for metric in METRICS:
             values = [scores[e]["scores"][metric] for e in common]
+            seed = derived_seed(3, "mean", "output", predictor, context, metric)
             ci = bootstrap_ci(values, resamples=2000, clusters=[TRAJECTORY[e] for e in common],
-                              strata=[STRATUM[e] for e in common],
-                              seed=derived_seed(3, "mean", "output", predictor, context, metric))
+                              seed=seed)
             entry = next(m for m in summary["means"] if (m["task"], m["predictor"],
                          m["context"], m["metric"]) == ("output", predictor, context, metric))
             assert (entry["mean"], entry["ci_low"], entry["ci_high"]) == \
@@ -133,7 +137,6 @@ def test_comparisons_resample_trajectories_and_holm_covers_every_test(tmp_path):
     d = paired_bootstrap([full[e]["scores"]["exact_match"] for e in common],
                          [none[e]["scores"]["exact_match"] for e in common], resamples=2000,
                          clusters=[TRAJECTORY[e] for e in common],
-                         strata=[STRATUM[e] for e in common],
                          seed=derived_seed(3, "paired", "output", "p", "full", "p", "none",
                                            "exact_match"))
     assert (entry["diff"], entry["ci_low"], entry["ci_high"], entry["p"]) == \
@@ -155,6 +158,61 @@ def test_comparisons_resample_trajectories_and_holm_covers_every_test(tmp_path):
     assert cells[1:4] == ["39", "8", "EM"]
     assert cells[4] == fmt(d.mean, d.low, d.high, "+")
     assert cells[7] == f"{m.only_treatment}/{m.only_control}"
+
+
+def test_report_intervals_are_those_of_resampling_whole_trajectories(tmp_path):
+    """Issue 25, item 1: every trajectory here has examples in two or three length strata;
+    the report's intervals are those of a plain reference implementation that draws whole
+    trajectories, the unit the report names."""
+    folder = results_dir(tmp_path)
+    _, summary = run_report(folder)
+    groups = latest(folder)
+    common = sorted(set(IDS) - {"e38"})
+    assert any(len({STRATUM[e] for e in common if TRAJECTORY[e] == t}) > 1
+               for t in set(TRAJECTORY.values()))
+    full, none = groups[("output", "p", "full")], groups[("output", "p", "none")]
+    labels = [TRAJECTORY[e] for e in common]
+    for metric in METRICS:
+        values = [full[e]["scores"][metric] for e in common]
+        means = reference_trajectory_bootstrap(
+            values, labels, 2000, derived_seed(3, "mean", "output", "p", "full", metric))
+        entry = next(m for m in summary["means"] if (m["task"], m["predictor"], m["context"],
+                     m["metric"]) == ("output", "p", "full", metric))
+        assert (entry["ci_low"], entry["ci_high"]) == \
+            pytest.approx(percentile_interval(means), rel=1e-12)
+        diffs = reference_trajectory_bootstrap(
+            [full[e]["scores"][metric] - none[e]["scores"][metric] for e in common], labels,
+            2000, derived_seed(3, "paired", "output", "p", "full", "p", "none", metric))
+        pair = next(c for c in summary["comparisons"] if c["metric"] == metric
+                    and c["task"] == "output" and c["kind"] == "context"
+                    and c["treatment"] == {"predictor": "p", "context": "full"}
+                    and c["control"] == {"predictor": "p", "context": "none"})
+        assert (pair["ci_low"], pair["ci_high"]) == \
+            pytest.approx(percentile_interval(diffs), rel=1e-12)
+
+
+def test_scores_are_also_reported_without_environment_dependent_targets(tmp_path):
+    """Issue 25, item 4: re-running their code gives another output; the report gives every
+    condition's means with them and without them, from the results' own flags."""
+    folder = results_dir(tmp_path)
+    markdown, summary = run_report(folder)
+    groups = latest(folder)
+    kept = sorted(set(IDS) - {"e38"} - DEPENDENT)
+    output = next(t for t in summary["tasks"] if t["task"] == "output")
+    assert output["environment_dependent"] == len(DEPENDENT) == 8
+    scores = groups[("output", "p", "full")]
+    for metric in METRICS:
+        ci = bootstrap_ci([scores[e]["scores"][metric] for e in kept], resamples=2000,
+                          clusters=[TRAJECTORY[e] for e in kept],
+                          seed=derived_seed(3, "mean-reproducible", "output", "p", "full",
+                                            metric))
+        entry = next(m for m in summary["means_reproducible"] if (m["task"], m["predictor"],
+                     m["context"], m["metric"]) == ("output", "p", "full", metric))
+        assert (entry["mean"], entry["ci_low"], entry["ci_high"], entry["n"]) == \
+            (ci.mean, ci.low, ci.high, 31)
+        assert fmt(ci.mean, ci.low, ci.high) in markdown
+    assert "Without the 8 targets whose reference depends on the environment (31 examples, " \
+        "8 clusters)" in markdown
 
 
 def test_models_are_compared_with_references_and_context_blind_ones_are_not_tested(tmp_path):

@@ -100,6 +100,23 @@ def test_unseeded_randomness_follows_the_variables_it_made_until_a_seed_is_set()
         frozenset(), {"randomness"}, frozenset(), frozenset(), frozenset()]
 
 
+def test_a_seeded_generator_of_ones_own_does_not_seed_the_global_one():
+    """Issue 25, item 4: ``RandomState(42)`` earlier in the notebook marked every later
+    draw as seeded; ``np.random.choice`` draws from NumPy's global generator, never seeded."""
+    steps = [step(1, "import numpy as np\nimport random"),
+             step(2, "rng = np.random.RandomState(42)\nx = rng.randint(10, size=3)"),
+             step(3, "x", "array([6, 3, 7])"),
+             step(4, "np.random.choice(x, 2)", "array([3, 6])"),
+             step(5, "picked = np.random.permutation(x)"),
+             step(6, "picked", "array([7, 6, 3])"),
+             step(7, "random.seed(1)\nrandom.random()", "0.13436424411240122"),
+             step(8, "np.random.seed(0); np.random.rand()", "0.5488135039273248"),
+             step(9, "np.random.rand()", "0.7151893663724195"),
+             step(10, "np.random.default_rng().random()", "0.42")]
+    assert [sorted(f.kinds) for f in step_facts(steps)] == [
+        [], [], [], ["randomness"], [], ["randomness"], [], [], [], ["randomness"]]
+
+
 def test_stats_command_prints_and_writes_the_counts(tmp_path, capsys):
     path = tmp_path / "t.jsonl"
     other = [step(i + 1, f"print({i})", str(i), cell=str(i), tid="u") for i in range(3)]

@@ -43,9 +43,12 @@ def _intro(summary: Summary) -> list[str]:
         f"**Unit of resampling: {unit}.** Means and paired differences have {level}% "
         f"percentile bootstrap intervals ({summary['resamples']} resamples, seed "
         f"{summary['seed']}) that resample "
-        + ("whole trajectories with all their examples" if unit == "trajectory"
-           else "examples as if they were independent")
-        + ", within the sample's length strata when the results carry them. Every condition "
+        + ("whole trajectories with all their examples, unstratified (a trajectory's "
+           "examples fall in several length strata: stratifying would split it)"
+           if unit == "trajectory"
+           else "examples as if they were independent, within the sample's length strata "
+           "when the results carry them")
+        + ". Every condition "
         "of a task is measured on the same examples: those every condition answered. Paired "
         "differences read first-named minus second-named; p is the bootstrap test of a zero "
         "difference; McNemar's exact test on exact match (b/c: examples right only under the "
@@ -57,14 +60,54 @@ def _intro(summary: Summary) -> list[str]:
     realism = summary.get("realism")
     if realism:
         lines += ["", "## What the trajectories are like", "", describe(realism)]
-        if summary.get("targets"):
-            lines.append(f"Of the {summary['targets']} targets, "
-                         f"{summary['environment_targets']} have a reference that depends on "
-                         "the environment (see docs/benchmark.md, \"Realism\").")
+        targets, dependent = summary.get("targets"), summary.get("environment_targets")
+        if isinstance(targets, dict) and isinstance(dependent, dict):
+            lines.append("Targets whose reference depends on the environment (see "
+                         "docs/benchmark.md, \"Realism\"): " + "; ".join(
+                             f"{task}: {dependent.get(task, 0)} of {n}"
+                             for task, n in targets.items()) + ".")
+        elif targets:  # a run.json of an older bench: one count for both tasks
+            lines.append(f"Of the {targets} targets, {dependent} have a reference that depends "
+                         "on the environment (see docs/benchmark.md, \"Realism\").")
     for task, sampling in sorted((summary.get("sampling") or {}).items()):
         lines += ["", f"Sampling ({task}): --n {sampling['n']}, --seed {sampling['seed']}, "
                   f"--errors {sampling['errors']}; {sampling['candidates']} candidates"
                   + (", every one taken." if sampling.get("census") else ".")]
+    return lines
+
+
+def _history_line(info: dict[str, Any]) -> str:
+    histories = info.get("histories") or {}
+    if not histories:
+        return ""
+    return (" The same history in every context: each predictor's prompts of an example "
+            "show the same history cells under every context (the cut the context needing "
+            "most room needs), on " + ", ".join(
+                f"{h['equal']} of {h['examples']} examples for {p}"
+                for p, h in histories.items()) + ".")
+
+
+def _reproducible_table(summary: Summary, info: dict[str, Any]) -> list[str]:
+    task, dependent = info["task"], info.get("environment_dependent")
+    rows = [m for m in summary.get("means_reproducible", []) if m["task"] == task]
+    if dependent is None:
+        return ["", "(These results do not say which targets depend on the environment: "
+                "rerun `themisto bench` on a benchmark made by this `themisto sample`.)"]
+    if not rows:
+        return ["", f"No target of this task depends on the environment ({dependent})."
+                if not dependent else "Every target of this task depends on the environment."]
+    first = rows[0]
+    lines = ["", f"Without the {dependent} targets whose reference depends on the environment "
+             f"({first['n']} examples, {first['clusters']} clusters):", "",
+             "| predictor | context | " + " | ".join(METRIC_NAMES[m] for m in METRICS) + " |",
+             "|---|---|" + "---|" * len(METRICS)]
+    table: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for m in rows:
+        table.setdefault((m["predictor"], m["context"]), {})[m["metric"]] = m
+    for (predictor, context), got in table.items():
+        lines.append(f"| {predictor} | {context} | " + " | ".join(
+            fmt_interval(got[m]["mean"], got[m]["ci_low"], got[m]["ci_high"])
+            for m in METRICS) + " |")
     return lines
 
 
@@ -75,7 +118,8 @@ def render_markdown(summary: Summary) -> str:
         lines += ["", f"## Task: {task}", "",
                   f"{info['common']} of {info['examples']} examples, answered by every "
                   f"condition, from {info['clusters']} trajectories"
-                  + (" (stratified)" if info["stratified"] else "") + ".", "",
+                  + (" (stratified)" if info["stratified"] else "") + "."
+                  + _history_line(info), "",
                   "| predictor | context | answered | failed | n | clusters | "
                   + " | ".join(METRIC_NAMES[m] for m in METRICS) + " |",
                   "|---|---|--:|--:|--:|--:|" + "---|" * len(METRICS)]
@@ -92,6 +136,7 @@ def render_markdown(summary: Summary) -> str:
                 f"{k} {v}" for k, v in row["errors"].items()) + ")" if row["errors"] else "")
             lines.append(f"| {row['predictor']} | {row['context']} | {row['answered']} | "
                          f"{failed} | {n} | {clusters} | " + " | ".join(cells) + " |")
+        lines += _reproducible_table(summary, info)
         lines += ["", f"### Paired differences ({task})", ""]
         entries = [c for c in summary["comparisons"] if c["task"] == task]
         if not entries:

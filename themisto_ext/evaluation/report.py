@@ -4,9 +4,10 @@ which the Markdown report, the figure and ``--json`` are all made (``render.py``
 Per task, every predictor x context is measured on one **common example set**: the
 examples every condition of the task answered (a failed call is counted and shown, and
 its example leaves the set for everyone, never for one side only). Means and paired
-differences get percentile bootstrap intervals resampling **trajectories** (the unit,
-``unit="trajectory"``; ``"example"`` resamples examples as if independent) within the
-sample's strata (``stats.py``). Comparisons: each predictor's contexts against each other
+differences get percentile bootstrap intervals resampling whole **trajectories** (the unit,
+``unit="trajectory"``; a trajectory's examples cross the sample's length strata, so this
+bootstrap is not stratified) or examples as if independent (``"example"``, within the
+length strata) (``stats.py``). Comparisons: each predictor's contexts against each other
 (``full - none``, ``curated - none``, ``curated - full``; skipped when the answers are the
 same under both), and each model against each reference (``copy-previous``, ``baseline``)
 under the same context. Every p-value of the report (bootstrap per metric, McNemar on
@@ -73,22 +74,59 @@ class _Task:
         self.common = sorted(set.intersection(*answered)) if answered else []
         self.examples = sorted({e for c in self.conditions for e in self.by[c]})
 
-    def scores(self, condition: tuple[str, str], metric: str) -> list[float]:
-        return [float(self.by[condition][e]["scores"][metric]) for e in self.common]
+    def scores(self, condition: tuple[str, str], metric: str,
+               examples: Sequence[str] | None = None) -> list[float]:
+        return [float(self.by[condition][e]["scores"][metric])
+                for e in (self.common if examples is None else examples)]
+
+    def environment_dependent(self) -> list[str] | None:
+        """The common examples whose reference depends on the environment (None: the
+        results do not say, written by an older bench)."""
+        first = self.by[self.conditions[0]]
+        flags = [first[e].get("environment_dependent") for e in self.common]
+        if not all(isinstance(f, bool) for f in flags):
+            return None
+        return [e for e, f in zip(self.common, flags, strict=True) if f]
 
     def answers(self, condition: tuple[str, str]) -> list[str]:
         return [str(self.by[condition][e].get("answer")) for e in self.common]
 
     def labels(self, unit: str) -> tuple[list[str] | None, list[str] | None]:
-        """Each common example's cluster (None: examples are the unit) and stratum."""
+        """Each common example's cluster (None: examples are the unit) and stratum.
+
+        The length strata are strata of examples: a trajectory's examples fall in several
+        of them, so resampling trajectories within them would split trajectories (an
+        interval for a unit smaller than the trajectory it names). Trajectories are
+        therefore resampled whole and unstratified; examples within the strata."""
         first = self.by[self.conditions[0]]
-        # a record without its trajectory (written by an old bench) is a cluster of its own
-        clusters = None if unit == "example" else \
-            [str(first[e].get("trajectory_id") or f"example:{e}") for e in self.common]
+        if unit == "trajectory":
+            # a record without its trajectory (written by an old bench) is a cluster of its own
+            return [str(first[e].get("trajectory_id") or f"example:{e}")
+                    for e in self.common], None
         strata = [first[e].get("stratum") for e in self.common]
         if not all(isinstance(s, str) for s in strata):
-            return clusters, None
-        return clusters, [str(s) for s in strata]
+            return None, None
+        return None, [str(s) for s in strata]
+
+
+def _histories(task: _Task) -> dict[str, dict[str, int]]:
+    """Per predictor read under several contexts: on how many common examples every
+    context's prompt showed the same history (one plan, the same cells left out). The
+    references read the history itself, not a prompt: they are left out."""
+    found: dict[str, dict[str, int]] = {}
+    for predictor in sorted({p for p, _ in task.conditions}, key=_predictor_order):
+        contexts = [c for p, c in task.conditions if p == predictor]
+        if len(contexts) < 2 or predictor in REFERENCES:
+            continue
+        equal = 0
+        for example in task.common:
+            seen = {json.dumps([task.by[(predictor, c)][example].get("history_plan"),
+                                task.by[(predictor, c)][example].get("dropped_steps")])
+                    for c in contexts}
+            equal += len(seen) == 1 and task.by[(predictor, contexts[0])][example].get(
+                "history_plan") is not None
+        found[predictor] = {"equal": equal, "examples": len(task.common)}
+    return found
 
 
 def _scored(record: Record) -> bool:
@@ -149,8 +187,8 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
         "source": str(path), "records": len(loaded.latest), "unreadable": loaded.unreadable,
         "sampling": run.get("sampling"), "realism": run.get("realism"),
         "targets": run.get("targets"), "environment_targets": run.get("environment_targets"),
-        "tasks": [], "conditions": [], "means": [], "comparisons": [], "skipped": [],
-        "warnings": [],
+        "tasks": [], "conditions": [], "means": [], "means_reproducible": [],
+        "comparisons": [], "skipped": [], "warnings": [],
     }
     tests: list[tuple[dict[str, Any], str]] = []  # (entry, key of its p-value)
     for name in sorted(by_task):
@@ -159,9 +197,17 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
         clusters, strata = task.labels(unit) if task.common else (None, None)
         distinct = len({r.get("trajectory_id") for c in task.conditions
                         for e, r in task.by[c].items() if e in task.common})
+        histories = _histories(task)
         summary["tasks"].append({"task": name, "examples": len(task.examples),
                                  "common": len(task.common), "clusters": distinct,
-                                 "stratified": strata is not None})
+                                 "stratified": strata is not None, "histories": histories})
+        for predictor, agreement in histories.items():
+            if agreement["equal"] < agreement["examples"]:
+                summary["warnings"].append(
+                    f"{name}: {predictor}'s contexts showed different history cells on "
+                    f"{agreement['examples'] - agreement['equal']} of {agreement['examples']} "
+                    "examples (results of an older bench, or a prompt that did not fit): its "
+                    "context differences there mix runtime state with history")
         if not task.common:
             summary["warnings"].append(f"{name}: no example was answered by every condition")
             continue
@@ -185,6 +231,7 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
                     "task": name, "predictor": predictor, "context": context, "metric": metric,
                     "mean": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "n": ci.n,
                     "clusters": ci.clusters})
+        summary["tasks"][-1].update(_reproducible_means(task, summary, unit, resamples, seed))
         for kind, treatment, control in _comparison_pairs(task):
             if kind == "context" and task.answers(treatment) == task.answers(control):
                 summary["skipped"].append({
@@ -206,6 +253,35 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
             "every candidate target was taken (fewer candidates than --n): the intervals are "
             "about trajectories like these, not about sampling within them")
     return summary
+
+
+def _reproducible_means(task: _Task, summary: dict[str, Any], unit: str, resamples: int,
+                        seed: int) -> dict[str, Any]:
+    """Every condition's means again without the targets whose reference depends on the
+    environment (re-running their code gives another output: nobody can match them)."""
+    dependent = task.environment_dependent()
+    if dependent is None:
+        return {"environment_dependent": None}
+    kept = [e for e in task.common if e not in set(dependent)]
+    if dependent and kept:
+        first = task.by[task.conditions[0]]
+        clusters = [str(first[e].get("trajectory_id") or f"example:{e}") for e in kept] \
+            if unit == "trajectory" else None
+        strata = None if unit == "trajectory" or not all(
+            isinstance(first[e].get("stratum"), str) for e in kept) \
+            else [str(first[e]["stratum"]) for e in kept]
+        for predictor, context in task.conditions:
+            for metric in METRICS:
+                ci = bootstrap_ci(task.scores((predictor, context), metric, kept),
+                                  resamples=resamples, confidence=CONFIDENCE, clusters=clusters,
+                                  strata=strata, seed=derived_seed(
+                                      seed, "mean-reproducible", task.task, predictor, context,
+                                      metric))
+                summary["means_reproducible"].append({
+                    "task": task.task, "predictor": predictor, "context": context,
+                    "metric": metric, "mean": ci.mean, "ci_low": ci.low, "ci_high": ci.high,
+                    "n": ci.n, "clusters": ci.clusters})
+    return {"environment_dependent": len(dependent)}
 
 
 def _compare(task: _Task, kind: str, treatment: tuple[str, str], control: tuple[str, str],
