@@ -318,3 +318,78 @@ def test_report_prints_to_stdout_by_default(tmp_path, capsys):
     assert main(["report", str(folder), "--resamples", "200"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# Benchmark report") and "| p | curated | 40 | 0 | 39 | 8 |" in out
+
+
+def degenerate_results(tmp_path: Path) -> Path:
+    """`copy-previous`, a model `m` and `hybrid`, whose answers are copy-previous's on every
+    example (as its next cells are by construction); no condition gets an exact match on
+    the last 30 examples, and `m` none at all."""
+    rng = np.random.default_rng(1)
+    lines = []
+    for context in ("none", "full"):
+        for i, e in enumerate(IDS):
+            em = float(i % 4 == 0 and i < 10)
+            lines.append(record(e, "copy-previous", context, em, rng, answer=e))
+            same = dict(record(e, "hybrid", context, em, rng, answer=e))
+            same["scores"] = lines[-1]["scores"]
+            lines.append(same)
+            lines.append(record(e, "openai:m", context, 0.0, rng))
+    folder = tmp_path / "degenerate"
+    folder.mkdir()
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return folder
+
+
+def family_of(summary: dict) -> list[dict]:
+    tests = [c for c in summary["comparisons"] if c["p_adjusted"] is not None]
+    tests += [c["mcnemar"] for c in summary["comparisons"]
+              if "mcnemar" in c and c["mcnemar"]["p_adjusted"] is not None]
+    return tests
+
+
+def test_comparisons_identical_by_construction_are_left_out_of_the_holm_family(tmp_path):
+    """Issue 25, item 6: hybrid's next cell is copy-previous's; such comparisons, and tests
+    that cannot reject (the same score everywhere, no discordant pair), must not make
+    Holm multiply every other p-value by a larger number."""
+    markdown, summary = run_report(degenerate_results(tmp_path))
+    pairs = {(c["treatment"]["predictor"], c["control"]["predictor"])
+             for c in summary["comparisons"]}
+    assert ("hybrid", "copy-previous") not in pairs
+    assert {(s["predictor"], s["control_predictor"], s["treatment"]) for s in
+            summary["skipped"] if s["kind"] == "reference"} == \
+        {("hybrid", "copy-previous", "none"), ("hybrid", "copy-previous", "full")}
+    assert "hybrid@full - copy-previous@full not tested (the same answers on every " \
+        "example)" in markdown
+    # m vs copy-previous: EM differs (copy-previous has 3 right); m's own contexts: EM is 0
+    # under both, so that EM test and its McNemar (b = c = 0) cannot reject
+    flat = next(c for c in summary["comparisons"] if c["kind"] == "context"
+                and c["treatment"]["predictor"] == "openai:m" and c["metric"] == "exact_match")
+    assert flat["degenerate"] and flat["p"] == 1.0 and flat["p_adjusted"] is None
+    assert flat["mcnemar"]["p_adjusted"] is None
+    family = family_of(summary)
+    # m: full - none (ROUGE-L, chrF) + m - copy-previous under 2 contexts x (3 metrics +
+    # McNemar) = 2 + 8; the left out: m's context EM and its McNemar
+    assert summary["tests"] == len(family) == 10
+    assert summary["degenerate_tests"] == 2
+    assert [t["p_adjusted"] for t in family] == holm([t["p"] for t in family])
+    assert "2 tests that cannot reject" in markdown
+
+
+def test_a_study_names_its_primary_comparisons_and_holm_covers_only_those(tmp_path, capsys):
+    folder = degenerate_results(tmp_path)
+    _, summary = run_report(folder, "--primary", "openai:m@full:copy-previous@full")
+    assert summary["primary"] == ["openai:m@full:copy-previous@full"]
+    primary = [c for c in summary["comparisons"] if c["primary"]]
+    assert [(c["treatment"]["context"], c["metric"]) for c in primary] == \
+        [("full", m) for m in METRICS]
+    family = family_of(summary)
+    assert summary["tests"] == len(family) == 4  # three metrics and McNemar
+    assert [t["p_adjusted"] for t in family] == holm([t["p"] for t in family])
+    assert all(c["p_adjusted"] is None for c in summary["comparisons"] if not c["primary"])
+    # no context: under every context both have; a pair that is no standard comparison
+    # (a model against hybrid) is made for the study
+    _, both = run_report(folder, "--primary", "openai:m:hybrid")
+    assert {(c["kind"], c["treatment"]["context"]) for c in both["comparisons"]
+            if c["primary"]} == {("primary", "none"), ("primary", "full")}
+    assert main(["report", str(folder), "--primary", "gpt:copy-previous"]) == 1
+    assert "--primary 'gpt:copy-previous': not PREDICTOR[@CONTEXT]" in capsys.readouterr().err

@@ -89,6 +89,10 @@ def register(sub: Any) -> None:
                    help="write every number of the report (means, intervals, comparisons)")
     p.add_argument("--unit", choices=("trajectory", "example"), default="trajectory",
                    help="what the bootstrap resamples (default: whole trajectories)")
+    p.add_argument("--primary", metavar="A:B,...",
+                   help="the comparisons Holm's correction covers, each PREDICTOR[@CONTEXT]:"
+                   "PREDICTOR[@CONTEXT] (no context: under every context both have); the "
+                   "others are exploratory. Default: every test that can reject")
     p.set_defaults(run=report_command)
 
 
@@ -236,7 +240,7 @@ def report_command(args: argparse.Namespace) -> int:
     from themisto_ext.evaluation.report import build_summary
 
     report = build_summary(args.results, resamples=args.resamples, seed=args.seed,
-                           unit=args.unit)
+                           unit=args.unit, primary=args.primary)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",

@@ -19,7 +19,10 @@ def fmt_interval(mean: float, low: float, high: float, signed: bool = False) -> 
     return f"{mean:{sign}.3f} [{low:{sign}.3f}, {high:{sign}.3f}]"
 
 
-def fmt_p(p: float) -> str:
+def fmt_p(p: float | None) -> str:
+    """A p-value; None (a test outside the Holm family) as a dash."""
+    if p is None:
+        return "n/a"
     return "<0.0001" if p < 1e-4 else f"{p:.4f}"
 
 
@@ -52,8 +55,7 @@ def _intro(summary: Summary) -> list[str]:
         "of a task is measured on the same examples: those every condition answered. Paired "
         "differences read first-named minus second-named; p is the bootstrap test of a zero "
         "difference; McNemar's exact test on exact match (b/c: examples right only under the "
-        "first / only under the second) takes examples as independent. "
-        f"p_adj is Holm-adjusted over all {summary.get('tests', 0)} tests of this report.",
+        "first / only under the second) takes examples as independent. " + _family(summary),
     ]
     for warning in summary["warnings"]:
         lines += ["", f"> **Warning:** {warning}"]
@@ -111,6 +113,19 @@ def _reproducible_table(summary: Summary, info: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _family(summary: Summary) -> str:
+    tests, left = summary.get("tests", 0), summary.get("degenerate_tests", 0)
+    flat = (f" {left} tests that cannot reject (both conditions scored every example alike, "
+            "or McNemar without a discordant pair) are left out of it, and comparisons "
+            "whose answers are identical are not tested at all." if left else
+            " Comparisons whose answers are identical are not tested.")
+    if summary.get("primary"):
+        return (f"p_adj is Holm-adjusted over the {tests} tests of the primary comparisons ("
+                + ", ".join(f"`{p}`" for p in summary["primary"]) + "); the other "
+                "comparisons are exploratory (p_adj n/a)." + flat)
+    return f"p_adj is Holm-adjusted over the {tests} tests of this report." + flat
+
+
 def render_markdown(summary: Summary) -> str:
     lines = _intro(summary)
     for info in summary["tasks"]:
@@ -153,9 +168,14 @@ def render_markdown(summary: Summary) -> str:
                              f"{fmt_interval(c['diff'], c['ci_low'], c['ci_high'], True)} | "
                              f"{fmt_p(c['p'])} | {fmt_p(c['p_adjusted'])} | {extra} |")
         for s in summary["skipped"]:
-            if s["task"] == task:
-                lines.append(f"\n{s['predictor']}: {s['treatment']} - {s['control']} not "
-                             f"tested ({s['reason']}).")
+            if s["task"] != task:
+                continue
+            if s.get("kind", "context") == "context":
+                label = f"{s['predictor']}: {s['treatment']} - {s['control']}"
+            else:
+                label = (f"{s['predictor']}@{s['treatment']} - "
+                         f"{s['control_predictor']}@{s['control']}")
+            lines.append(f"\n{label} not tested ({s['reason']}).")
     return "\n".join(lines) + "\n"
 
 
@@ -180,7 +200,7 @@ def render_figure(summary: Summary, path: Path) -> None:
             mine = [i for i in items if i["metric"] == metric]
             shown = [(comparison_label(i) if paired else f"{i['predictor']} · {i['context']}",
                       i["diff"] if paired else i["mean"], i["ci_low"], i["ci_high"],
-                      paired and i.get("p_adjusted", 1.0) < alpha) for i in mine]
+                      paired and (i.get("p_adjusted") or 1.0) < alpha) for i in mine]
             title = f"{task}: {'Δ' if paired else ''}{METRIC_NAMES[metric]}"
             _forest(axes[r][m], shown, title, zero=paired, labels=m == 0)
     level = round(summary["confidence"] * 100)

@@ -11,8 +11,10 @@ length strata) (``stats.py``). Comparisons: each predictor's contexts against ea
 (``full - none``, ``curated - none``, ``curated - full``; skipped when the answers are the
 same under both), and each model against each reference (``copy-previous``, ``baseline``)
 under the same context. Every p-value of the report (bootstrap per metric, McNemar on
-exact match) is Holm-adjusted over all of them. Every bootstrap gets its own seed, derived
-from the report's seed and what it describes.
+exact match) is Holm-adjusted over the family ``family.py`` says: every test that can
+reject, or only those of the primary comparisons a study names (``primary``); comparisons
+identical by construction are left out. Every bootstrap gets its own seed, derived from
+the report's seed and what it describes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from themisto_ext.evaluation.family import Primary, degenerate, parse_primary
 from themisto_ext.evaluation.run import METRICS, RESULTS_FILE, RUN_FILE, Record, load_results
 from themisto_ext.evaluation.stats import bootstrap_ci, holm, mcnemar_exact, paired_bootstrap
 from themisto_ext.prediction.prompts import CONTEXTS
@@ -146,8 +149,10 @@ def _condition_rows(task: _Task) -> list[dict[str, Any]]:
     return rows
 
 
-def _comparison_pairs(task: _Task) -> list[tuple[str, tuple[str, str], tuple[str, str]]]:
-    """(kind, treatment, control): contexts of a predictor, then models vs references."""
+def _comparison_pairs(task: _Task, primary: Sequence[Primary] = ()
+                      ) -> list[tuple[str, tuple[str, str], tuple[str, str]]]:
+    """(kind, treatment, control): contexts of a predictor, then models vs references, then
+    any primary comparison that is neither (kind ``primary``)."""
     pairs: list[tuple[str, tuple[str, str], tuple[str, str]]] = []
     predictors = sorted({p for p, _ in task.conditions}, key=_predictor_order)
     for predictor in predictors:
@@ -161,12 +166,19 @@ def _comparison_pairs(task: _Task) -> list[tuple[str, tuple[str, str], tuple[str
             for context in [c for p, c in task.conditions if p == predictor]:
                 if (reference, context) in task.by:
                     pairs.append(("reference", (predictor, context), (reference, context)))
+    known = {(t, c) for _, t, c in pairs}
+    for spec in primary:
+        for named in spec.pairs(task.conditions):
+            if named not in known:
+                known.add(named)
+                pairs.append(("primary", *named))
     return pairs
 
 
 def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
-                  unit: str = "trajectory") -> dict[str, Any]:
-    """Everything the report shows, as JSON-able data (the ``--json`` file)."""
+                  unit: str = "trajectory", primary: str | None = None) -> dict[str, Any]:
+    """Everything the report shows, as JSON-able data (the ``--json`` file). ``primary``:
+    the comparisons Holm's correction covers (``family.py``; default: every test)."""
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}: use {' or '.join(UNITS)}")
     folder = results if results.is_dir() else results.parent
@@ -181,14 +193,17 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
     by_task: dict[str, list[Record]] = defaultdict(list)
     for record in loaded.latest.values():
         by_task[str(record.get("task", "?"))].append(record)
+    specs = None if primary is None else parse_primary(
+        primary, {(r["predictor"], r["context"]) for r in loaded.latest.values()})
 
     summary: dict[str, Any] = {
         "unit": unit, "confidence": CONFIDENCE, "resamples": resamples, "seed": seed,
         "source": str(path), "records": len(loaded.latest), "unreadable": loaded.unreadable,
         "sampling": run.get("sampling"), "realism": run.get("realism"),
         "targets": run.get("targets"), "environment_targets": run.get("environment_targets"),
-        "tasks": [], "conditions": [], "means": [], "means_reproducible": [],
+        "tasks": [], "conditions": [], "means": [], "means_reproducible": [], "degenerate_tests": 0,
         "comparisons": [], "skipped": [], "warnings": [],
+        "primary": None if specs is None else [str(s) for s in specs],
     }
     tests: list[tuple[dict[str, Any], str]] = []  # (entry, key of its p-value)
     for name in sorted(by_task):
@@ -232,19 +247,32 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
                     "mean": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "n": ci.n,
                     "clusters": ci.clusters})
         summary["tasks"][-1].update(_reproducible_means(task, summary, unit, resamples, seed))
-        for kind, treatment, control in _comparison_pairs(task):
-            if kind == "context" and task.answers(treatment) == task.answers(control):
+        for kind, treatment, control in _comparison_pairs(task, specs or ()):
+            if task.answers(treatment) == task.answers(control):
                 summary["skipped"].append({
-                    "task": name, "predictor": treatment[0], "treatment": treatment[1],
-                    "control": control[1], "reason": "the same answers under both contexts"})
+                    "task": name, "kind": kind, "predictor": treatment[0],
+                    "treatment": treatment[1], "control_predictor": control[0],
+                    "control": control[1], "reason": "the same answers on every example"
+                    + (" under both contexts" if kind == "context" else "")})
                 continue
+            is_primary = specs is None or any(s.matches(treatment, control) for s in specs)
             for metric in METRICS:
                 entry = _compare(task, kind, treatment, control, metric, clusters, strata,
                                  resamples, seed)
+                entry["primary"] = specs is not None and is_primary
                 summary["comparisons"].append(entry)
-                tests.append((entry, "p"))
-                if "mcnemar" in entry:
-                    tests.append((entry["mcnemar"], "p"))
+                flat = degenerate(task.scores(treatment, metric), task.scores(control, metric))
+                entry["degenerate"] = flat
+                mc = entry.get("mcnemar")
+                for test, cannot_reject in ((entry, flat), (mc, mc is not None and
+                                            mc["only_treatment"] + mc["only_control"] == 0)):
+                    if test is None:
+                        continue
+                    test["p_adjusted"] = None
+                    if is_primary and not cannot_reject:
+                        tests.append((test, "p"))
+                    elif cannot_reject:
+                        summary["degenerate_tests"] += 1
     for (entry, key), adjusted in zip(tests, holm([e[k] for e, k in tests]), strict=True):
         entry[f"{key}_adjusted"] = adjusted
     summary["tests"] = len(tests)
@@ -308,4 +336,6 @@ def comparison_label(entry: dict[str, Any]) -> str:
     t, c = entry["treatment"], entry["control"]
     if entry["kind"] == "context":
         return f"{t['predictor']}: {t['context']} - {c['context']}"
-    return f"{t['predictor']} - {c['predictor']} ({t['context']})"
+    if t["context"] == c["context"]:
+        return f"{t['predictor']} - {c['predictor']} ({t['context']})"
+    return f"{t['predictor']}@{t['context']} - {c['predictor']}@{c['context']}"
