@@ -376,3 +376,35 @@ def test_every_context_of_an_example_shows_the_same_history(benches, tmp_path):
                                   min_dropped=plan["dropped_steps"])
             assert record["prompt"]["user"] == prompt.user
             assert window.count(prompt) <= window.room(prompt)
+
+
+def test_a_demonstration_echo_and_other_garbage_are_flagged(benches, tmp_path):
+    """Issue 25, item 3: SmolLM2 returned the prompt's own example answer for 65 of 180
+    next cells. Each answer that is no prediction (the demonstration's answer, markup,
+    empty, cut off at the cap) is counted per predictor, with its interval."""
+    demonstration = build_prompt([], "output", "none", target_code="x").demonstrations[0]
+    echoed = demonstration.assistant.removeprefix("<output>\n").removesuffix("\n</output>")
+    assert echoed == "radius 2.0\n4.0"
+    replies = [echoed] * 4 + ["1\n<state_changes>\nx: int\n"] * 3 + [""] * 2 \
+        + ["x = 1\n" * 300] * 3  # 1,800 characters: every one of the 256 tokens
+    out = tmp_path / "r"
+    with FakeLLM() as llm:
+        llm.script(*[ok(text) for text in replies])
+        assert bench(str(benches["output"]), "--predictor", "openai:fake", "--predictor",
+                     "copy-previous", "--base-url", llm.openai_url, "--context", "none",
+                     "--out", str(out)) == 0
+    records = [r for r in load_results(out / RESULTS_FILE).latest.values()
+               if r["predictor"] == "openai:fake"]
+    assert Counter(r["answer"] for r in records)[echoed] == 4
+    assert all(r["answer_cap"] == 256 for r in records)
+    summary_path = tmp_path / "s.json"
+    assert main(["report", str(out), "--resamples", "200", "--json", str(summary_path),
+                 "--out", str(tmp_path / "r.md")]) == 0
+    summary = json.loads(summary_path.read_text())
+    rates = {g["predictor"]: g for g in summary["garbage"]}
+    assert rates["openai:fake"]["kinds"] == {"demonstration": 4, "markup": 3, "empty": 2,
+                                             "cap": 3}
+    assert rates["openai:fake"]["rate"] == 1.0 and rates["openai:fake"]["n"] == 12
+    assert rates["copy-previous"]["kinds"]["demonstration"] == 0
+    assert "| openai:fake | none | 1.000 [1.000, 1.000] | 4 | 3 | 2 | 3 |" in \
+        (tmp_path / "r.md").read_text()

@@ -89,6 +89,23 @@ def _history_line(info: dict[str, Any]) -> str:
                 for p, h in histories.items()) + ".")
 
 
+def _garbage_table(summary: Summary, task: str) -> list[str]:
+    rows = [g for g in summary.get("garbage", []) if g["task"] == task]
+    if not rows:
+        return []
+    kinds = list(rows[0]["kinds"])
+    lines = ["", "Garbage answers (no prediction at all: the demonstration's answer echoed, "
+             "prompt markup, empty where the reference is not, cut off at the answer cap; "
+             "an answer counts once in the rate):", "",
+             "| predictor | context | rate | " + " | ".join(kinds) + " |",
+             "|---|---|---|" + "--:|" * len(kinds)]
+    for g in rows:
+        lines.append(f"| {g['predictor']} | {g['context']} | "
+                     f"{fmt_interval(g['rate'], g['ci_low'], g['ci_high'])} | "
+                     + " | ".join(str(g["kinds"][k]) for k in kinds) + " |")
+    return lines
+
+
 def _reproducible_table(summary: Summary, info: dict[str, Any]) -> list[str]:
     task, dependent = info["task"], info.get("environment_dependent")
     rows = [m for m in summary.get("means_reproducible", []) if m["task"] == task]
@@ -152,6 +169,7 @@ def render_markdown(summary: Summary) -> str:
             lines.append(f"| {row['predictor']} | {row['context']} | {row['answered']} | "
                          f"{failed} | {n} | {clusters} | " + " | ".join(cells) + " |")
         lines += _reproducible_table(summary, info)
+        lines += _garbage_table(summary, task)
         lines += ["", f"### Paired differences ({task})", ""]
         entries = [c for c in summary["comparisons"] if c["task"] == task]
         if not entries:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from themisto_ext.evaluation.family import Primary, degenerate, parse_primary
+from themisto_ext.evaluation.quality import GARBAGE_KINDS, garbage
 from themisto_ext.evaluation.run import METRICS, RESULTS_FILE, RUN_FILE, Record, load_results
 from themisto_ext.evaluation.stats import bootstrap_ci, holm, mcnemar_exact, paired_bootstrap
 from themisto_ext.prediction.prompts import CONTEXTS
@@ -201,7 +202,8 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
         "source": str(path), "records": len(loaded.latest), "unreadable": loaded.unreadable,
         "sampling": run.get("sampling"), "realism": run.get("realism"),
         "targets": run.get("targets"), "environment_targets": run.get("environment_targets"),
-        "tasks": [], "conditions": [], "means": [], "means_reproducible": [], "degenerate_tests": 0,
+        "tasks": [], "conditions": [], "means": [], "means_reproducible": [], "garbage": [],
+        "degenerate_tests": 0,
         "comparisons": [], "skipped": [], "warnings": [],
         "primary": None if specs is None else [str(s) for s in specs],
     }
@@ -247,6 +249,7 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
                     "mean": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "n": ci.n,
                     "clusters": ci.clusters})
         summary["tasks"][-1].update(_reproducible_means(task, summary, unit, resamples, seed))
+        summary["garbage"] += _garbage_rates(task, clusters, strata, resamples, seed)
         for kind, treatment, control in _comparison_pairs(task, specs or ()):
             if task.answers(treatment) == task.answers(control):
                 summary["skipped"].append({
@@ -281,6 +284,23 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
             "every candidate target was taken (fewer candidates than --n): the intervals are "
             "about trajectories like these, not about sampling within them")
     return summary
+
+
+def _garbage_rates(task: _Task, clusters: Sequence[str] | None, strata: Sequence[str] | None,
+                   resamples: int, seed: int) -> list[dict[str, Any]]:
+    """Per condition: the share of answers that are no prediction (``quality.py``), with
+    its interval, and how many of each kind."""
+    rows = []
+    for predictor, context in task.conditions:
+        found = [garbage(task.by[(predictor, context)][e]) for e in task.common]
+        ci = bootstrap_ci([float(bool(k)) for k in found], resamples=resamples,
+                          confidence=CONFIDENCE, clusters=clusters, strata=strata,
+                          seed=derived_seed(seed, "garbage", task.task, predictor, context))
+        rows.append({"task": task.task, "predictor": predictor, "context": context,
+                     "rate": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "n": ci.n,
+                     "clusters": ci.clusters,
+                     "kinds": {kind: sum(kind in k for k in found) for kind in GARBAGE_KINDS}})
+    return rows
 
 
 def _reproducible_means(task: _Task, summary: dict[str, Any], unit: str, resamples: int,

@@ -325,6 +325,7 @@ async def _one(predictor: Predictor, example: Example, context: Context, config:
                   "error": {"type": type(exc).__name__, "message": str(exc)}}
     record.pop("id", None)  # the prediction's own uuid; the pair is what identifies a result
     record.setdefault("trajectory_id", _trajectory(example))
+    record["answer_cap"] = predictor.max_tokens or ANSWER_TOKENS  # a cut-off answer: quality.py
     record["history_plan"] = None if plan is None else \
         {"budget_chars": plan.budget_chars, "dropped_steps": plan.dropped}
     return {"example_id": example["id"], "stratum": example.get("stratum"),
