@@ -393,3 +393,27 @@ def test_a_study_names_its_primary_comparisons_and_holm_covers_only_those(tmp_pa
             if c["primary"]} == {("primary", "none"), ("primary", "full")}
     assert main(["report", str(folder), "--primary", "gpt:copy-previous"]) == 1
     assert "--primary 'gpt:copy-previous': not PREDICTOR[@CONTEXT]" in capsys.readouterr().err
+
+
+def test_next_cells_are_also_scored_line_by_line(tmp_path):
+    """Issue 25, item 9: the report gives next cells a line exact match, from the answers
+    and references of the results, in the table and the JSON."""
+    rng = np.random.default_rng(2)
+    lines = []
+    for i, e in enumerate(IDS):
+        reference = f"x = {i}\nprint(x)\nx.sum()"
+        for predictor, answer in (("copy-previous", f"x = {i - 1}\nprint(x)"),
+                                  ("m", reference if i % 2 else "nothing")):
+            r = record(e, predictor, "none", float(answer == reference), rng, task="next-cell",
+                       answer=answer)
+            r["reference"] = reference
+            lines.append(r)
+    folder = tmp_path / "lines"
+    folder.mkdir()
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    markdown, summary = run_report(folder)
+    got = {m["predictor"]: m["mean"] for m in summary["means"] if m["metric"] == "line_match"}
+    assert got == pytest.approx({"copy-previous": 1 / 3, "m": 0.5})
+    assert "line EM" in markdown.split("## Task: next-cell", 1)[1].splitlines()[4]
+    assert any(c["metric"] == "line_match" and c["treatment"]["predictor"] == "m"
+               for c in summary["comparisons"])

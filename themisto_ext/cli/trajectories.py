@@ -27,9 +27,20 @@ from themisto_ext.store import (
 )
 from themisto_ext.trajectory import file_problems, write_steps
 
+STORE_HELP = ("trajectory store: a SQLite file, sqlite:///PATH or postgresql://USER@HOST:PORT/DB "
+              "(password from PGPASSWORD or ~/.pgpass); default: the SQLite file the Jupyter "
+              "server extension uses by default")
+
+
+def _store_option(p: argparse.ArgumentParser) -> None:
+    """``--store`` after the command name too (``themisto record nb.ipynb --store X``); left
+    unset here unless given, so that one given before the command name stands."""
+    p.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser("record", help="execute a notebook headlessly and record its trajectory")
+    _store_option(p)
     p.add_argument("notebook", type=Path)
     p.add_argument("--out", type=Path, help="also write the trajectory as JSONL here")
     p.add_argument("--timeout", type=positive_float, default=600,
@@ -44,12 +55,14 @@ def register(sub: Any) -> None:
     p.set_defaults(run=record)
 
     p = sub.add_parser("list", help="list stored trajectories")
+    _store_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument("--notebook", help="only trajectories of this notebook path")
     p.add_argument("--user", help="only trajectories this user recorded")
     p.set_defaults(run=list_)
 
     p = sub.add_parser("export", help="export trajectories as benchmark-format JSONL")
+    _store_option(p)
     p.add_argument("ids", nargs="*", help="trajectory ids (or unique prefixes)")
     p.add_argument("--all", action="store_true", help="export every stored trajectory")
     p.add_argument("--user", help="with --all: only trajectories this user recorded")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from themisto_ext.evaluation.realism import describe
-from themisto_ext.evaluation.report import METRIC_NAMES, comparison_label
+from themisto_ext.evaluation.report import METRIC_NAMES, comparison_label, task_metrics
 from themisto_ext.evaluation.run import METRICS
 
 Summary = dict[str, Any]
@@ -115,18 +115,18 @@ def _reproducible_table(summary: Summary, info: dict[str, Any]) -> list[str]:
     if not rows:
         return ["", f"No target of this task depends on the environment ({dependent})."
                 if not dependent else "Every target of this task depends on the environment."]
-    first = rows[0]
+    first, metrics = rows[0], task_metrics(task)
     lines = ["", f"Without the {dependent} targets whose reference depends on the environment "
              f"({first['n']} examples, {first['clusters']} clusters):", "",
-             "| predictor | context | " + " | ".join(METRIC_NAMES[m] for m in METRICS) + " |",
-             "|---|---|" + "---|" * len(METRICS)]
+             "| predictor | context | " + " | ".join(METRIC_NAMES[m] for m in metrics) + " |",
+             "|---|---|" + "---|" * len(metrics)]
     table: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for m in rows:
         table.setdefault((m["predictor"], m["context"]), {})[m["metric"]] = m
     for (predictor, context), got in table.items():
         lines.append(f"| {predictor} | {context} | " + " | ".join(
             fmt_interval(got[m]["mean"], got[m]["ci_low"], got[m]["ci_high"])
-            for m in METRICS) + " |")
+            for m in metrics) + " |")
     return lines
 
 
@@ -153,15 +153,15 @@ def render_markdown(summary: Summary) -> str:
                   + (" (stratified)" if info["stratified"] else "") + "."
                   + _history_line(info), "",
                   "| predictor | context | answered | failed | n | clusters | "
-                  + " | ".join(METRIC_NAMES[m] for m in METRICS) + " |",
-                  "|---|---|--:|--:|--:|--:|" + "---|" * len(METRICS)]
+                  + " | ".join(METRIC_NAMES[m] for m in task_metrics(task)) + " |",
+                  "|---|---|--:|--:|--:|--:|" + "---|" * len(task_metrics(task))]
         means = _means(summary, task)
         for row in summary["conditions"]:
             if row["task"] != task:
                 continue
             got = means.get((row["predictor"], row["context"]))
             cells = [fmt_interval(got[m]["mean"], got[m]["ci_low"], got[m]["ci_high"])
-                     if got else "n/a" for m in METRICS]
+                     if got else "n/a" for m in task_metrics(task)]
             n = got[METRICS[0]]["n"] if got else 0
             clusters = got[METRICS[0]]["clusters"] if got else 0
             failed = str(row["failed"]) + (" (" + ", ".join(
@@ -209,7 +209,7 @@ def render_figure(summary: Summary, path: Path) -> None:
     for task in tasks:
         rows.append((task, [m for m in summary["means"] if m["task"] == task], False))
         rows.append((task, [c for c in summary["comparisons"] if c["task"] == task], True))
-    sizes = [max(len(items) // len(METRICS), 1) for _, items, _ in rows]
+    sizes = [max(sum(i["metric"] == METRICS[0] for i in items), 1) for _, items, _ in rows]
     fig, axes = plt.subplots(len(rows), len(METRICS), squeeze=False, height_ratios=sizes,
                              figsize=(4.4 * len(METRICS), 1.2 + 0.36 * sum(sizes)))
     alpha = 1 - summary["confidence"]

@@ -31,9 +31,19 @@ from themisto_ext.evaluation.family import Primary, degenerate, parse_primary
 from themisto_ext.evaluation.quality import GARBAGE_KINDS, garbage
 from themisto_ext.evaluation.run import METRICS, RESULTS_FILE, RUN_FILE, Record, load_results
 from themisto_ext.evaluation.stats import bootstrap_ci, holm, mcnemar_exact, paired_bootstrap
+from themisto_ext.prediction.metrics import line_exact_match
 from themisto_ext.prediction.prompts import CONTEXTS
 
-METRIC_NAMES = {"exact_match": "EM", "rouge_l": "ROUGE-L", "chrf": "chrF"}
+METRIC_NAMES = {"exact_match": "EM", "rouge_l": "ROUGE-L", "chrf": "chrF",
+                "line_match": "line EM"}
+LINE_MATCH = "line_match"
+"""Next cells only: the share of the real cell's lines predicted exactly (``metrics.py``)."""
+
+
+def task_metrics(task: str) -> tuple[str, ...]:
+    """The metrics a task is reported in: the records' three, and for next cells the line
+    exact match, computed here from answer and reference."""
+    return (*METRICS, LINE_MATCH) if task == "next-cell" else METRICS
 CONFIDENCE = 0.95
 UNITS = ("trajectory", "example")
 REFERENCES = ("copy-previous", "baseline")
@@ -80,8 +90,11 @@ class _Task:
 
     def scores(self, condition: tuple[str, str], metric: str,
                examples: Sequence[str] | None = None) -> list[float]:
-        return [float(self.by[condition][e]["scores"][metric])
-                for e in (self.common if examples is None else examples)]
+        records = [self.by[condition][e] for e in (self.common if examples is None else examples)]
+        if metric == LINE_MATCH:
+            return [line_exact_match(str(r.get("answer") or ""), str(r.get("reference") or ""))
+                    for r in records]
+        return [float(r["scores"][metric]) for r in records]
 
     def environment_dependent(self) -> list[str] | None:
         """The common examples whose reference depends on the environment (None: the
@@ -239,7 +252,7 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
                 f"{name}: {left_out} of {len(task.examples)} examples are left out of every "
                 "condition's numbers because some condition failed on them or did not run them")
         for predictor, context in task.conditions:
-            for metric in METRICS:
+            for metric in task_metrics(task.task):
                 ci = bootstrap_ci(task.scores((predictor, context), metric),
                                   resamples=resamples, confidence=CONFIDENCE, clusters=clusters,
                                   strata=strata, seed=derived_seed(seed, "mean", name, predictor,
@@ -259,7 +272,7 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
                     + (" under both contexts" if kind == "context" else "")})
                 continue
             is_primary = specs is None or any(s.matches(treatment, control) for s in specs)
-            for metric in METRICS:
+            for metric in task_metrics(task.task):
                 entry = _compare(task, kind, treatment, control, metric, clusters, strata,
                                  resamples, seed)
                 entry["primary"] = specs is not None and is_primary
@@ -319,7 +332,7 @@ def _reproducible_means(task: _Task, summary: dict[str, Any], unit: str, resampl
             isinstance(first[e].get("stratum"), str) for e in kept) \
             else [str(first[e]["stratum"]) for e in kept]
         for predictor, context in task.conditions:
-            for metric in METRICS:
+            for metric in task_metrics(task.task):
                 ci = bootstrap_ci(task.scores((predictor, context), metric, kept),
                                   resamples=resamples, confidence=CONFIDENCE, clusters=clusters,
                                   strata=strata, seed=derived_seed(
