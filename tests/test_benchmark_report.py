@@ -298,8 +298,8 @@ def test_report_carries_sampling_and_realism_from_the_run(tmp_path):
                                                           "candidates": 40, "census": True}}}))
     markdown, summary = run_report(folder)
     assert summary["realism"] == realism
-    assert "8 trajectories, 120 steps: 0 re-runs (0 edited), 0 out-of-order executions, " \
-        "9 errors (7 caused by the environment)" in markdown
+    assert "8 trajectories, 120 steps: 0 re-runs (0% of steps; 0 edited, 0%), 0 out-of-order " \
+        "executions (0%), 9 errors (8%; 7 caused by the environment)" in markdown
     assert "Of the 48 targets, 6 have a reference that depends on the environment" in markdown
     assert "--errors drop; 40 candidates, every one taken." in markdown
     assert any("every candidate target was taken" in w for w in summary["warnings"])

@@ -293,7 +293,7 @@ def test_results_carry_strata_and_the_run_describes_its_examples(benches, tmp_pa
         assert r["queue_seconds"] is None or r["queue_seconds"] >= 0
     run = json.loads((out / "run.json").read_text())
     assert run["sampling"]["output"] == {"n": 12, "seed": 1, "errors": "drop",
-                                         "environment": "keep",
+                                         "environment": "keep", "source": "any",
                                          "candidates": run["sampling"]["output"]["candidates"],
                                          "census": False}
     assert run["realism"]["trajectories"] == 2 and run["realism"]["reruns"] == 0
@@ -306,7 +306,7 @@ def test_results_carry_strata_and_the_run_describes_its_examples(benches, tmp_pa
     assert main(["report", str(out), "--resamples", "200"]) == 0
     report = capsys.readouterr().out
     assert "## What the trajectories are like" in report
-    assert "2 trajectories" in report and "0 re-runs (0 edited)" in report
+    assert "2 trajectories" in report and "0 re-runs (0% of steps; 0 edited, 0%)" in report
     assert "| copy-previous | none | 12 | 0 | 12 | 2 |" in report
 
 

@@ -105,7 +105,8 @@ def test_a_traceback_stored_without_an_error_counts_as_raised(tmp_path, capsys):
     assert 6 in {e["target"]["step"] for e in sample([path], "output", n=100,
                                                      errors="keep").examples}
     assert main(["stats", str(path)]) == 0
-    assert "1 errors (0 caused by the environment)" in capsys.readouterr().out
+    assert "1 errors (4%; 0 caused by the environment, 0 fixed later)" in \
+        capsys.readouterr().out
 
 
 def seeded_then_unseeded() -> list[dict]:
@@ -150,6 +151,30 @@ def test_the_cli_takes_the_environment_rule(tmp_path, capsys):
                  "--environment", "drop"]) == 0
     assert "1 depends on the environment" in capsys.readouterr().out
     assert not any(e["environment_dependent"] for e in read_examples(out))
+
+
+def test_source_live_keeps_only_trajectories_a_persons_kernel_recorded(tmp_path, capsys):
+    """Issue 25, item 8: notebooks run top to bottom are replays, not development; a study
+    keeps what people's kernels recorded live (each step's source, from `themisto
+    export`); a file that does not say counts for --source any only."""
+    live, replay, unknown = (trajectory(t, [{"code": f"print({i})", "output": str(i)}
+                                            for i in range(6)]) for t in ("l", "r", "u"))
+    for s in live:
+        s["source"] = "kernel"
+    for s in replay:
+        s["source"] = "record"
+    path = write(tmp_path / "t.jsonl", [live, replay, unknown])
+    picked = sample([path], "output", n=100, source="live")
+    assert {e["provenance"]["trajectory_id"] for e in picked.examples} == {"l"}
+    assert picked.dropped["not --source live"] == 22
+    assert picked.examples[0]["sampling"]["source"] == "live"
+    assert {e["provenance"]["trajectory_id"] for e in sample([path], "output", n=100)
+            .examples} == {"l", "r", "u"}
+    assert main(["sample", str(path), "--task", "output", "--out", str(tmp_path / "b.jsonl"),
+                 "--source", "record"]) == 0
+    assert "--source record" in capsys.readouterr().out
+    assert {e["provenance"]["trajectory_id"] for e in read_examples(tmp_path / "b.jsonl")} \
+        == {"r"}
 
 
 def test_targets_longer_than_the_99th_percentile_are_dropped(tmp_path):
@@ -275,7 +300,8 @@ def test_examples_are_self_contained(tmp_path):
     assert by_step[7]["task"] == "output"
     assert by_step[7]["provenance"] == {"trajectory_id": "abc", "step": 7, "file": str(path)}
     assert by_step[7]["sampling"] == {"n": 5, "seed": 0, "errors": "drop",
-                                      "environment": "keep", "candidates": 1, "census": True}
+                                      "environment": "keep", "source": "any", "candidates": 1,
+                                      "census": True}
     assert (by_step[7]["environment_dependent"], by_step[7]["environment_reasons"]) == \
         (False, [])
 

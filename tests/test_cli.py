@@ -190,5 +190,10 @@ def test_store_may_follow_the_command_name(tmp_path: Path):
     assert listed.returncode == 0 and json.loads(listed.stdout)["steps"] == 1
     exported = themisto("export", "--all", "--out", "-", "--store", str(store))
     assert exported.returncode == 0 and json.loads(exported.stdout)["code"] == "1 + 1"
+    # each exported step says how it was recorded (issue 25, item 8: sample --source live)
+    assert json.loads(exported.stdout)["source"] == "record"
+    out = tmp_path / "t.jsonl"
+    assert themisto("export", "--all", "--out", str(out), "--store", str(store)).returncode == 0
+    assert themisto("validate", str(out)).returncode == 0
     # before the command name it works as before
     assert json.loads(themisto("list", "--json", store=store).stdout)["steps"] == 1

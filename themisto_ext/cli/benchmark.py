@@ -33,6 +33,10 @@ def register(sub: Any) -> None:
                    help="output targets whose output depends on the environment (a timing, "
                    "an unseeded draw, a memory address...): keep them, each example flagged "
                    "environment_dependent (default), or drop them")
+    p.add_argument("--source", choices=("any", "live", "record", "import"), default="any",
+                   help="only trajectories recorded so (each step's source, written by "
+                   "`themisto export` and import-june): live, a person's kernel in JupyterLab; "
+                   "record, `themisto record`; import, import-june (default: any)")
     p.add_argument("--keep-errors", action="store_const", const="keep", dest="errors",
                    help=argparse.SUPPRESS)  # the option's old spelling
     p.set_defaults(run=sample_command)
@@ -100,7 +104,7 @@ def sample_command(args: argparse.Namespace) -> int:
     from themisto_ext.evaluation.sample import sample, write_examples
 
     result = sample(args.files, args.task, n=args.n, seed=args.seed, errors=args.errors,
-                    environment=args.environment)
+                    environment=args.environment, source=args.source)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as fh:
         write_examples(result.examples, fh)
@@ -111,7 +115,8 @@ def sample_command(args: argparse.Namespace) -> int:
     strata = ", ".join(f"{s.name} {s.taken}/{s.available}" for s in result.strata)
     flagged = sum(1 for e in result.examples if e["environment_dependent"])
     print(f"{result.steps} steps: {result.candidates} candidate targets ({dropped}; targets "
-          f"that raised: --errors {args.errors}; --environment {args.environment}); quartiles "
+          f"that raised: --errors {args.errors}; --environment {args.environment}; --source "
+          f"{args.source}); quartiles "
           f"of target length {low:g} and {high:g}; drew {strata}; wrote "
           f"{len(result.examples)} examples to {args.out} ({flagged} of them "
           "environment_dependent)")

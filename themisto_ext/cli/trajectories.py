@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import IO, Any
 
 from themisto_ext.cli.args import positive_float
 from themisto_ext.contract import default_store_path, default_user, journal_dir_for
+from themisto_ext.records import Step
 from themisto_ext.replay import (
     ReplayError,
     metadata_disables_recording,
@@ -142,7 +144,18 @@ def _export(store: TrajectoryStore, ids: list[str], out: str) -> int:
     target: AbstractContextManager[IO[str]] = (
         nullcontext(sys.stdout) if out == "-" else open(out, "w", encoding="utf-8"))  # noqa: SIM115
     with target as fh:
-        return sum(write_steps(store.iter_steps(tid), fh) for tid in ids)
+        return sum(write_steps(_with_source(store, tid), fh) for tid in ids)
+
+
+def _with_source(store: TrajectoryStore, trajectory_id: str) -> Iterator[Step]:
+    """The trajectory's steps, each saying how it was recorded (``kernel``: live, in a
+    person's session; ``record``: a notebook run top to bottom), so that a benchmark can
+    keep the live ones (``themisto sample --source live``)."""
+    info = store.get_trajectory(trajectory_id)
+    for step in store.iter_steps(trajectory_id):
+        if info is not None and "source" not in step:
+            step["source"] = info.source
+        yield step
 
 
 def export(args: argparse.Namespace) -> int:

@@ -11,6 +11,8 @@ files). ``measure`` counts both over trajectories, ``themisto stats`` prints it 
 * an execution is **out of order** when its cell comes before the previous execution's
   cell: in notebook position when cell ids are positions (JuNE logs), else in the order
   the cells first ran;
+* an error is **fixed later** when the cell that raised runs again later without an error
+  (the person edited it, or what it needed, until it worked);
 * an error is **caused by the environment** when it is a missing module, file or input
   (``ModuleNotFoundError``, ``ImportError``, ``FileNotFoundError``, ``OSError``,
   ``StdinNotImplementedError``...), a library's API changed under the code (an unexpected
@@ -201,6 +203,8 @@ class Realism:
     edited_reruns: int = 0
     out_of_order: int = 0
     errors: int = 0
+    fixed_errors: int = 0
+    """Errors whose cell ran again later without one."""
     environment_errors: int = 0
     environment_outputs: int = 0
     """Steps whose output depends on the environment (any kind)."""
@@ -211,13 +215,14 @@ class Realism:
         return {"trajectories": self.trajectories, "steps": self.steps,
                 "reruns": self.reruns, "edited_reruns": self.edited_reruns,
                 "out_of_order": self.out_of_order, "errors": self.errors,
+                "fixed_errors": self.fixed_errors,
                 "environment_errors": self.environment_errors,
                 "environment_outputs": self.environment_outputs,
                 "environment_kinds": {k: self.kinds[k] for k in ENV_OUTPUT_KINDS}}
 
     def add(self, other: Realism) -> None:
         for name in ("trajectories", "steps", "reruns", "edited_reruns", "out_of_order",
-                     "errors", "environment_errors", "environment_outputs"):
+                     "errors", "fixed_errors", "environment_errors", "environment_outputs"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.kinds.update(other.kinds)
 
@@ -235,6 +240,7 @@ def measure_trajectory(steps: Sequence[Mapping[str, Any]]) -> Realism:
     cells = [str(s.get("cell_id")) if s.get("cell_id") is not None else f"#{i}"
              for i, s in enumerate(steps)]
     numbered = bool(cells) and all(c.isdigit() for c in cells)
+    unfixed: Counter[str] = Counter()  # errors per cell not yet followed by a success
     for step, cell, facts in zip(steps, cells, step_facts(steps), strict=True):
         code = str(step.get("code", ""))
         if cell in tracker.last_code:
@@ -248,6 +254,9 @@ def measure_trajectory(steps: Sequence[Mapping[str, Any]]) -> Realism:
         if facts.cause is not None:
             realism.errors += 1
             realism.environment_errors += facts.cause == "environment"
+            unfixed[cell] += 1
+        elif unfixed[cell]:
+            realism.fixed_errors += unfixed.pop(cell)
         if facts.kinds:
             realism.environment_outputs += 1
             realism.kinds.update(facts.kinds)
@@ -265,10 +274,18 @@ def describe(realism: Mapping[str, Any]) -> str:
     """One paragraph for people, from ``Realism.to_json()``."""
     steps = realism["steps"] or 1
     kinds = ", ".join(f"{k} {v}" for k, v in realism["environment_kinds"].items() if v)
+
+    def share(key: str) -> str:
+        return f"{100 * realism[key] / steps:.0f}%"
+
+    fixed = realism.get("fixed_errors")
     return (f"{realism['trajectories']} trajectories, {realism['steps']} steps: "
-            f"{realism['reruns']} re-runs ({realism['edited_reruns']} edited), "
-            f"{realism['out_of_order']} out-of-order executions, {realism['errors']} errors "
-            f"({realism['environment_errors']} caused by the environment); "
+            f"{realism['reruns']} re-runs ({share('reruns')} of steps; "
+            f"{realism['edited_reruns']} edited, {share('edited_reruns')}), "
+            f"{realism['out_of_order']} out-of-order executions ({share('out_of_order')}), "
+            f"{realism['errors']} errors ({share('errors')}; "
+            f"{realism['environment_errors']} caused by the environment"
+            + (f", {fixed} fixed later" if fixed is not None else "") + "); "
             f"{realism['environment_outputs']} outputs "
             f"({100 * realism['environment_outputs'] / steps:.0f}%) depend on the "
             f"environment" + (f" ({kinds})" if kinds else "") + ".")

@@ -38,6 +38,10 @@ STRATA = ("q1", "q2-q3", "q4")
 ERROR_RULES = ("drop", "keep", "drop-environment")
 """What to do with targets that raised: the paper dropped them all; a traceback is an
 output too, and one the environment caused (a missing module) says little of the code."""
+SOURCES = {"any": None, "live": "kernel", "record": "record", "import": "import"}
+"""``--source``: which trajectories to sample from, by how they were recorded (each step's
+``source``, written by ``themisto export`` and ``import-june``): ``live`` keeps those a
+person's kernel recorded in JupyterLab; a file without the field counts for ``any`` only."""
 ENVIRONMENT_RULES = ("keep", "drop")
 """What to do with output targets whose output depends on the environment (a timing, an
 unseeded draw...): re-running the same code gives another output, so even a perfect
@@ -68,6 +72,8 @@ class Trajectory:
     lines: list[str]
     """Each step's JSON text, in execution order."""
     facts: list[_Facts]
+    recorded_by: str | None = None
+    """How it was recorded (its first step's ``source``), if the file says."""
     _parsed: dict[int, Step] = field(default_factory=dict, repr=False)
     _environment: list[StepFacts] | None = field(default=None, repr=False)
 
@@ -173,7 +179,8 @@ def read_trajectories(paths: Sequence[Path]) -> list[Trajectory]:
                                        "and in one file)")
             else:
                 seen[tid] = path
-                current = Trajectory(tid, path, [], [])
+                current = Trajectory(tid, path, [], [], recorded_by=step.get("source")
+                                     if isinstance(step.get("source"), str) else None)
                 trajectories.append(current)
             current.lines.append(entry.text)
             current.facts.append(facts)
@@ -223,11 +230,15 @@ def _describe(stratum: int, bounds: tuple[float, float]) -> str:
 
 
 def _candidates(trajectories: list[Trajectory], task: Task, errors: str, environment: str,
-                dropped: dict[str, int]) -> list[_Candidate]:
+                dropped: dict[str, int], source: str = "any") -> list[_Candidate]:
     found: list[_Candidate] = []
     output_task = task == "output"
+    wanted = SOURCES[source]
     for trajectory in trajectories:
         facts = trajectory.facts
+        if wanted is not None and trajectory.recorded_by != wanted:
+            dropped[f"not --source {source}"] += len(facts)
+            continue
         dropped["fewer than 5 prior steps"] += min(MIN_PRIOR, len(facts))
         for position in range(MIN_PRIOR, len(facts)):
             fact = facts[position]
@@ -272,10 +283,12 @@ def _without_gc() -> Iterator[None]:
 
 
 def sample(paths: Sequence[Path], task: Task, *, n: int = 200, seed: int = 0,
-           errors: str = "drop", environment: str = "keep") -> SampleResult:
+           errors: str = "drop", environment: str = "keep",
+           source: str = "any") -> SampleResult:
     """Draw the benchmark examples for ``task`` from the trajectory files ``paths``;
     ``errors`` is the rule for targets that raised (``ERROR_RULES``), ``environment`` the
-    rule for output targets that depend on the environment (``ENVIRONMENT_RULES``)."""
+    rule for output targets that depend on the environment (``ENVIRONMENT_RULES``),
+    ``source`` which trajectories count (``SOURCES``)."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
     if errors not in ERROR_RULES:
@@ -283,18 +296,23 @@ def sample(paths: Sequence[Path], task: Task, *, n: int = 200, seed: int = 0,
     if environment not in ENVIRONMENT_RULES:
         raise ValueError(f"unknown --environment rule {environment!r}: use "
                          f"{', '.join(ENVIRONMENT_RULES)}")
+    if source not in SOURCES:
+        raise ValueError(f"unknown --source {source!r}: use {', '.join(SOURCES)}")
     if n < 1:
         raise ValueError("--n must be at least 1")
     with _without_gc():
-        return _sample(read_trajectories(paths), task, n, seed, errors, environment)
+        return _sample(read_trajectories(paths), task, n, seed, errors, environment, source)
 
 
 def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
-            errors: str, environment: str = "keep") -> SampleResult:
-    dropped = {"fewer than 5 prior steps": 0, "empty target": 0, "raised an exception": 0,
-               "depends on the environment": 0, "longer than the 0.99 quantile": 0}
-    found = _drop_long(_candidates(trajectories, task, errors, environment, dropped), task,
-                       dropped)
+            errors: str, environment: str = "keep", source: str = "any") -> SampleResult:
+    dropped = {f"not --source {source}": 0, "fewer than 5 prior steps": 0, "empty target": 0,
+               "raised an exception": 0, "depends on the environment": 0,
+               "longer than the 0.99 quantile": 0}
+    if source == "any":
+        del dropped["not --source any"]
+    found = _drop_long(_candidates(trajectories, task, errors, environment, dropped, source),
+                       task, dropped)
     found.sort(key=lambda c: (c.trajectory.trajectory_id, c.position))
     steps = sum(len(t.lines) for t in trajectories)
     notes: list[str] = []
@@ -327,6 +345,7 @@ def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
         chosen += [(int(i), s) for i in picked]
     chosen.sort()
     design = {"n": n, "seed": seed, "errors": errors, "environment": environment,
+              "source": source,
               "candidates": len(found), "census": census}
     examples = [_example(found[i], task, STRATA[s], design) for i, s in chosen]
     strata = [Stratum(STRATA[s], available[s], quotas[s], taken[s]) for s in range(len(STRATA))]
