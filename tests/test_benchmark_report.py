@@ -351,7 +351,9 @@ def test_comparisons_identical_by_construction_are_left_out_of_the_holm_family(t
     """Issue 25, item 6: hybrid's next cell is copy-previous's; such comparisons, and tests
     that cannot reject (the same score everywhere, no discordant pair), must not make
     Holm multiply every other p-value by a larger number."""
-    markdown, summary = run_report(degenerate_results(tmp_path))
+    figure = tmp_path / "degenerate.png"
+    markdown, summary = run_report(degenerate_results(tmp_path), "--figure", str(figure))
+    assert figure.read_bytes()[:4] == b"\x89PNG"  # tests outside the family drawn too
     pairs = {(c["treatment"]["predictor"], c["control"]["predictor"])
              for c in summary["comparisons"]}
     assert ("hybrid", "copy-previous") not in pairs

@@ -376,6 +376,14 @@ def test_every_context_of_an_example_shows_the_same_history(benches, tmp_path):
                                   min_dropped=plan["dropped_steps"])
             assert record["prompt"]["user"] == prompt.user
             assert window.count(prompt) <= window.room(prompt)
+    summary = tmp_path / "s.json"
+    assert main(["report", str(out), "--resamples", "200", "--json", str(summary),
+                 "--out", str(tmp_path / "r.md")]) == 0
+    assert json.loads(summary.read_text())["tasks"][0]["histories"] == \
+        {"openai:fake": {"equal": 12, "examples": 12}}
+    assert "show the same history cells under every context (the cut the context needing " \
+        "most room needs), on 12 of 12 examples for openai:fake" in \
+        (tmp_path / "r.md").read_text().replace("\n", " ")
 
 
 def test_a_demonstration_echo_and_other_garbage_are_flagged(benches, tmp_path):
