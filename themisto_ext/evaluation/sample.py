@@ -27,7 +27,7 @@ from typing import IO, Any, NamedTuple
 
 import numpy as np
 
-from themisto_ext.evaluation.realism import StepFacts, Tracker, step_facts
+from themisto_ext.evaluation.realism import StepFacts, Tracker
 from themisto_ext.prediction.prompts import TASKS, Task
 from themisto_ext.records import Step
 from themisto_ext.trajectory.jsonl import iter_jsonl
@@ -75,7 +75,8 @@ class Trajectory:
     recorded_by: str | None = None
     """How it was recorded (its first step's ``source``), if the file says."""
     _parsed: dict[int, Step] = field(default_factory=dict, repr=False)
-    _environment: list[StepFacts] | None = field(default=None, repr=False)
+    _environment: list[StepFacts] = field(default_factory=list, repr=False)
+    _tracker: Tracker = field(default_factory=Tracker, repr=False)
 
     def step(self, position: int) -> Step:
         """The step at ``position``, parsed once (examples of one trajectory share it)."""
@@ -86,9 +87,9 @@ class Trajectory:
 
     def environment(self, position: int) -> frozenset[str]:
         """How the output at ``position`` depends on the environment (``realism.py``),
-        from every step before it: the whole trajectory is read once, when first asked."""
-        if self._environment is None:
-            self._environment = step_facts([self.step(i) for i in range(len(self.lines))])
+        from the steps before it: each step is observed once, as far as asked."""
+        while len(self._environment) <= position:
+            self._environment.append(self._tracker.observe(self.step(len(self._environment))))
         return self._environment[position].kinds
 
 
