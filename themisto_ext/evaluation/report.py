@@ -38,12 +38,6 @@ METRIC_NAMES = {"exact_match": "EM", "rouge_l": "ROUGE-L", "chrf": "chrF",
                 "line_match": "line EM"}
 LINE_MATCH = "line_match"
 """Next cells only: the share of the real cell's lines predicted exactly (``metrics.py``)."""
-
-
-def task_metrics(task: str) -> tuple[str, ...]:
-    """The metrics a task is reported in: the records' three, and for next cells the line
-    exact match, computed here from answer and reference."""
-    return (*METRICS, LINE_MATCH) if task == "next-cell" else METRICS
 CONFIDENCE = 0.95
 UNITS = ("trajectory", "example")
 REFERENCES = ("copy-previous", "baseline")
@@ -52,6 +46,12 @@ MIN_CLUSTERS = 20
 """Below this many trajectories, intervals resampling them undercover: simulated 95%
 intervals held the true mean 85% of the time with 6 trajectories, 90% with 10 and 93%
 with 20 or more (benchmarks/cluster_coverage.py)."""
+
+
+def task_metrics(task: str) -> tuple[str, ...]:
+    """The metrics a task is reported in: the records' three, and for next cells the line
+    exact match, computed here from answer and reference."""
+    return (*METRICS, LINE_MATCH) if task == "next-cell" else METRICS
 
 
 def derived_seed(seed: int, *parts: str) -> list[int]:
@@ -108,19 +108,22 @@ class _Task:
     def answers(self, condition: tuple[str, str]) -> list[str]:
         return [str(self.by[condition][e].get("answer")) for e in self.common]
 
-    def labels(self, unit: str) -> tuple[list[str] | None, list[str] | None]:
-        """Each common example's cluster (None: examples are the unit) and stratum.
+    def labels(self, unit: str, examples: Sequence[str] | None = None
+               ) -> tuple[list[str] | None, list[str] | None]:
+        """Each common example's (or each of ``examples``') cluster (None: examples are the
+        unit) and stratum.
 
         The length strata are strata of examples: a trajectory's examples fall in several
         of them, so resampling trajectories within them would split trajectories (an
         interval for a unit smaller than the trajectory it names). Trajectories are
         therefore resampled whole and unstratified; examples within the strata."""
         first = self.by[self.conditions[0]]
+        chosen = self.common if examples is None else examples
         if unit == "trajectory":
             # a record without its trajectory (written by an old bench) is a cluster of its own
             return [str(first[e].get("trajectory_id") or f"example:{e}")
-                    for e in self.common], None
-        strata = [first[e].get("stratum") for e in self.common]
+                    for e in chosen], None
+        strata = [first[e].get("stratum") for e in chosen]
         if not all(isinstance(s, str) for s in strata):
             return None, None
         return None, [str(s) for s in strata]
@@ -325,12 +328,7 @@ def _reproducible_means(task: _Task, summary: dict[str, Any], unit: str, resampl
         return {"environment_dependent": None}
     kept = [e for e in task.common if e not in set(dependent)]
     if dependent and kept:
-        first = task.by[task.conditions[0]]
-        clusters = [str(first[e].get("trajectory_id") or f"example:{e}") for e in kept] \
-            if unit == "trajectory" else None
-        strata = None if unit == "trajectory" or not all(
-            isinstance(first[e].get("stratum"), str) for e in kept) \
-            else [str(first[e]["stratum"]) for e in kept]
+        clusters, strata = task.labels(unit, kept)
         for predictor, context in task.conditions:
             for metric in task_metrics(task.task):
                 ci = bootstrap_ci(task.scores((predictor, context), metric, kept),
