@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
+from resampling import percentile_interval, reference_trajectory_bootstrap
 
 from themisto_ext.cli.main import main
 from themisto_ext.evaluation.report import MIN_CLUSTERS, build_summary, derived_seed
@@ -17,6 +19,7 @@ METRICS = ("exact_match", "rouge_l", "chrf")
 IDS = [f"e{i:02d}" for i in range(40)]
 TRAJECTORY = {e: f"t{i % 8}" for i, e in enumerate(IDS)}  # 8 trajectories of 5 examples
 STRATUM = {e: "q1" if i < 4 else "q4" if i >= 36 else "q2-q3" for i, e in enumerate(IDS)}
+DEPENDENT = {e for i, e in enumerate(IDS) if i % 5 == 2}  # a timing, an unseeded draw...
 
 
 def record(example: str, predictor: str, context: str, em: float, rng: np.random.Generator,
@@ -26,6 +29,7 @@ def record(example: str, predictor: str, context: str, em: float, rng: np.random
     base = example.removeprefix("n-")
     return {"example_id": example, "task": task, "predictor": predictor, "context": context,
             "trajectory_id": TRAJECTORY[base], "stratum": STRATUM[base],
+            "environment_dependent": base in DEPENDENT,
             "answer": f"{predictor}/{context}/{example}" if answer is None else answer,
             "reference": "", "latency": 0.01,
             "error": {"type": "ProviderServerError", "message": "boom"} if error else None,
@@ -98,14 +102,14 @@ def test_every_condition_is_measured_on_the_examples_all_of_them_answered(tmp_pa
     common = sorted(set(IDS) - {"e38"})  # p/none failed on e38: out for everyone
     output = next(t for t in summary["tasks"] if t["task"] == "output")
     assert (output["examples"], output["common"], output["clusters"]) == (40, 39, 8)
-    assert output["stratified"] is True
+    assert output["stratified"] is False  # trajectories cross the length strata
     for predictor, context in (("p", "none"), ("p", "full"), ("copy-previous", "curated")):
         scores = groups[("output", predictor, context)]
         for metric in METRICS:
             values = [scores[e]["scores"][metric] for e in common]
+            seed = derived_seed(3, "mean", "output", predictor, context, metric)
             ci = bootstrap_ci(values, resamples=2000, clusters=[TRAJECTORY[e] for e in common],
-                              strata=[STRATUM[e] for e in common],
-                              seed=derived_seed(3, "mean", "output", predictor, context, metric))
+                              seed=seed)
             entry = next(m for m in summary["means"] if (m["task"], m["predictor"],
                          m["context"], m["metric"]) == ("output", predictor, context, metric))
             assert (entry["mean"], entry["ci_low"], entry["ci_high"]) == \
@@ -133,7 +137,6 @@ def test_comparisons_resample_trajectories_and_holm_covers_every_test(tmp_path):
     d = paired_bootstrap([full[e]["scores"]["exact_match"] for e in common],
                          [none[e]["scores"]["exact_match"] for e in common], resamples=2000,
                          clusters=[TRAJECTORY[e] for e in common],
-                         strata=[STRATUM[e] for e in common],
                          seed=derived_seed(3, "paired", "output", "p", "full", "p", "none",
                                            "exact_match"))
     assert (entry["diff"], entry["ci_low"], entry["ci_high"], entry["p"]) == \
@@ -155,6 +158,61 @@ def test_comparisons_resample_trajectories_and_holm_covers_every_test(tmp_path):
     assert cells[1:4] == ["39", "8", "EM"]
     assert cells[4] == fmt(d.mean, d.low, d.high, "+")
     assert cells[7] == f"{m.only_treatment}/{m.only_control}"
+
+
+def test_report_intervals_are_those_of_resampling_whole_trajectories(tmp_path):
+    """Issue 25, item 1: every trajectory here has examples in two or three length strata;
+    the report's intervals are those of a plain reference implementation that draws whole
+    trajectories, the unit the report names."""
+    folder = results_dir(tmp_path)
+    _, summary = run_report(folder)
+    groups = latest(folder)
+    common = sorted(set(IDS) - {"e38"})
+    assert any(len({STRATUM[e] for e in common if TRAJECTORY[e] == t}) > 1
+               for t in set(TRAJECTORY.values()))
+    full, none = groups[("output", "p", "full")], groups[("output", "p", "none")]
+    labels = [TRAJECTORY[e] for e in common]
+    for metric in METRICS:
+        values = [full[e]["scores"][metric] for e in common]
+        means = reference_trajectory_bootstrap(
+            values, labels, 2000, derived_seed(3, "mean", "output", "p", "full", metric))
+        entry = next(m for m in summary["means"] if (m["task"], m["predictor"], m["context"],
+                     m["metric"]) == ("output", "p", "full", metric))
+        assert (entry["ci_low"], entry["ci_high"]) == \
+            pytest.approx(percentile_interval(means), rel=1e-12)
+        diffs = reference_trajectory_bootstrap(
+            [full[e]["scores"][metric] - none[e]["scores"][metric] for e in common], labels,
+            2000, derived_seed(3, "paired", "output", "p", "full", "p", "none", metric))
+        pair = next(c for c in summary["comparisons"] if c["metric"] == metric
+                    and c["task"] == "output" and c["kind"] == "context"
+                    and c["treatment"] == {"predictor": "p", "context": "full"}
+                    and c["control"] == {"predictor": "p", "context": "none"})
+        assert (pair["ci_low"], pair["ci_high"]) == \
+            pytest.approx(percentile_interval(diffs), rel=1e-12)
+
+
+def test_scores_are_also_reported_without_environment_dependent_targets(tmp_path):
+    """Issue 25, item 4: re-running their code gives another output; the report gives every
+    condition's means with them and without them, from the results' own flags."""
+    folder = results_dir(tmp_path)
+    markdown, summary = run_report(folder)
+    groups = latest(folder)
+    kept = sorted(set(IDS) - {"e38"} - DEPENDENT)
+    output = next(t for t in summary["tasks"] if t["task"] == "output")
+    assert output["environment_dependent"] == len(DEPENDENT) == 8
+    scores = groups[("output", "p", "full")]
+    for metric in METRICS:
+        ci = bootstrap_ci([scores[e]["scores"][metric] for e in kept], resamples=2000,
+                          clusters=[TRAJECTORY[e] for e in kept],
+                          seed=derived_seed(3, "mean-reproducible", "output", "p", "full",
+                                            metric))
+        entry = next(m for m in summary["means_reproducible"] if (m["task"], m["predictor"],
+                     m["context"], m["metric"]) == ("output", "p", "full", metric))
+        assert (entry["mean"], entry["ci_low"], entry["ci_high"], entry["n"]) == \
+            (ci.mean, ci.low, ci.high, 31)
+        assert fmt(ci.mean, ci.low, ci.high) in markdown
+    assert "Without the 8 targets whose reference depends on the environment (31 examples, " \
+        "8 clusters)" in markdown
 
 
 def test_models_are_compared_with_references_and_context_blind_ones_are_not_tested(tmp_path):
@@ -240,8 +298,8 @@ def test_report_carries_sampling_and_realism_from_the_run(tmp_path):
                                                           "candidates": 40, "census": True}}}))
     markdown, summary = run_report(folder)
     assert summary["realism"] == realism
-    assert "8 trajectories, 120 steps: 0 re-runs (0 edited), 0 out-of-order executions, " \
-        "9 errors (7 caused by the environment)" in markdown
+    assert "8 trajectories, 120 steps: 0 re-runs (0% of steps; 0 edited, 0%), 0 out-of-order " \
+        "executions (0%), 9 errors (8%; 7 caused by the environment)" in markdown
     assert "Of the 48 targets, 6 have a reference that depends on the environment" in markdown
     assert "--errors drop; 40 candidates, every one taken." in markdown
     assert any("every candidate target was taken" in w for w in summary["warnings"])
@@ -260,3 +318,104 @@ def test_report_prints_to_stdout_by_default(tmp_path, capsys):
     assert main(["report", str(folder), "--resamples", "200"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# Benchmark report") and "| p | curated | 40 | 0 | 39 | 8 |" in out
+
+
+def degenerate_results(tmp_path: Path) -> Path:
+    """`copy-previous`, a model `m` and `hybrid`, whose answers are copy-previous's on every
+    example (as its next cells are by construction); no condition gets an exact match on
+    the last 30 examples, and `m` none at all."""
+    rng = np.random.default_rng(1)
+    lines = []
+    for context in ("none", "full"):
+        for i, e in enumerate(IDS):
+            em = float(i % 4 == 0 and i < 10)
+            lines.append(record(e, "copy-previous", context, em, rng, answer=e))
+            same = dict(record(e, "hybrid", context, em, rng, answer=e))
+            same["scores"] = lines[-1]["scores"]
+            lines.append(same)
+            lines.append(record(e, "openai:m", context, 0.0, rng))
+    folder = tmp_path / "degenerate"
+    folder.mkdir()
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return folder
+
+
+def family_of(summary: dict) -> list[dict]:
+    tests = [c for c in summary["comparisons"] if c["p_adjusted"] is not None]
+    tests += [c["mcnemar"] for c in summary["comparisons"]
+              if "mcnemar" in c and c["mcnemar"]["p_adjusted"] is not None]
+    return tests
+
+
+def test_comparisons_identical_by_construction_are_left_out_of_the_holm_family(tmp_path):
+    """Issue 25, item 6: hybrid's next cell is copy-previous's; such comparisons, and tests
+    that cannot reject (the same score everywhere, no discordant pair), must not make
+    Holm multiply every other p-value by a larger number."""
+    figure = tmp_path / "degenerate.png"
+    markdown, summary = run_report(degenerate_results(tmp_path), "--figure", str(figure))
+    assert figure.read_bytes()[:4] == b"\x89PNG"  # tests outside the family drawn too
+    pairs = {(c["treatment"]["predictor"], c["control"]["predictor"])
+             for c in summary["comparisons"]}
+    assert ("hybrid", "copy-previous") not in pairs
+    assert {(s["predictor"], s["control_predictor"], s["treatment"]) for s in
+            summary["skipped"] if s["kind"] == "reference"} == \
+        {("hybrid", "copy-previous", "none"), ("hybrid", "copy-previous", "full")}
+    assert "hybrid@full - copy-previous@full not tested (the same answers on every " \
+        "example)" in markdown
+    # m vs copy-previous: EM differs (copy-previous has 3 right); m's own contexts: EM is 0
+    # under both, so that EM test and its McNemar (b = c = 0) cannot reject
+    flat = next(c for c in summary["comparisons"] if c["kind"] == "context"
+                and c["treatment"]["predictor"] == "openai:m" and c["metric"] == "exact_match")
+    assert flat["degenerate"] and flat["p"] == 1.0 and flat["p_adjusted"] is None
+    assert flat["mcnemar"]["p_adjusted"] is None
+    family = family_of(summary)
+    # m: full - none (ROUGE-L, chrF) + m - copy-previous under 2 contexts x (3 metrics +
+    # McNemar) = 2 + 8; the left out: m's context EM and its McNemar
+    assert summary["tests"] == len(family) == 10
+    assert summary["degenerate_tests"] == 2
+    assert [t["p_adjusted"] for t in family] == holm([t["p"] for t in family])
+    assert "2 tests that cannot reject" in markdown
+
+
+def test_a_study_names_its_primary_comparisons_and_holm_covers_only_those(tmp_path, capsys):
+    folder = degenerate_results(tmp_path)
+    _, summary = run_report(folder, "--primary", "openai:m@full:copy-previous@full")
+    assert summary["primary"] == ["openai:m@full:copy-previous@full"]
+    primary = [c for c in summary["comparisons"] if c["primary"]]
+    assert [(c["treatment"]["context"], c["metric"]) for c in primary] == \
+        [("full", m) for m in METRICS]
+    family = family_of(summary)
+    assert summary["tests"] == len(family) == 4  # three metrics and McNemar
+    assert [t["p_adjusted"] for t in family] == holm([t["p"] for t in family])
+    assert all(c["p_adjusted"] is None for c in summary["comparisons"] if not c["primary"])
+    # no context: under every context both have; a pair that is no standard comparison
+    # (a model against hybrid) is made for the study
+    _, both = run_report(folder, "--primary", "openai:m:hybrid")
+    assert {(c["kind"], c["treatment"]["context"]) for c in both["comparisons"]
+            if c["primary"]} == {("primary", "none"), ("primary", "full")}
+    assert main(["report", str(folder), "--primary", "gpt:copy-previous"]) == 1
+    assert "--primary 'gpt:copy-previous': not PREDICTOR[@CONTEXT]" in capsys.readouterr().err
+
+
+def test_next_cells_are_also_scored_line_by_line(tmp_path):
+    """Issue 25, item 9: the report gives next cells a line exact match, from the answers
+    and references of the results, in the table and the JSON."""
+    rng = np.random.default_rng(2)
+    lines = []
+    for i, e in enumerate(IDS):
+        reference = f"x = {i}\nprint(x)\nx.sum()"
+        for predictor, answer in (("copy-previous", f"x = {i - 1}\nprint(x)"),
+                                  ("m", reference if i % 2 else "nothing")):
+            r = record(e, predictor, "none", float(answer == reference), rng, task="next-cell",
+                       answer=answer)
+            r["reference"] = reference
+            lines.append(r)
+    folder = tmp_path / "lines"
+    folder.mkdir()
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    markdown, summary = run_report(folder)
+    got = {m["predictor"]: m["mean"] for m in summary["means"] if m["metric"] == "line_match"}
+    assert got == pytest.approx({"copy-previous": 1 / 3, "m": 0.5})
+    assert "line EM" in markdown.split("## Task: next-cell", 1)[1].splitlines()[4]
+    assert any(c["metric"] == "line_match" and c["treatment"]["predictor"] == "m"
+               for c in summary["comparisons"])

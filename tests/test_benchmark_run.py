@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,12 +24,15 @@ from themisto_ext.evaluation.run import (
     RESULTS_FILE,
     SUMMARY_FILE,
     BenchConfig,
+    history_plan,
     load_results,
     run_bench,
 )
 from themisto_ext.evaluation.sample import read_examples, sample, write_examples
 from themisto_ext.prediction.metrics import score
+from themisto_ext.prediction.prompts import Prompt
 from themisto_ext.prediction.prompts.build import build_prompt
+from themisto_ext.prediction.prompts.window import estimated_window, fit_prompt
 
 CONTEXTS = ["none", "full", "curated"]
 
@@ -46,10 +50,19 @@ def benches(tmp_path_factory, recorded_notebooks: Path) -> dict[str, Path]:
     return paths
 
 
-def prompt_of(example: dict, context: str) -> tuple[str, str]:
-    code = example["target"]["code"] if example["task"] == "output" else None
-    built = build_prompt(example["history"], example["task"], context, target_code=code)
+def prompt_of(example: dict, context: str, contexts: list[str] = CONTEXTS) -> tuple[str, str]:
+    """The prompt as build_prompt makes it, with the history every context of the run
+    shares (the benchmarks' window of 16,384 tokens holds the 24,000-character budget)."""
+    built = shared_prompt(example, context, contexts)
     return built.system, built.user
+
+
+def shared_prompt(example: dict, context: str, contexts: list[str],
+                  budget: int = 24_000) -> Prompt:
+    code = example["target"]["code"] if example["task"] == "output" else None
+    plan = history_plan(example, contexts, budget, None)  # type: ignore[arg-type]
+    return build_prompt(example["history"], example["task"], context, target_code=code,
+                        budget_chars=plan.budget_chars, min_dropped=plan.dropped)
 
 
 def request_prompts(llm: FakeLLM) -> list[tuple[str, str]]:
@@ -238,7 +251,7 @@ def test_dump_prompts_writes_every_prompt_and_calls_nothing(benches, tmp_path, c
     assert len(files) == 24
     example = examples[3]
     text = (folder / "full" / f"{example['id']}.txt").read_text()
-    assert text == prompt_text(build_prompt(example["history"], "next-cell", "full"))
+    assert text == prompt_text(shared_prompt(example, "full", ["none", "full"]))
     assert text.startswith(f"{SYSTEM_MARK}\n") and text.endswith(f"\n{END_MARK}\n")
     assert text.count(USER_MARK) == 3  # two demonstration questions, then the real one
     assert "wrote 24 prompts" in capsys.readouterr().out
@@ -280,14 +293,20 @@ def test_results_carry_strata_and_the_run_describes_its_examples(benches, tmp_pa
         assert r["queue_seconds"] is None or r["queue_seconds"] >= 0
     run = json.loads((out / "run.json").read_text())
     assert run["sampling"]["output"] == {"n": 12, "seed": 1, "errors": "drop",
+                                         "environment": "keep", "source": "any",
                                          "candidates": run["sampling"]["output"]["candidates"],
                                          "census": False}
     assert run["realism"]["trajectories"] == 2 and run["realism"]["reruns"] == 0
-    assert run["targets"] == 12 and 0 <= run["environment_targets"] <= 12
+    # counted per task, from the examples' own flags
+    assert run["targets"] == {"output": 12}
+    assert run["environment_targets"] == {
+        "output": sum(e["environment_dependent"] for e in examples.values())}
+    for r in records:
+        assert r["environment_dependent"] == examples[r["example_id"]]["environment_dependent"]
     assert main(["report", str(out), "--resamples", "200"]) == 0
     report = capsys.readouterr().out
     assert "## What the trajectories are like" in report
-    assert "2 trajectories" in report and "0 re-runs (0 edited)" in report
+    assert "2 trajectories" in report and "0 re-runs (0% of steps; 0 edited, 0%)" in report
     assert "| copy-previous | none | 12 | 0 | 12 | 2 |" in report
 
 
@@ -313,3 +332,87 @@ def test_window_options_are_checked(benches, tmp_path, capsys):
     assert bench(str(benches["output"]), "--predictor", "openai:m", "--out",
                  str(tmp_path / "r"), "--tokenizer", "absent.gguf") == 1
     assert "--tokenizer absent.gguf: no such file" in capsys.readouterr().err
+
+
+CELL = re.compile(r'<cell step="(\d+)"[^>]*>\n<code>\n(.*?)\n</code>\n<output[^>]*>(.*?)</output>',
+                  re.DOTALL)
+
+
+def history_cells(user: str) -> tuple[tuple[str, str, str], ...]:
+    """(step, code, output) of every history cell a prompt shows."""
+    return tuple(CELL.findall(user.split("<target_cell>", 1)[0]))
+
+
+def test_every_context_of_an_example_shows_the_same_history(benches, tmp_path):
+    """Issue 25, item 2: fitted one by one to a small window, ``full`` (its state changes)
+    keeps fewer history cells than ``none``; a "state helps" contrast would then mix state
+    with less history. Every context gets the cut of the one that needs most room."""
+    examples = read_examples(benches["output"])
+    window = estimated_window(3_000)
+    alone = {(e["id"], c): fit_prompt(lambda b, e=e, c=c: build_prompt(
+        e["history"], "output", c, target_code=e["target"]["code"], budget_chars=b),
+        24_000, window) for e in examples for c in CONTEXTS}
+    # without the shared plan, the contexts' histories differ (else this test shows nothing)
+    assert any(len({history_cells(alone[(e["id"], c)].user) for c in CONTEXTS}) > 1
+               for e in examples)
+    out = tmp_path / "r"
+    with FakeLLM(answer="1") as llm:
+        assert bench(str(benches["output"]), "--predictor", "openai:fake", "--base-url",
+                     llm.openai_url, "--out", str(out), "--window", "3000") == 0
+    records = load_results(out / RESULTS_FILE).latest
+    for example in examples:
+        shown = {c: records[(example["id"], "openai:fake", c)] for c in CONTEXTS}
+        cells = {c: history_cells(r["prompt"]["user"]) for c, r in shown.items()}
+        assert cells["none"] == cells["full"] == cells["curated"], example["id"]
+        assert cells["none"], "every prompt here shows some history"
+        assert len({r["dropped_steps"] for r in shown.values()}) == 1
+        assert len({json.dumps(r["history_plan"]) for r in shown.values()}) == 1
+        plan = shown["full"]["history_plan"]
+        assert plan["dropped_steps"] == shown["full"]["dropped_steps"]
+        for context, record in shown.items():  # and each prompt fits the window
+            prompt = build_prompt(example["history"], "output", context,
+                                  target_code=example["target"]["code"],
+                                  budget_chars=plan["budget_chars"],
+                                  min_dropped=plan["dropped_steps"])
+            assert record["prompt"]["user"] == prompt.user
+            assert window.count(prompt) <= window.room(prompt)
+    summary = tmp_path / "s.json"
+    assert main(["report", str(out), "--resamples", "200", "--json", str(summary),
+                 "--out", str(tmp_path / "r.md")]) == 0
+    assert json.loads(summary.read_text())["tasks"][0]["histories"] == \
+        {"openai:fake": {"equal": 12, "examples": 12}}
+    assert "show the same history cells under every context (the cut the context needing " \
+        "most room needs), on 12 of 12 examples for openai:fake" in \
+        (tmp_path / "r.md").read_text().replace("\n", " ")
+
+
+def test_a_demonstration_echo_and_other_garbage_are_flagged(benches, tmp_path):
+    """Issue 25, item 3: SmolLM2 returned the prompt's own example answer for 65 of 180
+    next cells. Each answer that is no prediction (the demonstration's answer, markup,
+    empty, cut off at the cap) is counted per predictor, with its interval."""
+    demonstration = build_prompt([], "output", "none", target_code="x").demonstrations[0]
+    echoed = demonstration.assistant.removeprefix("<output>\n").removesuffix("\n</output>")
+    assert echoed == "radius 2.0\n4.0"
+    replies = [echoed] * 4 + ["1\n<state_changes>\nx: int\n"] * 3 + [""] * 2 \
+        + ["x = 1\n" * 300] * 3  # 1,800 characters: every one of the 256 tokens
+    out = tmp_path / "r"
+    with FakeLLM() as llm:
+        llm.script(*[ok(text) for text in replies])
+        assert bench(str(benches["output"]), "--predictor", "openai:fake", "--predictor",
+                     "copy-previous", "--base-url", llm.openai_url, "--context", "none",
+                     "--out", str(out)) == 0
+    records = [r for r in load_results(out / RESULTS_FILE).latest.values()
+               if r["predictor"] == "openai:fake"]
+    assert Counter(r["answer"] for r in records)[echoed] == 4
+    assert all(r["answer_cap"] == 256 for r in records)
+    summary_path = tmp_path / "s.json"
+    assert main(["report", str(out), "--resamples", "200", "--json", str(summary_path),
+                 "--out", str(tmp_path / "r.md")]) == 0
+    summary = json.loads(summary_path.read_text())
+    rates = {g["predictor"]: g for g in summary["garbage"]}
+    assert rates["openai:fake"]["kinds"] == {"demonstration": 4, "markup": 3, "empty": 2,
+                                             "cap": 3}
+    assert rates["openai:fake"]["rate"] == 1.0 and rates["openai:fake"]["n"] == 12
+    assert rates["copy-previous"]["kinds"]["demonstration"] == 0
+    assert "| openai:fake | none | 1.000 [1.000, 1.000] | 4 | 3 | 2 | 3 |" in \
+        (tmp_path / "r.md").read_text()

@@ -87,6 +87,96 @@ def test_empty_and_raising_targets(tmp_path):
     assert result.dropped["raised an exception"] == 1
 
 
+def test_a_traceback_stored_without_an_error_counts_as_raised(tmp_path, capsys):
+    """Issue 25, item 5: a __repr__ that raised while its result was displayed was stored
+    with ``error: null`` (an older recording) and its error output; --errors drop drops
+    it and ``stats`` counts it."""
+    shown = trajectory("a", [
+        {"code": "df.append(other)",
+         "output": "AttributeError: 'DataFrame' object has no attribute 'append'"},
+        *[{"code": f"print({i:020d})", "output": f"{i:080d}"} for i in range(20)]])
+    shown[5]["outputs"] = [{"output_type": "error", "mime_types": [], "ename": "AttributeError",
+                            "evalue": "'DataFrame' object has no attribute 'append'",
+                            "text": "AttributeError: 'DataFrame' object has no attribute"}]
+    path = write(tmp_path / "t.jsonl", [shown])
+    result = sample([path], "output", n=100)
+    assert 6 not in {e["target"]["step"] for e in result.examples}
+    assert result.dropped["raised an exception"] == 1
+    assert 6 in {e["target"]["step"] for e in sample([path], "output", n=100,
+                                                     errors="keep").examples}
+    assert main(["stats", str(path)]) == 0
+    assert "1 errors (4%; 0 caused by the environment, 0 fixed later)" in \
+        capsys.readouterr().out
+
+
+def seeded_then_unseeded() -> list[dict]:
+    """A notebook that makes a seeded generator of its own, then draws from NumPy's global
+    one, never seeded (02.07-Fancy-Indexing, step 15)."""
+    return trajectory("r", [
+        {"code": "rng = np.random.RandomState(42)\nx = rng.randint(100, size=10)",
+         "output": ""},
+        {"code": "x", "output": "array([51, 92, 14, 71, 60, 20, 82, 86, 74, 74])"},
+        {"code": "np.random.choice(x, 3)", "output": "array([14, 86, 51])"},
+        {"code": "print(len(x))", "output": "10"},
+        *[{"code": f"print({i:020d})", "output": f"{i:080d}"} for i in range(20)]])
+
+
+def test_an_unseeded_draw_after_a_seeded_generator_is_environment_dependent(tmp_path):
+    """Issue 25, item 4: every example says whether its reference depends on the machine;
+    a seeded RandomState seeds nothing but itself."""
+    path = write(tmp_path / "t.jsonl", [seeded_then_unseeded()])
+    examples = {e["target"]["step"]: e for e in sample([path], "output", n=100).examples}
+    assert (examples[7]["environment_dependent"], examples[7]["environment_reasons"]) == \
+        (False, [])  # drawn from the seeded generator: reproducible
+    assert (examples[8]["environment_dependent"], examples[8]["environment_reasons"]) == \
+        (True, ["randomness"])
+    assert not examples[9]["environment_dependent"]
+    # a next cell is code a person typed: never the machine's
+    assert not any(e["environment_dependent"]
+                   for e in sample([path], "next-cell", n=100).examples)
+    # --environment drop leaves it out, and says so
+    dropped = sample([path], "output", n=100, environment="drop")
+    assert 8 not in {e["target"]["step"] for e in dropped.examples}
+    assert dropped.dropped["depends on the environment"] == 1
+    assert dropped.examples[0]["sampling"]["environment"] == "drop"
+
+
+def test_the_cli_takes_the_environment_rule(tmp_path, capsys):
+    path = write(tmp_path / "t.jsonl", [seeded_then_unseeded()])
+    out = tmp_path / "b.jsonl"
+    assert main(["sample", str(path), "--task", "output", "--out", str(out)]) == 0
+    assert "--environment keep" in capsys.readouterr().out
+    assert sum(e["environment_dependent"] for e in read_examples(out)) == 1
+    assert main(["sample", str(path), "--task", "output", "--out", str(out),
+                 "--environment", "drop"]) == 0
+    assert "1 depends on the environment" in capsys.readouterr().out
+    assert not any(e["environment_dependent"] for e in read_examples(out))
+
+
+def test_source_live_keeps_only_trajectories_a_persons_kernel_recorded(tmp_path, capsys):
+    """Issue 25, item 8: notebooks run top to bottom are replays, not development; a study
+    keeps what people's kernels recorded live (each step's source, from `themisto
+    export`); a file that does not say counts for --source any only."""
+    live, replay, unknown = (trajectory(t, [{"code": f"print({i})", "output": str(i)}
+                                            for i in range(6)]) for t in ("l", "r", "u"))
+    for s in live:
+        s["source"] = "kernel"
+    for s in replay:
+        s["source"] = "record"
+    path = write(tmp_path / "t.jsonl", [live, replay, unknown])
+    picked = sample([path], "output", n=100, source="live")
+    assert {e["provenance"]["trajectory_id"] for e in picked.examples} == {"l"}
+    assert picked.dropped["not --source live"] == 22
+    assert picked.examples[0]["sampling"]["source"] == "live"
+    assert {e["provenance"]["trajectory_id"] for e in sample([path], "output", n=100)
+            .examples} == {"l", "r", "u"}
+    assert main(["sample", str(path), "--task", "output", "--out", str(tmp_path / "b.jsonl"),
+                 "--source", "record"]) == 0
+    assert "--source record" in capsys.readouterr().out
+    assert {e["provenance"]["trajectory_id"] for e in read_examples(tmp_path / "b.jsonl")} \
+        == {"r"}
+
+
 def test_targets_longer_than_the_99th_percentile_are_dropped(tmp_path):
     targets = [{"code": f"c{i:03d}", "output": f"out{i:03d}"} for i in range(300)]
     targets[10]["code"] = "y" * 5000                          # a very long cell
@@ -209,8 +299,11 @@ def test_examples_are_self_contained(tmp_path):
     assert by_step[7]["target"] == steps[6]
     assert by_step[7]["task"] == "output"
     assert by_step[7]["provenance"] == {"trajectory_id": "abc", "step": 7, "file": str(path)}
-    assert by_step[7]["sampling"] == {"n": 5, "seed": 0, "errors": "drop", "candidates": 1,
+    assert by_step[7]["sampling"] == {"n": 5, "seed": 0, "errors": "drop",
+                                      "environment": "keep", "source": "any", "candidates": 1,
                                       "census": True}
+    assert (by_step[7]["environment_dependent"], by_step[7]["environment_reasons"]) == \
+        (False, [])
 
 
 def test_cli_writes_a_benchmark_file(tmp_path, capsys):

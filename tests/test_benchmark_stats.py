@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from resampling import percentile_interval, reference_trajectory_bootstrap
 
 from themisto_ext.evaluation.stats import (
     binomial_two_sided,
@@ -167,14 +168,42 @@ def test_resampling_trajectories_covers_where_resampling_examples_does_not():
 
 
 def test_strata_keep_their_share_in_every_resample():
-    # Two strata whose values are constant: only the mix could vary, and the design fixes it.
+    # Two strata of trajectories whose values are constant: only the mix could vary, and
+    # the design fixes it.
     values = [0.0] * 30 + [1.0] * 10
-    strata = ["q2-q3"] * 30 + ["q4"] * 10
-    clusters = [i % 7 for i in range(40)]
+    strata = ["a"] * 30 + ["b"] * 10
+    clusters = [i % 6 for i in range(30)] + [6 + i % 4 for i in range(10)]
     ci = bootstrap_ci(values, resamples=500, seed=1, clusters=clusters, strata=strata)
     assert ci.low == pytest.approx(0.25) and ci.high == pytest.approx(0.25)
     unstratified = bootstrap_ci(values, resamples=500, seed=1, clusters=clusters)
     assert unstratified.high - unstratified.low > 0.05
+
+
+def test_the_bootstrap_resamples_whole_trajectories_as_a_reference_implementation_does():
+    """Issue 25, item 1: a trajectory's examples fall in several length strata; the
+    interval must be that of resampling whole trajectories, not of pieces of them."""
+    rng = np.random.default_rng(21)
+    values, clusters = clustered_sample(rng, 11, 17)
+    labels = [f"t{c}" for c in clusters]
+    seed = [7, 99]
+    expected = reference_trajectory_bootstrap(list(values), labels, 3000, seed)
+    ci = bootstrap_ci(values, resamples=3000, seed=seed, clusters=labels)
+    assert (ci.low, ci.high) == pytest.approx(percentile_interval(expected), rel=1e-12)
+    assert ci.clusters == 11
+    control = np.clip(values - rng.normal(0.05, 0.1, len(values)), 0, 1)
+    diffs = reference_trajectory_bootstrap(list(values - control), labels, 3000, seed)
+    d = paired_bootstrap(values, control, resamples=3000, seed=seed, clusters=labels)
+    assert (d.low, d.high) == pytest.approx(percentile_interval(diffs), rel=1e-12)
+    observed = float(np.mean(values - control))
+    extreme = np.count_nonzero(np.abs(diffs - observed) >= abs(observed) - 1e-12)
+    assert d.p_value == pytest.approx((1 + extreme) / 3001)
+
+
+def test_strata_that_split_a_trajectory_are_refused():
+    # length strata put a trajectory's examples in several strata: resampling within them
+    # would resample pieces of trajectories under the trajectory's name
+    with pytest.raises(ValueError, match="cluster 't0' has examples in strata 'q1' and 'q4'"):
+        bootstrap_ci([0.1, 0.2, 0.3], clusters=["t0", "t0", "t1"], strata=["q1", "q4", "q4"])
 
 
 def test_paired_differences_resample_whole_trajectories():

@@ -172,3 +172,28 @@ def test_secrets_are_in_no_file_the_project_writes(tmp_path: Path):
         assert secret_value not in stream and api_key not in stream
     steps = [json.loads(line) for line in out.read_text().splitlines()]
     assert steps[2]["output"] == "connecting with <redacted>\n"
+
+
+def test_store_may_follow_the_command_name(tmp_path: Path):
+    """Issue 25, item 9: `themisto record … --store X` exited 2 (the option was the main
+    parser's only); the commands that use a store take it after their name too."""
+    import nbformat
+
+    notebook = tmp_path / "n.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]),
+                   notebook)
+    store, other = tmp_path / "after.sqlite3", tmp_path / "before.sqlite3"
+    r = themisto("record", str(notebook), "--store", str(store))
+    assert r.returncode == 0, r.stderr
+    assert store.is_file() and not other.exists()
+    listed = themisto("list", "--json", "--store", str(store))
+    assert listed.returncode == 0 and json.loads(listed.stdout)["steps"] == 1
+    exported = themisto("export", "--all", "--out", "-", "--store", str(store))
+    assert exported.returncode == 0 and json.loads(exported.stdout)["code"] == "1 + 1"
+    # each exported step says how it was recorded (issue 25, item 8: sample --source live)
+    assert json.loads(exported.stdout)["source"] == "record"
+    out = tmp_path / "t.jsonl"
+    assert themisto("export", "--all", "--out", str(out), "--store", str(store)).returncode == 0
+    assert themisto("validate", str(out)).returncode == 0
+    # before the command name it works as before
+    assert json.loads(themisto("list", "--json", store=store).stdout)["steps"] == 1

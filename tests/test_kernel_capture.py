@@ -51,6 +51,22 @@ def test_errors_are_recorded_as_errors(recording_kernel: RecordingKernel):
     assert steps[1]["error"]["ename"] == "SyntaxError"
 
 
+def test_a_traceback_from_a_failing_repr_is_recorded_as_an_error(
+        recording_kernel: RecordingKernel):
+    """Issue 25, item 5: IPython counts the cell a success (no error_in_exec) when only
+    the display of its result raised, but the user saw a traceback."""
+    k = recording_kernel
+    k.run("class Broken:\n    def __repr__(self):\n"
+          "        raise AttributeError(\"'DataFrame' object has no attribute 'append'\")\n")
+    k.run("Broken()")
+    step = k.steps()[-1]
+    assert "AttributeError" in step["output"]
+    assert [o["output_type"] for o in step["outputs"]] == ["error"]
+    assert (step["error"]["ename"], step["error"]["evalue"]) == \
+        ("AttributeError", "'DataFrame' object has no attribute 'append'")
+    assert "in Broken.__repr__" in step["error"]["traceback"]
+
+
 def test_output_is_what_the_user_saw(recording_kernel: RecordingKernel):
     code = (
         "import sys\nfrom IPython.display import display, clear_output, HTML\n"

@@ -10,7 +10,14 @@ from rouge_score import rouge_scorer
 from sacrebleu.metrics import CHRF
 
 from themisto_ext.prediction import metrics
-from themisto_ext.prediction.metrics import chrf, exact_match, rouge_l, score, score_many
+from themisto_ext.prediction.metrics import (
+    chrf,
+    exact_match,
+    line_exact_match,
+    rouge_l,
+    score,
+    score_many,
+)
 
 TOLERANCE = 1e-12
 _CHRF = CHRF()
@@ -314,3 +321,17 @@ def test_score_many_checks_lengths_and_accepts_nothing():
     assert score_many([], []) == []
     with pytest.raises(ValueError, match="2 predictions but 1 references"):
         score_many(["a", "b"], ["a"])
+
+
+@pytest.mark.parametrize(("prediction", "reference", "expected"), [
+    ("df.head()\nprint(x)", "print(x)\ndf.tail()", 0.5),       # one of the two lines
+    ("  x = 1\n\nx = 1", "x = 1\nx = 1\ny = 2", 2 / 3),         # each line matched once
+    ("x = 1", "x = 1\nx = 1", 0.5),
+    ("a\nb\nc", "", 0.0), ("", "  \n", 1.0),                   # nothing to predict
+    ("import numpy as np", "import numpy as np", 1.0),
+])
+def test_line_exact_match_is_the_share_of_the_real_cells_lines_predicted(
+        prediction, reference, expected):
+    """Issue 25, item 9: whole-cell exact match is 0 for every predictor on next cells;
+    the share of its lines predicted exactly still tells predictors apart."""
+    assert line_exact_match(prediction, reference) == pytest.approx(expected)

@@ -158,6 +158,21 @@ def test_curated_picks_read_and_recently_changed_variables_only():
     assert curated_selection(later, None) == {}
 
 
+def test_curated_on_a_reassigned_variable_does_not_show_its_old_value_as_read():
+    """Issue 25, item 7 (03.03-Operations-in-Pandas step 17): the target cell makes a new
+    df before using it; the state's df is not what it reads."""
+    steps = session()
+    old = steps[7]["runtime_variables"]["df"]["repr"]
+    chosen = curated_selection(steps[:8], "df = pd.DataFrame({'A': [1, 2]})\ndf.amount * 2")
+    assert "df" not in chosen
+    prompt = build_prompt(steps[:8], "output", "curated",
+                          target_code="df = pd.DataFrame({'A': [1, 2]})\ndf.amount * 2")
+    assert "read by this cell" not in prompt.suffix and old not in prompt.suffix
+    # reading it first (df = df...) still reads the state's df
+    assert curated_selection(steps[:8], "df = df.dropna()\ndf")["df"].startswith(
+        "read by this cell")
+
+
 @pytest.mark.parametrize(("code", "expected"), [
     ("df.groupby('a').size()", {"df": ["df.groupby"]}),
     ("%timeit x.sum()\ny + 1", {"y": [], "x": ["x.sum"]}),
@@ -168,6 +183,13 @@ def test_curated_picks_read_and_recently_changed_variables_only():
     ("df[", {"df": []}),
     ("total += step\nprint(a.b.c)", {"total": [], "step": [], "print": [], "a": ["a.b.c"]}),
     ("def f(q):\n    return g(q) + k", {"g": [], "q": [], "k": []}),
+    # bound before it is read: the state's value is not read (issue 25, item 7) ...
+    ("df = pd.DataFrame(d)\ndf.head()", {"pd": ["pd.DataFrame"], "d": []}),
+    ("import math\nx, (y, z) = 1, (2, 3)\nmath.pi * x", {}),
+    # ... unless it is read first, or only maybe bound
+    ("df = df.dropna()\ndf.head()", {"df": ["df.dropna"]}),
+    ("df['a'] = 1\ndf.sum()", {"df": ["df.sum"]}),
+    ("if c:\n    df = f()\ndf.head()", {"c": [], "f": [], "df": ["df.head"]}),
 ])
 def test_cell_reads(code, expected):
     assert cell_reads(code) == expected

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from themisto_ext.cli.main import main
-from themisto_ext.evaluation.realism import measure, measure_trajectory, step_facts
+from themisto_ext.evaluation.realism import describe, measure, measure_trajectory, step_facts
 
 
 def step(number: int, code: str, output: str = "", cell: str | None = None,
@@ -52,6 +52,24 @@ def test_without_positions_cells_are_ordered_as_they_first_ran():
     top_down = [step(i + 1, f"v{i} = {i}", cell=f"id-{i}") for i in range(6)]
     flat = measure_trajectory(top_down)
     assert (flat.reruns, flat.edited_reruns, flat.out_of_order) == (0, 0, 0)
+
+
+def test_errors_fixed_later_are_counted():
+    """Issue 25, item 8: a development trajectory has errors its author then fixed (the
+    cell runs again without one); a notebook run top to bottom has none."""
+    steps = [step(1, "df = load()", cell="a", error=("NameError", "name 'load' is not defined")),
+             step(2, "x = 1 / 0", cell="b", error=("ZeroDivisionError", "division by zero")),
+             step(3, "from data import load", cell="c"),
+             step(4, "df = load()", cell="a"),                      # fixed: a ran clean
+             step(5, "x = 1 / y", cell="b", error=("NameError", "name 'y' is not defined")),
+             step(6, "x = 1 / 2", cell="b")]                        # both of b's, fixed
+    realism = measure_trajectory(steps)
+    assert (realism.errors, realism.fixed_errors, realism.reruns, realism.edited_reruns) == \
+        (3, 3, 3, 2)
+    unfixed = measure_trajectory(steps[:5])
+    assert (unfixed.errors, unfixed.fixed_errors) == (3, 1)
+    assert "3 errors (50%; 0 caused by the environment, 3 fixed later)" in \
+        describe(realism.to_json())
 
 
 def test_errors_the_environment_caused_are_told_from_the_codes_own():
@@ -100,6 +118,23 @@ def test_unseeded_randomness_follows_the_variables_it_made_until_a_seed_is_set()
         frozenset(), {"randomness"}, frozenset(), frozenset(), frozenset()]
 
 
+def test_a_seeded_generator_of_ones_own_does_not_seed_the_global_one():
+    """Issue 25, item 4: ``RandomState(42)`` earlier in the notebook marked every later
+    draw as seeded; ``np.random.choice`` draws from NumPy's global generator, never seeded."""
+    steps = [step(1, "import numpy as np\nimport random"),
+             step(2, "rng = np.random.RandomState(42)\nx = rng.randint(10, size=3)"),
+             step(3, "x", "array([6, 3, 7])"),
+             step(4, "np.random.choice(x, 2)", "array([3, 6])"),
+             step(5, "picked = np.random.permutation(x)"),
+             step(6, "picked", "array([7, 6, 3])"),
+             step(7, "random.seed(1)\nrandom.random()", "0.13436424411240122"),
+             step(8, "np.random.seed(0); np.random.rand()", "0.5488135039273248"),
+             step(9, "np.random.rand()", "0.7151893663724195"),
+             step(10, "np.random.default_rng().random()", "0.42")]
+    assert [sorted(f.kinds) for f in step_facts(steps)] == [
+        [], [], [], ["randomness"], [], ["randomness"], [], [], [], ["randomness"]]
+
+
 def test_stats_command_prints_and_writes_the_counts(tmp_path, capsys):
     path = tmp_path / "t.jsonl"
     other = [step(i + 1, f"print({i})", str(i), cell=str(i), tid="u") for i in range(3)]
@@ -107,8 +142,9 @@ def test_stats_command_prints_and_writes_the_counts(tmp_path, capsys):
     out = tmp_path / "stats.json"
     assert main(["stats", str(path), "--json", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("t  n.ipynb: 1 trajectories, 8 steps: 3 re-runs (1 edited), "
-                               "2 out-of-order executions")
+    assert lines[0].startswith("t  n.ipynb: 1 trajectories, 8 steps: 3 re-runs (38% of "
+                               "steps; 1 edited, 12%), 2 out-of-order executions (25%), "
+                               "0 errors (0%; 0 caused by the environment, 0 fixed later)")
     assert lines[-1].startswith("all: 2 trajectories, 11 steps: 3 re-runs")
     written = json.loads(out.read_text())
     assert written["total"] == measure([session(), other]).to_json()

@@ -86,6 +86,8 @@ class Step(TypedDict):
     error: StepError | None
     cell_id: NotRequired[str | None]
     notebook_path: NotRequired[str | None]
+    source: NotRequired[str]
+    """How the trajectory was recorded (kernel, record, import): written by exports."""
     truncated: NotRequired[StepTruncated]
 
 

@@ -29,6 +29,14 @@ def register(sub: Any) -> None:
                    help="targets that raised: drop them all (default, as the Themisto paper "
                    "did), keep them all, or drop only those the environment caused (a "
                    "missing module or file, a changed library API, a failure cascading)")
+    p.add_argument("--environment", choices=("keep", "drop"), default="keep",
+                   help="output targets whose output depends on the environment (a timing, "
+                   "an unseeded draw, a memory address...): keep them, each example flagged "
+                   "environment_dependent (default), or drop them")
+    p.add_argument("--source", choices=("any", "live", "record", "import"), default="any",
+                   help="only trajectories recorded so (each step's source, written by "
+                   "`themisto export` and import-june): live, a person's kernel in JupyterLab; "
+                   "record, `themisto record`; import, import-june (default: any)")
     p.add_argument("--keep-errors", action="store_const", const="keep", dest="errors",
                    help=argparse.SUPPRESS)  # the option's old spelling
     p.set_defaults(run=sample_command)
@@ -85,13 +93,18 @@ def register(sub: Any) -> None:
                    help="write every number of the report (means, intervals, comparisons)")
     p.add_argument("--unit", choices=("trajectory", "example"), default="trajectory",
                    help="what the bootstrap resamples (default: whole trajectories)")
+    p.add_argument("--primary", metavar="A:B,...",
+                   help="the comparisons Holm's correction covers, each PREDICTOR[@CONTEXT]:"
+                   "PREDICTOR[@CONTEXT] (no context: under every context both have); the "
+                   "others are exploratory. Default: every test that can reject")
     p.set_defaults(run=report_command)
 
 
 def sample_command(args: argparse.Namespace) -> int:
     from themisto_ext.evaluation.sample import sample, write_examples
 
-    result = sample(args.files, args.task, n=args.n, seed=args.seed, errors=args.errors)
+    result = sample(args.files, args.task, n=args.n, seed=args.seed, errors=args.errors,
+                    environment=args.environment, source=args.source)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as fh:
         write_examples(result.examples, fh)
@@ -100,9 +113,13 @@ def sample_command(args: argparse.Namespace) -> int:
     dropped = ", ".join(f"{v} {k}" for k, v in result.dropped.items())
     low, high = result.bounds
     strata = ", ".join(f"{s.name} {s.taken}/{s.available}" for s in result.strata)
+    flagged = sum(1 for e in result.examples if e["environment_dependent"])
     print(f"{result.steps} steps: {result.candidates} candidate targets ({dropped}; targets "
-          f"that raised: --errors {args.errors}); quartiles of target length {low:g} and "
-          f"{high:g}; drew {strata}; wrote {len(result.examples)} examples to {args.out}")
+          f"that raised: --errors {args.errors}; --environment {args.environment}; --source "
+          f"{args.source}); quartiles "
+          f"of target length {low:g} and {high:g}; drew {strata}; wrote "
+          f"{len(result.examples)} examples to {args.out} ({flagged} of them "
+          "environment_dependent)")
     return 0
 
 
@@ -200,16 +217,21 @@ def dump_prompts(examples: list[dict[str, Any]], contexts: list[Any], out: Path,
                  budget_chars: int) -> int:
     """Write every prompt as ``themisto prompt`` prints it, one file per example and context."""
     from themisto_ext.cli.predictions import prompt_text
+    from themisto_ext.evaluation.run import history_plan
     from themisto_ext.prediction.prompts.build import build_prompt
 
     count = 0
+    # every context of an example shows the same history, as `bench` sends it
+    plans = {e["id"]: history_plan(e, contexts, budget_chars, None) for e in examples}
     for context in contexts:
         folder = out / context
         folder.mkdir(parents=True, exist_ok=True)
         for example in examples:
             code = example["target"]["code"] if example["task"] == "output" else None
+            plan = plans[example["id"]]
             prompt = build_prompt(example["history"], example["task"], context,
-                                  target_code=code, budget_chars=budget_chars)
+                                  target_code=code, budget_chars=plan.budget_chars,
+                                  min_dropped=plan.dropped)
             (folder / (_UNSAFE.sub("_", example["id"]) + ".txt")).write_text(
                 prompt_text(prompt), "utf-8")
             count += 1
@@ -223,7 +245,7 @@ def report_command(args: argparse.Namespace) -> int:
     from themisto_ext.evaluation.report import build_summary
 
     report = build_summary(args.results, resamples=args.resamples, seed=args.seed,
-                           unit=args.unit)
+                           unit=args.unit, primary=args.primary)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",

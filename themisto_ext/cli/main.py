@@ -19,10 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="themisto",
         description="Record notebook trajectories and work with them.",
     )
-    parser.add_argument("--store", help="trajectory store: a SQLite file, sqlite:///PATH or "
-                        "postgresql://USER@HOST:PORT/DB (password from PGPASSWORD or "
-                        "~/.pgpass); default: the SQLite file the Jupyter server extension "
-                        "uses by default")
+    parser.add_argument("--store", help=trajectories.STORE_HELP + " (before or after the "
+                        "command name of record, list, export)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     trajectories.register(sub)
     predictions.register(sub)

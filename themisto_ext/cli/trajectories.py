@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import IO, Any
 
 from themisto_ext.cli.args import positive_float
 from themisto_ext.contract import default_store_path, default_user, journal_dir_for
+from themisto_ext.records import Step
 from themisto_ext.replay import (
     ReplayError,
     metadata_disables_recording,
@@ -27,9 +29,20 @@ from themisto_ext.store import (
 )
 from themisto_ext.trajectory import file_problems, write_steps
 
+STORE_HELP = ("trajectory store: a SQLite file, sqlite:///PATH or postgresql://USER@HOST:PORT/DB "
+              "(password from PGPASSWORD or ~/.pgpass); default: the SQLite file the Jupyter "
+              "server extension uses by default")
+
+
+def _store_option(p: argparse.ArgumentParser) -> None:
+    """``--store`` after the command name too (``themisto record nb.ipynb --store X``); left
+    unset here unless given, so that one given before the command name stands."""
+    p.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser("record", help="execute a notebook headlessly and record its trajectory")
+    _store_option(p)
     p.add_argument("notebook", type=Path)
     p.add_argument("--out", type=Path, help="also write the trajectory as JSONL here")
     p.add_argument("--timeout", type=positive_float, default=600,
@@ -44,12 +57,14 @@ def register(sub: Any) -> None:
     p.set_defaults(run=record)
 
     p = sub.add_parser("list", help="list stored trajectories")
+    _store_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument("--notebook", help="only trajectories of this notebook path")
     p.add_argument("--user", help="only trajectories this user recorded")
     p.set_defaults(run=list_)
 
     p = sub.add_parser("export", help="export trajectories as benchmark-format JSONL")
+    _store_option(p)
     p.add_argument("ids", nargs="*", help="trajectory ids (or unique prefixes)")
     p.add_argument("--all", action="store_true", help="export every stored trajectory")
     p.add_argument("--user", help="with --all: only trajectories this user recorded")
@@ -129,7 +144,18 @@ def _export(store: TrajectoryStore, ids: list[str], out: str) -> int:
     target: AbstractContextManager[IO[str]] = (
         nullcontext(sys.stdout) if out == "-" else open(out, "w", encoding="utf-8"))  # noqa: SIM115
     with target as fh:
-        return sum(write_steps(store.iter_steps(tid), fh) for tid in ids)
+        return sum(write_steps(_with_source(store, tid), fh) for tid in ids)
+
+
+def _with_source(store: TrajectoryStore, trajectory_id: str) -> Iterator[Step]:
+    """The trajectory's steps, each saying how it was recorded (``kernel``: live, in a
+    person's session; ``record``: a notebook run top to bottom), so that a benchmark can
+    keep the live ones (``themisto sample --source live``)."""
+    info = store.get_trajectory(trajectory_id)
+    for step in store.iter_steps(trajectory_id):
+        if info is not None and "source" not in step:
+            step["source"] = info.source
+        yield step
 
 
 def export(args: argparse.Namespace) -> int:

@@ -293,6 +293,7 @@ class _Kernel:
             "trajectory_id": trajectory_id(self.kernel_id, self.segment),
             "kernel_id": self.kernel_id, "step": len(self.steps) + 1,
             "cell_id": row.cell or None, "notebook_path": row.notebook or None,
+            "source": "import",
             "started_at": _iso(row.time), "ended_at": _iso(row.time),
             "code": "", "output": "", "outputs": [],
             "execution_time": 0.0, "memory_bytes": None, "runtime_variables": {},

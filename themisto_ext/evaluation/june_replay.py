@@ -62,7 +62,7 @@ def _replay_one(steps: list[Step], work: Path, timeout: float) -> tuple[list[Ste
     for original, step in zip(kept, recorded, strict=False):
         new.append({**step, "trajectory_id": tid, "kernel_id": original["kernel_id"],
                     "notebook_path": original["notebook_path"], "cell_id": original["cell_id"],
-                    "step": len(new) + 1})
+                    "source": "import", "step": len(new) + 1})
     note = None
     if len(recorded) < len(kept):
         why = f" ({run.stopped_early})" if run.stopped_early else ""

@@ -11,6 +11,8 @@ files). ``measure`` counts both over trajectories, ``themisto stats`` prints it 
 * an execution is **out of order** when its cell comes before the previous execution's
   cell: in notebook position when cell ids are positions (JuNE logs), else in the order
   the cells first ran;
+* an error is **fixed later** when the cell that raised runs again later without an error
+  (the person edited it, or what it needed, until it worked);
 * an error is **caused by the environment** when it is a missing module, file or input
   (``ModuleNotFoundError``, ``ImportError``, ``FileNotFoundError``, ``OSError``,
   ``StdinNotImplementedError``...), a library's API changed under the code (an unexpected
@@ -18,9 +20,11 @@ files). ``measure`` counts both over trajectories, ``themisto stats`` prints it 
   cell that failed would have defined (the failure cascades);
 * an output **depends on the environment** when it shows a memory address (``0x7f...``),
   a timing (``%timeit``, ``Wall time``), the clock (the cell reads ``now()``/``time()``),
-  unseeded randomness (the cell draws from an RNG, or reads a variable drawn so, before
-  any seed was set), a library version's repr (``np.float64(...)``, a ``FutureWarning``),
-  or is the traceback of an error the environment caused.
+  unseeded randomness (the cell draws from a module's global generator before that
+  generator was seeded, or from a generator made without a seed, or reads a variable
+  drawn so; a seeded generator of one's own seeds nothing else), a library version's repr
+  (``np.float64(...)``, a ``FutureWarning``), or is the traceback of an error the
+  environment caused.
 """
 
 from __future__ import annotations
@@ -43,10 +47,21 @@ _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
 _TIMING = re.compile(r"(?:^|\n)\s*%%?(?:timeit|time)\b|per loop \(mean|Wall time:|CPU times:")
 _CLOCK = re.compile(r"\b(?:now|today|utcnow)\(\)|\btime\.(?:time|ctime|perf_counter)\(\)|"
                     r"datetime64\(['\"]now")
-_RANDOM_CALL = re.compile(r"\b(?:np\.random|numpy\.random|random)\.(?!seed\b)\w+\(|"
-                          r"\bdefault_rng\(\s*\)|\bRandomState\(\s*\)")
-_SEED = re.compile(r"\b(?:np\.random|numpy\.random|random)\.seed\(\s*\d|"
-                   r"\b(?:default_rng|RandomState)\(\s*\d|\bseed\s*=\s*\d")
+# Randomness, per generator: a global seed (``np.random.seed(0)``, ``random.seed(0)``)
+# makes later draws from that module's global generator reproducible; a seeded generator
+# of one's own (``RandomState(42)``, ``default_rng(1)``) makes its own draws reproducible
+# and nothing else (a notebook that made one and then called ``np.random.choice`` drew
+# unseeded: 02.07-Fancy-Indexing, step 15). Unseeded generators (``default_rng()``) draw
+# from the OS's entropy whatever was seeded.
+_GLOBAL = {"np.random": "numpy", "numpy.random": "numpy", "random": "random"}
+_GLOBAL_SEED = re.compile(r"(?<![\w.])(np\.random|numpy\.random|random)\.seed\(\s*[^)\s]")
+_GLOBAL_DRAW = re.compile(
+    r"(?<![\w.])(np\.random|numpy\.random|random)\.(?!seed\b|RandomState\b|default_rng\b|"
+    r"Generator\b|SeedSequence\b|PCG64\w*\b|MT19937\b|Philox\b|SFC64\b|BitGenerator\b|"
+    r"Random\b|SystemRandom\b|get_state\b|set_state\b|getstate\b|setstate\b|bit_generator\b)"
+    r"\w+\(")
+_UNSEEDED_GENERATOR = re.compile(r"\b(?:default_rng|RandomState|Random|Generator)\(\s*\)|"
+                                 r"\bSystemRandom\(")
 _VERSION_REPR = re.compile(r"\bnp\.(?:float|int|uint|bool|complex|str)_?\d*\(|"
                            r"FutureWarning|DeprecationWarning|__version__")
 ENV_OUTPUT_KINDS = ("address", "timing", "clock", "randomness", "version", "failure")
@@ -70,6 +85,23 @@ def _read(code: str) -> set[str]:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
 
 
+def raised(step: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The step's error: its ``error``, else the last error among its outputs. A traceback
+    can be shown by a cell whose execution IPython counts as a success: a ``__repr__``
+    that raises while the result is displayed (pandas 2's removed ``DataFrame.append``,
+    03.06-Concat-And-Append step 16) is printed as an error output, and
+    ``error_in_exec`` stays None."""
+    error = step.get("error")
+    if error:
+        return error if isinstance(error, Mapping) else {"ename": str(error), "evalue": ""}
+    outputs = step.get("outputs")
+    if isinstance(outputs, list):
+        for item in reversed(outputs):
+            if isinstance(item, Mapping) and item.get("output_type") == "error":
+                return {"ename": str(item.get("ename", "")), "evalue": str(item.get("evalue", ""))}
+    return None
+
+
 @dataclass(frozen=True)
 class StepFacts:
     cause: str | None
@@ -78,20 +110,36 @@ class StepFacts:
     """How its output depends on the environment."""
 
 
+def unseeded_draw(code: str, seeded: frozenset[str] | set[str]) -> bool:
+    """Whether ``code`` draws from a generator nobody seeded: a module's global generator
+    not seeded before (in ``seeded``, or earlier in the cell), or a generator made
+    without a seed."""
+    if _UNSEEDED_GENERATOR.search(code):
+        return True
+    seeds = {_GLOBAL[m.group(1)]: m.start() for m in reversed(list(_GLOBAL_SEED.finditer(code)))}
+    for draw in _GLOBAL_DRAW.finditer(code):
+        module = _GLOBAL[draw.group(1)]
+        if module not in seeded and not (module in seeds and seeds[module] < draw.start()):
+            return True
+    return False
+
+
 @dataclass
 class Tracker:
     """What one trajectory has done so far; ``observe`` its steps in execution order."""
 
     failed_names: set[str] = field(default_factory=set)
     random_names: set[str] = field(default_factory=set)
-    seeded: bool = False
+    """Variables made by a cell that drew unseeded (values, or unseeded generators)."""
+    seeded: set[str] = field(default_factory=set)
+    """Modules whose global generator was seeded (``numpy``, ``random``)."""
     last_code: dict[str, str] = field(default_factory=dict)
     first_seen: dict[str, int] = field(default_factory=dict)
     previous: tuple[int, ...] | None = None
 
     def error_cause(self, step: Mapping[str, Any]) -> str | None:
         """"environment" or "code" for a step that raised, None for one that did not."""
-        error = step.get("error")
+        error = raised(step)
         if not error:
             return None
         name, value = str(error.get("ename", "")), str(error.get("evalue", ""))
@@ -115,9 +163,8 @@ class Tracker:
             kinds.add("timing")
         if _CLOCK.search(code):
             kinds.add("clock")
-        seeded = self.seeded or _SEED.search(code)  # a cell that seeds its own generator
-        if not seeded and (_RANDOM_CALL.search(code)
-                           or (self.random_names and _read(code) & self.random_names)):
+        if unseeded_draw(code, self.seeded) or (self.random_names
+                                                and _read(code) & self.random_names):
             kinds.add("randomness")
         if _VERSION_REPR.search(output) or "__version__" in code:
             kinds.add("version")
@@ -138,10 +185,10 @@ class Tracker:
 
     def advance(self, step: Mapping[str, Any], cause: str | None, outputs: bool = True) -> None:
         code = str(step.get("code", ""))
-        if outputs and _SEED.search(code):
-            self.seeded = True
-        if outputs and not self.seeded and _RANDOM_CALL.search(code):
+        if outputs and unseeded_draw(code, self.seeded):
             self.random_names |= _assigned(code)
+        if outputs:
+            self.seeded |= {_GLOBAL[m.group(1)] for m in _GLOBAL_SEED.finditer(code)}
         if cause is not None:
             self.failed_names |= _assigned(code)
         elif self.failed_names:  # parsing every cell would cost sampling 100k steps ~20 s
@@ -156,6 +203,8 @@ class Realism:
     edited_reruns: int = 0
     out_of_order: int = 0
     errors: int = 0
+    fixed_errors: int = 0
+    """Errors whose cell ran again later without one."""
     environment_errors: int = 0
     environment_outputs: int = 0
     """Steps whose output depends on the environment (any kind)."""
@@ -166,13 +215,14 @@ class Realism:
         return {"trajectories": self.trajectories, "steps": self.steps,
                 "reruns": self.reruns, "edited_reruns": self.edited_reruns,
                 "out_of_order": self.out_of_order, "errors": self.errors,
+                "fixed_errors": self.fixed_errors,
                 "environment_errors": self.environment_errors,
                 "environment_outputs": self.environment_outputs,
                 "environment_kinds": {k: self.kinds[k] for k in ENV_OUTPUT_KINDS}}
 
     def add(self, other: Realism) -> None:
         for name in ("trajectories", "steps", "reruns", "edited_reruns", "out_of_order",
-                     "errors", "environment_errors", "environment_outputs"):
+                     "errors", "fixed_errors", "environment_errors", "environment_outputs"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.kinds.update(other.kinds)
 
@@ -190,6 +240,7 @@ def measure_trajectory(steps: Sequence[Mapping[str, Any]]) -> Realism:
     cells = [str(s.get("cell_id")) if s.get("cell_id") is not None else f"#{i}"
              for i, s in enumerate(steps)]
     numbered = bool(cells) and all(c.isdigit() for c in cells)
+    unfixed: Counter[str] = Counter()  # errors per cell not yet followed by a success
     for step, cell, facts in zip(steps, cells, step_facts(steps), strict=True):
         code = str(step.get("code", ""))
         if cell in tracker.last_code:
@@ -203,6 +254,9 @@ def measure_trajectory(steps: Sequence[Mapping[str, Any]]) -> Realism:
         if facts.cause is not None:
             realism.errors += 1
             realism.environment_errors += facts.cause == "environment"
+            unfixed[cell] += 1
+        elif unfixed[cell]:
+            realism.fixed_errors += unfixed.pop(cell)
         if facts.kinds:
             realism.environment_outputs += 1
             realism.kinds.update(facts.kinds)
@@ -220,10 +274,18 @@ def describe(realism: Mapping[str, Any]) -> str:
     """One paragraph for people, from ``Realism.to_json()``."""
     steps = realism["steps"] or 1
     kinds = ", ".join(f"{k} {v}" for k, v in realism["environment_kinds"].items() if v)
+
+    def share(key: str) -> str:
+        return f"{100 * realism[key] / steps:.0f}%"
+
+    fixed = realism.get("fixed_errors")
     return (f"{realism['trajectories']} trajectories, {realism['steps']} steps: "
-            f"{realism['reruns']} re-runs ({realism['edited_reruns']} edited), "
-            f"{realism['out_of_order']} out-of-order executions, {realism['errors']} errors "
-            f"({realism['environment_errors']} caused by the environment); "
+            f"{realism['reruns']} re-runs ({share('reruns')} of steps; "
+            f"{realism['edited_reruns']} edited, {share('edited_reruns')}), "
+            f"{realism['out_of_order']} out-of-order executions ({share('out_of_order')}), "
+            f"{realism['errors']} errors ({share('errors')}; "
+            f"{realism['environment_errors']} caused by the environment"
+            + (f", {fixed} fixed later" if fixed is not None else "") + "); "
             f"{realism['environment_outputs']} outputs "
             f"({100 * realism['environment_outputs'] / steps:.0f}%) depend on the "
             f"environment" + (f" ({kinds})" if kinds else "") + ".")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from themisto_ext.evaluation.realism import describe
-from themisto_ext.evaluation.report import METRIC_NAMES, comparison_label
+from themisto_ext.evaluation.report import METRIC_NAMES, comparison_label, task_metrics
 from themisto_ext.evaluation.run import METRICS
 
 Summary = dict[str, Any]
@@ -19,7 +19,10 @@ def fmt_interval(mean: float, low: float, high: float, signed: bool = False) -> 
     return f"{mean:{sign}.3f} [{low:{sign}.3f}, {high:{sign}.3f}]"
 
 
-def fmt_p(p: float) -> str:
+def fmt_p(p: float | None) -> str:
+    """A p-value; None (a test outside the Holm family) as a dash."""
+    if p is None:
+        return "n/a"
     return "<0.0001" if p < 1e-4 else f"{p:.4f}"
 
 
@@ -43,29 +46,101 @@ def _intro(summary: Summary) -> list[str]:
         f"**Unit of resampling: {unit}.** Means and paired differences have {level}% "
         f"percentile bootstrap intervals ({summary['resamples']} resamples, seed "
         f"{summary['seed']}) that resample "
-        + ("whole trajectories with all their examples" if unit == "trajectory"
-           else "examples as if they were independent")
-        + ", within the sample's length strata when the results carry them. Every condition "
+        + ("whole trajectories with all their examples, unstratified (a trajectory's "
+           "examples fall in several length strata: stratifying would split it)"
+           if unit == "trajectory"
+           else "examples as if they were independent, within the sample's length strata "
+           "when the results carry them")
+        + ". Every condition "
         "of a task is measured on the same examples: those every condition answered. Paired "
         "differences read first-named minus second-named; p is the bootstrap test of a zero "
         "difference; McNemar's exact test on exact match (b/c: examples right only under the "
-        "first / only under the second) takes examples as independent. "
-        f"p_adj is Holm-adjusted over all {summary.get('tests', 0)} tests of this report.",
+        "first / only under the second) takes examples as independent. " + _family(summary),
     ]
     for warning in summary["warnings"]:
         lines += ["", f"> **Warning:** {warning}"]
     realism = summary.get("realism")
     if realism:
         lines += ["", "## What the trajectories are like", "", describe(realism)]
-        if summary.get("targets"):
-            lines.append(f"Of the {summary['targets']} targets, "
-                         f"{summary['environment_targets']} have a reference that depends on "
-                         "the environment (see docs/benchmark.md, \"Realism\").")
+        targets, dependent = summary.get("targets"), summary.get("environment_targets")
+        if isinstance(targets, dict) and isinstance(dependent, dict):
+            lines.append("Targets whose reference depends on the environment (see "
+                         "docs/benchmark.md, \"Realism\"): " + "; ".join(
+                             f"{task}: {dependent.get(task, 0)} of {n}"
+                             for task, n in targets.items()) + ".")
+        elif targets:  # a run.json of an older bench: one count for both tasks
+            lines.append(f"Of the {targets} targets, {dependent} have a reference that depends "
+                         "on the environment (see docs/benchmark.md, \"Realism\").")
     for task, sampling in sorted((summary.get("sampling") or {}).items()):
         lines += ["", f"Sampling ({task}): --n {sampling['n']}, --seed {sampling['seed']}, "
                   f"--errors {sampling['errors']}; {sampling['candidates']} candidates"
                   + (", every one taken." if sampling.get("census") else ".")]
     return lines
+
+
+def _history_line(info: dict[str, Any]) -> str:
+    histories = info.get("histories") or {}
+    if not histories:
+        return ""
+    return (" The same history in every context: each predictor's prompts of an example "
+            "show the same history cells under every context (the cut the context needing "
+            "most room needs), on " + ", ".join(
+                f"{h['equal']} of {h['examples']} examples for {p}"
+                for p, h in histories.items()) + ".")
+
+
+def _garbage_table(summary: Summary, task: str) -> list[str]:
+    rows = [g for g in summary.get("garbage", []) if g["task"] == task]
+    if not rows:
+        return []
+    kinds = list(rows[0]["kinds"])
+    lines = ["", "Garbage answers (no prediction at all: the demonstration's answer echoed, "
+             "prompt markup, empty where the reference is not, cut off at the answer cap; "
+             "an answer counts once in the rate):", "",
+             "| predictor | context | rate | " + " | ".join(kinds) + " |",
+             "|---|---|---|" + "--:|" * len(kinds)]
+    for g in rows:
+        lines.append(f"| {g['predictor']} | {g['context']} | "
+                     f"{fmt_interval(g['rate'], g['ci_low'], g['ci_high'])} | "
+                     + " | ".join(str(g["kinds"][k]) for k in kinds) + " |")
+    return lines
+
+
+def _reproducible_table(summary: Summary, info: dict[str, Any]) -> list[str]:
+    task, dependent = info["task"], info.get("environment_dependent")
+    rows = [m for m in summary.get("means_reproducible", []) if m["task"] == task]
+    if dependent is None:
+        return ["", "(These results do not say which targets depend on the environment: "
+                "rerun `themisto bench` on a benchmark made by this `themisto sample`.)"]
+    if not rows:
+        return ["", f"No target of this task depends on the environment ({dependent})."
+                if not dependent else "Every target of this task depends on the environment."]
+    first, metrics = rows[0], task_metrics(task)
+    lines = ["", f"Without the {dependent} targets whose reference depends on the environment "
+             f"({first['n']} examples, {first['clusters']} clusters):", "",
+             "| predictor | context | " + " | ".join(METRIC_NAMES[m] for m in metrics) + " |",
+             "|---|---|" + "---|" * len(metrics)]
+    table: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for m in rows:
+        table.setdefault((m["predictor"], m["context"]), {})[m["metric"]] = m
+    for (predictor, context), got in table.items():
+        lines.append(f"| {predictor} | {context} | " + " | ".join(
+            fmt_interval(got[m]["mean"], got[m]["ci_low"], got[m]["ci_high"])
+            for m in metrics) + " |")
+    return lines
+
+
+def _family(summary: Summary) -> str:
+    tests, left = summary.get("tests", 0), summary.get("degenerate_tests", 0)
+    flat = (f" {left} tests that cannot reject (both conditions scored every example alike, "
+            "or McNemar without a discordant pair) are left out of it, and comparisons "
+            "whose answers are identical are not tested at all." if left else
+            " Comparisons whose answers are identical are not tested.")
+    if summary.get("primary"):
+        return (f"p_adj is Holm-adjusted over the {tests} tests of the primary comparisons ("
+                + ", ".join(f"`{p}`" for p in summary["primary"]) + "); the other "
+                "comparisons are exploratory (p_adj n/a)." + flat)
+    return f"p_adj is Holm-adjusted over the {tests} tests of this report." + flat
 
 
 def render_markdown(summary: Summary) -> str:
@@ -75,23 +150,26 @@ def render_markdown(summary: Summary) -> str:
         lines += ["", f"## Task: {task}", "",
                   f"{info['common']} of {info['examples']} examples, answered by every "
                   f"condition, from {info['clusters']} trajectories"
-                  + (" (stratified)" if info["stratified"] else "") + ".", "",
+                  + (" (stratified)" if info["stratified"] else "") + "."
+                  + _history_line(info), "",
                   "| predictor | context | answered | failed | n | clusters | "
-                  + " | ".join(METRIC_NAMES[m] for m in METRICS) + " |",
-                  "|---|---|--:|--:|--:|--:|" + "---|" * len(METRICS)]
+                  + " | ".join(METRIC_NAMES[m] for m in task_metrics(task)) + " |",
+                  "|---|---|--:|--:|--:|--:|" + "---|" * len(task_metrics(task))]
         means = _means(summary, task)
         for row in summary["conditions"]:
             if row["task"] != task:
                 continue
             got = means.get((row["predictor"], row["context"]))
             cells = [fmt_interval(got[m]["mean"], got[m]["ci_low"], got[m]["ci_high"])
-                     if got else "n/a" for m in METRICS]
+                     if got else "n/a" for m in task_metrics(task)]
             n = got[METRICS[0]]["n"] if got else 0
             clusters = got[METRICS[0]]["clusters"] if got else 0
             failed = str(row["failed"]) + (" (" + ", ".join(
                 f"{k} {v}" for k, v in row["errors"].items()) + ")" if row["errors"] else "")
             lines.append(f"| {row['predictor']} | {row['context']} | {row['answered']} | "
                          f"{failed} | {n} | {clusters} | " + " | ".join(cells) + " |")
+        lines += _reproducible_table(summary, info)
+        lines += _garbage_table(summary, task)
         lines += ["", f"### Paired differences ({task})", ""]
         entries = [c for c in summary["comparisons"] if c["task"] == task]
         if not entries:
@@ -108,9 +186,14 @@ def render_markdown(summary: Summary) -> str:
                              f"{fmt_interval(c['diff'], c['ci_low'], c['ci_high'], True)} | "
                              f"{fmt_p(c['p'])} | {fmt_p(c['p_adjusted'])} | {extra} |")
         for s in summary["skipped"]:
-            if s["task"] == task:
-                lines.append(f"\n{s['predictor']}: {s['treatment']} - {s['control']} not "
-                             f"tested ({s['reason']}).")
+            if s["task"] != task:
+                continue
+            if s.get("kind", "context") == "context":
+                label = f"{s['predictor']}: {s['treatment']} - {s['control']}"
+            else:
+                label = (f"{s['predictor']}@{s['treatment']} - "
+                         f"{s['control_predictor']}@{s['control']}")
+            lines.append(f"\n{label} not tested ({s['reason']}).")
     return "\n".join(lines) + "\n"
 
 
@@ -126,7 +209,7 @@ def render_figure(summary: Summary, path: Path) -> None:
     for task in tasks:
         rows.append((task, [m for m in summary["means"] if m["task"] == task], False))
         rows.append((task, [c for c in summary["comparisons"] if c["task"] == task], True))
-    sizes = [max(len(items) // len(METRICS), 1) for _, items, _ in rows]
+    sizes = [max(sum(i["metric"] == METRICS[0] for i in items), 1) for _, items, _ in rows]
     fig, axes = plt.subplots(len(rows), len(METRICS), squeeze=False, height_ratios=sizes,
                              figsize=(4.4 * len(METRICS), 1.2 + 0.36 * sum(sizes)))
     alpha = 1 - summary["confidence"]
@@ -135,7 +218,7 @@ def render_figure(summary: Summary, path: Path) -> None:
             mine = [i for i in items if i["metric"] == metric]
             shown = [(comparison_label(i) if paired else f"{i['predictor']} · {i['context']}",
                       i["diff"] if paired else i["mean"], i["ci_low"], i["ci_high"],
-                      paired and i.get("p_adjusted", 1.0) < alpha) for i in mine]
+                      paired and (i.get("p_adjusted") or 1.0) < alpha) for i in mine]
             title = f"{task}: {'Δ' if paired else ''}{METRIC_NAMES[metric]}"
             _forest(axes[r][m], shown, title, zero=paired, labels=m == 0)
     level = round(summary["confidence"] * 100)

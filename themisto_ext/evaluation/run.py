@@ -13,6 +13,12 @@ most ``concurrency`` such chains run at once per predictor (a chain keeps its sl
 end: interleaved chains would evict each other's cache). Every prompt is built from its
 own example alone, so results do not depend on order.
 
+**The same history in every context**: a predictor's prompts of one example, whatever the
+context, show the same history cells, clipped alike: the budget and the cut that the
+context needing most room needs to fit the predictor's window (``common_history``). A
+difference between contexts is then one of runtime state, not of history too. Each record
+keeps that plan (``history_plan``) and the cells its prompt left out (``dropped_steps``).
+
 ``RESULTS/run.json`` ties the directory to its benchmark file and keeps what the report
 needs of it: how the examples were sampled and what the trajectories they come from are
 like (``realism.py``), measured on the examples' own histories and targets.
@@ -35,7 +41,9 @@ from typing import IO, Any
 from themisto_ext.evaluation.realism import measure, step_facts
 from themisto_ext.evaluation.sample import Example
 from themisto_ext.prediction.clients import Predictor, make_predictor
-from themisto_ext.prediction.prompts import CONTEXTS, Context
+from themisto_ext.prediction.prompts import ANSWER_TOKENS, CONTEXTS, Context, Prompt
+from themisto_ext.prediction.prompts.build import build_prompt
+from themisto_ext.prediction.prompts.window import HistoryPlan, Window, common_history
 from themisto_ext.prediction.run import Superseded, predict
 from themisto_ext.prediction.scoring import scored
 from themisto_ext.trajectory.jsonl import iter_jsonl
@@ -210,24 +218,36 @@ def describe_examples(examples: Sequence[Example]) -> dict[str, Any]:
     realism of the trajectories (each as far as its longest example reaches) and of the
     targets' references."""
     longest: dict[str, list[dict[str, Any]]] = {}
-    targets: dict[str, set[int]] = defaultdict(set)
     sampling: dict[str, Any] = {}
     for example in examples:
         steps = [*example["history"], example["target"]]
         tid = _trajectory(example)
         if len(steps) > len(longest.get(tid, ())):
             longest[tid] = steps
-        targets[tid].add(int(example["target"]["step"]))
         if isinstance(example.get("sampling"), dict):
             sampling.setdefault(example["task"], example["sampling"])
-    dependent = 0
-    for tid, steps in longest.items():
-        facts = step_facts(steps)
-        dependent += sum(1 for s, f in zip(steps, facts, strict=True)
-                         if f.kinds and int(s["step"]) in targets[tid])
+    targets: Counter[str] = Counter()
+    dependent: Counter[str] = Counter()
+    for example in examples:  # per task: a next cell's reference (code) is never one
+        targets[example["task"]] += 1
+        dependent[example["task"]] += environment_dependent(example, longest)
     return {"sampling": sampling, "realism": measure(longest.values()).to_json(),
-            "targets": sum(len(t) for t in targets.values()),
-            "environment_targets": dependent}
+            "targets": dict(sorted(targets.items())),
+            "environment_targets": {task: dependent[task] for task in sorted(targets)}}
+
+
+def environment_dependent(example: Example,
+                          trajectories: dict[str, list[dict[str, Any]]] | None = None) -> bool:
+    """The example's flag (``themisto sample`` writes it); for an example sampled before
+    the flag existed, recomputed from its history and target."""
+    if isinstance(example.get("environment_dependent"), bool):
+        return bool(example["environment_dependent"])
+    if example["task"] != "output":
+        return False
+    steps = (trajectories or {}).get(_trajectory(example)) or \
+        [*example["history"], example["target"]]
+    position = next(i for i, s in enumerate(steps) if s["step"] == example["target"]["step"])
+    return bool(step_facts(steps[: position + 1])[position].kinds)
 
 
 def _claim_directory(out: Path, bench: Path, examples: Sequence[Example]) -> None:
@@ -249,16 +269,52 @@ def _claim_directory(out: Path, bench: Path, examples: Sequence[Example]) -> Non
                         + "\n", encoding="utf-8")
 
 
+def history_plan(example: Example, contexts: Sequence[Context], budget_chars: int,
+                 window: Window | None, max_tokens: int = ANSWER_TOKENS) -> HistoryPlan:
+    """The one budget and history cut of every context's prompt for ``example``."""
+
+    def build(context: Context, budget: int, dropped: int) -> Prompt:
+        return build_prompt(example["history"], example["task"], context,
+                            target_code=_target_code(example), budget_chars=budget,
+                            max_tokens=max_tokens, min_dropped=dropped)
+
+    return common_history(build, contexts, budget_chars, window)
+
+
+class _Plans:
+    """Each (predictor, example)'s history plan, made once for all its contexts."""
+
+    def __init__(self, contexts: Sequence[Context], budget_chars: int) -> None:
+        self.contexts, self.budget_chars = list(contexts), budget_chars
+        self._made: dict[tuple[str, str], asyncio.Future[HistoryPlan | None]] = {}
+
+    async def get(self, predictor: Predictor, example: Example) -> HistoryPlan | None:
+        key = (predictor.name, example["id"])
+        if key not in self._made:
+            self._made[key] = asyncio.ensure_future(self._make(predictor, example))
+        return await self._made[key]
+
+    async def _make(self, predictor: Predictor, example: Example) -> HistoryPlan | None:
+        try:  # counting tokens may load a model: off the event loop
+            return await asyncio.to_thread(
+                history_plan, example, self.contexts, self.budget_chars, predictor.window,
+                predictor.max_tokens or ANSWER_TOKENS)
+        except Exception:  # too long, a model that cannot load: predict() records why
+            return None
+
+
 async def _one(predictor: Predictor, example: Example, context: Context, config: BenchConfig,
-               session: str | None) -> Record:
+               session: str | None, plans: _Plans | None = None) -> Record:
     target = example["target"]
     record: dict[str, Any]
+    plan = await plans.get(predictor, example) if plans is not None else None
     try:
         outcome = await predict(
             predictor, example["history"], example["task"], context,
             trajectory_id=_trajectory(example), target_step=int(target["step"]),
             target_code=_target_code(example), session=session,
-            budget_chars=config.budget_chars)
+            budget_chars=plan.budget_chars if plan else config.budget_chars,
+            min_dropped=plan.dropped if plan else 0)
         if isinstance(outcome, Superseded):  # counted as failed: a rerun retries it
             record = {"task": example["task"], "context": context, "predictor": predictor.name,
                       "error": {"type": "PredictionSuperseded", "message": outcome.reason}}
@@ -269,7 +325,11 @@ async def _one(predictor: Predictor, example: Example, context: Context, config:
                   "error": {"type": type(exc).__name__, "message": str(exc)}}
     record.pop("id", None)  # the prediction's own uuid; the pair is what identifies a result
     record.setdefault("trajectory_id", _trajectory(example))
-    return {"example_id": example["id"], "stratum": example.get("stratum"), **record}
+    record["answer_cap"] = predictor.max_tokens or ANSWER_TOKENS  # a cut-off answer: quality.py
+    record["history_plan"] = None if plan is None else \
+        {"budget_chars": plan.budget_chars, "dropped_steps": plan.dropped}
+    return {"example_id": example["id"], "stratum": example.get("stratum"),
+            "environment_dependent": environment_dependent(example), **record}
 
 
 async def run_bench(examples: Sequence[Example], bench: Path, config: BenchConfig, *,
@@ -311,6 +371,7 @@ async def run_bench(examples: Sequence[Example], bench: Path, config: BenchConfi
     outcome = BenchOutcome(planned, planned - pending, 0, 0, unreadable=loaded.unreadable)
     limits = {p.name: asyncio.Semaphore(config.concurrency) for p in predictors}
     progress = Progress(pending, progress_stream)
+    plans = _Plans(config.contexts, config.budget_chars)
     progress.stream.write(f"{planned} pairs: {outcome.skipped} done before, {pending} to run\n")
     writer = _Writer(results_path)
 
@@ -321,7 +382,7 @@ async def run_bench(examples: Sequence[Example], bench: Path, config: BenchConfi
         session = "bench:" + ":".join(chain) if config.in_order else None
         async with limits[items[0][0].name]:
             for predictor, example, context in items:
-                record = await _one(predictor, example, context, config, session)
+                record = await _one(predictor, example, context, config, session, plans)
                 writer.write(record)
                 failed = bool(record.get("error"))
                 outcome.ran += 1

@@ -4,7 +4,9 @@ A candidate target is a step with at least ``MIN_PRIOR`` steps before it in its
 trajectory. Empty targets, targets longer than the 0.99 quantile (of code length, and of
 output length for the output task) and targets that raised, as the ``errors`` rule says
 (``drop`` all, ``keep`` all, or ``drop-environment``: drop those whose failure the
-environment caused, see ``realism.py``), are dropped. ``n`` targets are then drawn
+environment caused, see ``realism.py``), are dropped; so are output targets whose output
+depends on the environment when ``environment="drop"`` (by default they stay, and every
+example says whether it is one: ``environment_dependent``). ``n`` targets are then drawn
 stratified by target length (the length of what is predicted: the output, or the code of
 the next cell): 90% from the second and third quartiles, 5% each from the first and the
 fourth. docs/benchmark.md has the details (rounding, short strata, every candidate taken).
@@ -25,7 +27,7 @@ from typing import IO, Any, NamedTuple
 
 import numpy as np
 
-from themisto_ext.evaluation.realism import Tracker
+from themisto_ext.evaluation.realism import StepFacts, Tracker
 from themisto_ext.prediction.prompts import TASKS, Task
 from themisto_ext.records import Step
 from themisto_ext.trajectory.jsonl import iter_jsonl
@@ -36,6 +38,14 @@ STRATA = ("q1", "q2-q3", "q4")
 ERROR_RULES = ("drop", "keep", "drop-environment")
 """What to do with targets that raised: the paper dropped them all; a traceback is an
 output too, and one the environment caused (a missing module) says little of the code."""
+SOURCES = {"any": None, "live": "kernel", "record": "record", "import": "import"}
+"""``--source``: which trajectories to sample from, by how they were recorded (each step's
+``source``, written by ``themisto export`` and ``import-june``): ``live`` keeps those a
+person's kernel recorded in JupyterLab; a file without the field counts for ``any`` only."""
+ENVIRONMENT_RULES = ("keep", "drop")
+"""What to do with output targets whose output depends on the environment (a timing, an
+unseeded draw...): re-running the same code gives another output, so even a perfect
+predictor cannot match them. Kept (and flagged) by default, or dropped."""
 Example = dict[str, Any]
 
 
@@ -62,7 +72,11 @@ class Trajectory:
     lines: list[str]
     """Each step's JSON text, in execution order."""
     facts: list[_Facts]
+    recorded_by: str | None = None
+    """How it was recorded (its first step's ``source``), if the file says."""
     _parsed: dict[int, Step] = field(default_factory=dict, repr=False)
+    _environment: list[StepFacts] = field(default_factory=list, repr=False)
+    _tracker: Tracker = field(default_factory=Tracker, repr=False)
 
     def step(self, position: int) -> Step:
         """The step at ``position``, parsed once (examples of one trajectory share it)."""
@@ -70,6 +84,13 @@ class Trajectory:
         if parsed is None:
             parsed = self._parsed[position] = json.loads(self.lines[position])
         return parsed
+
+    def environment(self, position: int) -> frozenset[str]:
+        """How the output at ``position`` depends on the environment (``realism.py``),
+        from the steps before it: each step is observed once, as far as asked."""
+        while len(self._environment) <= position:
+            self._environment.append(self._tracker.observe(self.step(len(self._environment))))
+        return self._environment[position].kinds
 
 
 @dataclass(frozen=True)
@@ -118,9 +139,9 @@ def _facts(step: Any, source: Path, line: int, tracker: Tracker) -> _Facts:
     code, output = step["code"], step["output"]
     if step["error"] is not None and not isinstance(step["error"], dict):
         raise SampleInputError(f"{source}:{line}: error: not an object or null")
-    cause = tracker.observe(step, outputs=False).cause
+    cause = tracker.observe(step, outputs=False).cause  # an error output counts too
     return _Facts(step["step"], len(code), len(output), not code.strip(), not output.strip(),
-                  step["error"] is not None, cause == "environment")
+                  cause is not None, cause == "environment")
 
 
 def read_trajectories(paths: Sequence[Path]) -> list[Trajectory]:
@@ -159,7 +180,8 @@ def read_trajectories(paths: Sequence[Path]) -> list[Trajectory]:
                                        "and in one file)")
             else:
                 seen[tid] = path
-                current = Trajectory(tid, path, [], [])
+                current = Trajectory(tid, path, [], [], recorded_by=step.get("source")
+                                     if isinstance(step.get("source"), str) else None)
                 trajectories.append(current)
             current.lines.append(entry.text)
             current.facts.append(facts)
@@ -208,12 +230,16 @@ def _describe(stratum: int, bounds: tuple[float, float]) -> str:
     return (f"length < {low:g}", f"{low:g} <= length <= {high:g}", f"length > {high:g}")[stratum]
 
 
-def _candidates(trajectories: list[Trajectory], task: Task, errors: str,
-                dropped: dict[str, int]) -> list[_Candidate]:
+def _candidates(trajectories: list[Trajectory], task: Task, errors: str, environment: str,
+                dropped: dict[str, int], source: str = "any") -> list[_Candidate]:
     found: list[_Candidate] = []
     output_task = task == "output"
+    wanted = SOURCES[source]
     for trajectory in trajectories:
         facts = trajectory.facts
+        if wanted is not None and trajectory.recorded_by != wanted:
+            dropped[f"not --source {source}"] += len(facts)
+            continue
         dropped["fewer than 5 prior steps"] += min(MIN_PRIOR, len(facts))
         for position in range(MIN_PRIOR, len(facts)):
             fact = facts[position]
@@ -222,6 +248,8 @@ def _candidates(trajectories: list[Trajectory], task: Task, errors: str,
             elif fact.raised and (errors == "drop" or (errors == "drop-environment"
                                                       and fact.environment_error)):
                 dropped["raised an exception"] += 1
+            elif output_task and environment == "drop" and trajectory.environment(position):
+                dropped["depends on the environment"] += 1
             else:
                 length = fact.output_length if output_task else fact.code_length
                 found.append(_Candidate(trajectory, position, length))
@@ -256,24 +284,36 @@ def _without_gc() -> Iterator[None]:
 
 
 def sample(paths: Sequence[Path], task: Task, *, n: int = 200, seed: int = 0,
-           errors: str = "drop") -> SampleResult:
+           errors: str = "drop", environment: str = "keep",
+           source: str = "any") -> SampleResult:
     """Draw the benchmark examples for ``task`` from the trajectory files ``paths``;
-    ``errors`` is the rule for targets that raised (``ERROR_RULES``)."""
+    ``errors`` is the rule for targets that raised (``ERROR_RULES``), ``environment`` the
+    rule for output targets that depend on the environment (``ENVIRONMENT_RULES``),
+    ``source`` which trajectories count (``SOURCES``)."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
     if errors not in ERROR_RULES:
         raise ValueError(f"unknown --errors rule {errors!r}: use {', '.join(ERROR_RULES)}")
+    if environment not in ENVIRONMENT_RULES:
+        raise ValueError(f"unknown --environment rule {environment!r}: use "
+                         f"{', '.join(ENVIRONMENT_RULES)}")
+    if source not in SOURCES:
+        raise ValueError(f"unknown --source {source!r}: use {', '.join(SOURCES)}")
     if n < 1:
         raise ValueError("--n must be at least 1")
     with _without_gc():
-        return _sample(read_trajectories(paths), task, n, seed, errors)
+        return _sample(read_trajectories(paths), task, n, seed, errors, environment, source)
 
 
 def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
-            errors: str) -> SampleResult:
-    dropped = {"fewer than 5 prior steps": 0, "empty target": 0, "raised an exception": 0,
+            errors: str, environment: str = "keep", source: str = "any") -> SampleResult:
+    dropped = {f"not --source {source}": 0, "fewer than 5 prior steps": 0, "empty target": 0,
+               "raised an exception": 0, "depends on the environment": 0,
                "longer than the 0.99 quantile": 0}
-    found = _drop_long(_candidates(trajectories, task, errors, dropped), task, dropped)
+    if source == "any":
+        del dropped["not --source any"]
+    found = _drop_long(_candidates(trajectories, task, errors, environment, dropped, source),
+                       task, dropped)
     found.sort(key=lambda c: (c.trajectory.trajectory_id, c.position))
     steps = sum(len(t.lines) for t in trajectories)
     notes: list[str] = []
@@ -305,8 +345,9 @@ def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
         picked = index[rng.permutation(len(index))[: taken[s]]] if taken[s] else index[:0]
         chosen += [(int(i), s) for i in picked]
     chosen.sort()
-    design = {"n": n, "seed": seed, "errors": errors, "candidates": len(found),
-              "census": census}
+    design = {"n": n, "seed": seed, "errors": errors, "environment": environment,
+              "source": source,
+              "candidates": len(found), "census": census}
     examples = [_example(found[i], task, STRATA[s], design) for i, s in chosen]
     strata = [Stratum(STRATA[s], available[s], quotas[s], taken[s]) for s in range(len(STRATA))]
     return SampleResult(examples, steps, dropped, len(found), (q1, q3), strata, notes)
@@ -316,12 +357,16 @@ def _example(candidate: _Candidate, task: Task, stratum: str,
              design: dict[str, Any]) -> Example:
     trajectory = candidate.trajectory
     target = trajectory.step(candidate.position)
+    # A next cell is code a person typed: the machine decides none of it.
+    reasons = sorted(trajectory.environment(candidate.position)) if task == "output" else []
     return {
         "id": f"{task}-{trajectory.trajectory_id}-{target['step']}",
         "task": task,
         "history": [trajectory.step(i) for i in range(candidate.position)],
         "target": target,
         "stratum": stratum,
+        "environment_dependent": bool(reasons),
+        "environment_reasons": reasons,
         "provenance": {"trajectory_id": trajectory.trajectory_id,
                        "step": target["step"], "file": str(trajectory.source)},
         "sampling": design,

@@ -2,12 +2,15 @@
 
 Examples are not independent: the steps of one trajectory share a notebook, its data and
 its author. So the unit of resampling is a *cluster* (a trajectory), drawn with
-replacement with all its examples, within the *strata* the examples were sampled from
-(``themisto sample``'s target-length strata, whose sizes the design fixed): each stratum's
-clusters are resampled on their own, its resampled mean is the ratio of the resampled sums
-to the resampled counts, and the strata are combined with their fixed shares of the
-examples. Without clusters every example is its own cluster (the plain bootstrap); without
-strata there is one stratum.
+replacement with all its examples; a resampled mean is the ratio of the resampled sums to
+the resampled counts. *Strata*, when given, are strata of clusters: every cluster lies in
+one stratum, each stratum's clusters are resampled on their own and the strata are
+combined with their fixed shares of the examples. A label that puts one cluster's
+examples in two strata is refused: resampling such strata would split the cluster, and
+the interval would be that of a smaller unit than the one it names (``themisto
+sample``'s target-length strata are strata of examples, which a trajectory crosses; they
+stratify only the example bootstrap). Without clusters every example is its own cluster
+(the plain bootstrap); without strata there is one stratum.
 
 * ``bootstrap_ci``: the percentile bootstrap interval of a mean.
 * ``paired_bootstrap``: the mean difference of two conditions on the same examples, its
@@ -101,8 +104,13 @@ def _design(values: npt.NDArray[np.float64], clusters: Labels,
     cluster_of = list(range(n)) if clusters is None else list(clusters)
     stratum_of: list[Hashable] = [0] * n if strata is None else list(strata)
     groups: dict[Hashable, dict[Hashable, list[int]]] = {}
+    home: dict[Hashable, Hashable] = {}
     for i in range(n):
-        groups.setdefault(stratum_of[i], {}).setdefault(cluster_of[i], []).append(i)
+        cluster, stratum = cluster_of[i], stratum_of[i]
+        if home.setdefault(cluster, stratum) != stratum:
+            raise ValueError(f"cluster {cluster!r} has examples in strata {home[cluster]!r} "
+                             f"and {stratum!r}: strata must be strata of clusters")
+        groups.setdefault(stratum, {}).setdefault(cluster, []).append(i)
     design = []
     for members in groups.values():
         sums = np.array([values[idx].sum() for idx in members.values()])

@@ -308,6 +308,11 @@ class Recorder:
                 shown = next((i for i in reversed(items) if i["output_type"] == "error"), None)
                 if step["error"] is not None and shown is not None:
                     step["error"]["evalue"] = shown["evalue"]  # what the user saw
+                elif shown is not None:
+                    # A traceback from a cell IPython counts as a success: the result's
+                    # __repr__ raised while it was displayed (pandas 2 without
+                    # DataFrame.append); error_in_exec stays None, the user saw an error.
+                    step["error"] = {"ename": shown["ename"], "evalue": shown["evalue"]}
                 self._append(fit_step(step, self._pending_code, items, self.settings,
                                       self.redactor.mask, self._mask_code))
         except BaseException:

@@ -88,15 +88,18 @@ async def predict(
     on_text: Callable[[str], None] | None = None,
     on_cpu: Callable[[float], None] | None = None,
     speculative: bool = False,
+    min_dropped: int = 0,
 ) -> Prediction | Superseded:
     """Predict and return the record; a failed model call becomes the record's ``error``.
     With ``on_text``, a model that streams its answer hands over its raw text so far as it
-    writes (the record holds the complete answer). ``on_cpu``: see ``PredictionRequest``."""
+    writes (the record holds the complete answer). ``on_cpu``: see ``PredictionRequest``.
+    ``min_dropped``: at least this many of the oldest cells are left out (a benchmark gives
+    every context of an example the same history, ``window.common_history``)."""
     cap = predictor.max_tokens or ANSWER_TOKENS
 
     def build(budget: int) -> Prompt:
         return build_prompt(history, task, context, target_code=target_code,
-                            budget_chars=budget, max_tokens=cap)
+                            budget_chars=budget, max_tokens=cap, min_dropped=min_dropped)
 
     fitting: PromptTooLong | ProviderError | None = None
     if predictor.window is None:

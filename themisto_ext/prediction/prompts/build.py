@@ -254,6 +254,13 @@ _DEMO_TARGET = "print(f'radius {r}')\nr * 2"
 _DEMO_OUTPUT = "radius 2.0\n4.0"
 
 
+def demonstration_answers() -> tuple[str, ...]:
+    """The answers the demonstrations give (an output, a next cell): a model that returns
+    one of them has echoed the example, not predicted (SmolLM2 did on 65 of 180 next
+    cells of 11 notebooks); the benchmark report flags such answers."""
+    return (_DEMO_OUTPUT, _DEMO_TARGET)
+
+
 @cache
 def demonstrations(context: Context) -> tuple[Exchange, ...]:
     """The fixed exchange before every question: one output and one next-cell question on
@@ -274,13 +281,14 @@ def demonstrations(context: Context) -> tuple[Exchange, ...]:
 
 def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
                  target_code: str | None = None, budget_chars: int = 24_000,
-                 max_tokens: int = ANSWER_TOKENS) -> Prompt:
+                 max_tokens: int = ANSWER_TOKENS, min_dropped: int = 0) -> Prompt:
     """The prompt for predicting the output of ``target_code`` run after ``history``
     (``task="output"``), or the code of the cell run after ``history`` (``"next-cell"``).
 
     ``history`` is only the steps before the target, in execution order. The whole prompt
     (system and user) stays within ``budget_chars`` unless the fixed instructions alone do
-    not fit.
+    not fit. ``min_dropped``: leave out at least this many of the oldest cells, so that
+    prompts of several contexts can show the same history (``window.common_history``).
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
@@ -292,7 +300,9 @@ def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
         raise ValueError("the next-cell task predicts the target cell: it must not be given")
     if budget_chars <= 0:
         raise ValueError("budget_chars must be positive")
-    built = _build(history, task, context, target_code, budget_chars)
+    if min_dropped < 0:
+        raise ValueError("min_dropped must not be negative")
+    built = _build(history, task, context, target_code, budget_chars, min_dropped)
     opening, closing = ANSWER_TAGS[task]
     return replace(built, demonstrations=demonstrations(context), answer_open=opening,
                    answer_close=closing, stop=(closing, _STOP_AT_CELL_END),
@@ -300,12 +310,13 @@ def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
 
 
 def _build(history: Sequence[Step], task: Task, context: Context, target_code: str | None,
-           budget_chars: int) -> Prompt:
+           budget_chars: int, min_dropped: int = 0) -> Prompt:
     system = system_text(context)
     question = QUESTIONS[task]
     history_room = budget_chars - len(system) - int(budget_chars * _SUFFIX_SHARE[context]) \
         - _HEADER_ROOM
     kept = _fit_history(history, context, budget_chars, history_room)
+    kept.dropped = max(kept.dropped, min(min_dropped, len(history)))
     lead = "" if history else _NO_CELLS
     fixed = len(system) + len(lead) + len(question)
     state_floor = int(budget_chars * _STATE_FLOOR_SHARE[context])

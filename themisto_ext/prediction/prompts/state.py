@@ -86,10 +86,34 @@ def _is_magic(line: str) -> bool:
     return stripped.startswith(("%", "!", "?")) or stripped.endswith("?")
 
 
+def _bound_unconditionally(statement: ast.stmt) -> set[str]:
+    """Names a top-level statement always binds (its value is read first: ``df = df + 1``
+    reads df). Bindings under ``if``, ``for``, ``try``... may not happen: not counted."""
+    targets: list[ast.expr] = []
+    if isinstance(statement, ast.Assign):
+        targets = list(statement.targets)
+    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)) and \
+            (not isinstance(statement, ast.AnnAssign) or statement.value is not None):
+        targets = [statement.target]
+    elif isinstance(statement, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in statement.items if item.optional_vars]
+    elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}
+    elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".", 1)[0] for alias in statement.names}
+    names: set[str] = set()
+    for target in targets:
+        for node in ast.walk(target):  # a, (b, *c) = ...; not df["x"] = ... (a mutation)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return names
+
+
 def cell_reads(code: str) -> dict[str, list[str]]:
     """Names a cell reads, in order of appearance, each with the attribute paths used on it.
 
-    ``df.groupby("a").size()`` reads ``{"df": ["df.groupby"]}``. IPython magics and shell
+    ``df.groupby("a").size()`` reads ``{"df": ["df.groupby"]}``; a name bound before it is
+    read (``df = load(); df.head()``) is not read. IPython magics and shell
     lines are not Python: their arguments are scanned for identifiers, and a cell that does
     not parse at all falls back to every identifier it mentions (more, never fewer).
     """
@@ -106,15 +130,23 @@ def cell_reads(code: str) -> dict[str, list[str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             inner.add(id(node.value))  # only the longest chain counts: df.a.b, not df.a
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            found.append((node.lineno, node.col_offset, node.id, None))
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            found.append((node.lineno, node.col_offset, node.target.id, None))  # x += 1 reads x
-        elif isinstance(node, ast.Attribute) and id(node) not in inner:
-            path = _dotted(node)
-            if path is not None:
-                found.append((node.lineno, node.col_offset, path.split(".", 1)[0], path))
+    # A name the cell binds before it reads it is not read from the state: after
+    # `df = pd.DataFrame(...)`, `df.head()` reads the new df, not the one the state holds
+    # (03.03-Operations-in-Pandas step 17 was shown the old df as "read by this cell").
+    bound: set[str] = set()
+    for statement in tree.body:
+        mine: list[tuple[int, int, str, str | None]] = []
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                mine.append((node.lineno, node.col_offset, node.id, None))
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                mine.append((node.lineno, node.col_offset, node.target.id, None))  # x += 1
+            elif isinstance(node, ast.Attribute) and id(node) not in inner:
+                path = _dotted(node)
+                if path is not None:
+                    mine.append((node.lineno, node.col_offset, path.split(".", 1)[0], path))
+        found += [f for f in mine if f[2] not in bound]
+        bound |= _bound_unconditionally(statement)
     reads: dict[str, list[str]] = {}
     for _, _, root, path in sorted(found, key=lambda f: (f[0], f[1], f[3] is not None)):
         paths = reads.setdefault(root, [])

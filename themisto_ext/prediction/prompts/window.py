@@ -9,16 +9,22 @@ one before), so every predictor gets nearly as much history as its own window ho
 no call fails for being too long. The ladder, rather than a budget fitted to each prompt,
 keeps consecutive prompts of a trajectory on the same budget, hence on the same pages of
 history (``build.py``), so their prefixes stay shared and cached.
+
+``common_history`` does the same for several contexts of one example at once: the budget
+and the cut of the history that the context needing most room needs, so that every
+context shows the same history cells (a benchmark's "state helps" contrast must not mix
+the state with less history: fitted one by one to SmolLM2's 4,096 tokens, ``full`` kept
+8.4 earlier cells on average and ``none`` 13.2).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from themisto_ext.errors import ThemistoError
-from themisto_ext.prediction.prompts import Prompt
+from themisto_ext.prediction.prompts import Context, Prompt
 
 RUNG = 0.85
 MAX_RUNGS = 24
@@ -82,3 +88,35 @@ def fit_prompt(build: Callable[[int], Prompt], budget_chars: int,
         return prompt
     raise PromptTooLong(f"the prompt needs {tokens} tokens, more than the {window.tokens}-token "
                         f"window leaves after a {prompt.max_tokens}-token answer")
+
+
+@dataclass(frozen=True)
+class HistoryPlan:
+    """How every context's prompt of one example is built: at ``budget_chars``, with at
+    least the ``dropped`` oldest cells left out."""
+
+    budget_chars: int
+    dropped: int
+
+
+def common_history(build: Callable[[Context, int, int], Prompt], contexts: Sequence[Context],
+                   budget_chars: int, window: Window | None) -> HistoryPlan:
+    """The first budget down the ladder at which every context's prompt, cut to the history
+    of the context that keeps fewest cells, fits ``window`` (``build(context, budget,
+    min_dropped)``). One budget also means one length to which each cell is clipped."""
+    prompts: list[Prompt] = []
+    for rung in range(MAX_RUNGS + 1):
+        budget = int(budget_chars * RUNG ** rung)
+        prompts = [build(context, budget, 0) for context in contexts]
+        if rung and any(budget <= len(p.system) for p in prompts):
+            break
+        dropped = max(p.dropped_steps for p in prompts)
+        prompts = [p if p.dropped_steps == dropped else build(p.context, budget, dropped)
+                   for p in prompts]
+        if window is None or all(window.count(p) <= window.room(p) for p in prompts):
+            return HistoryPlan(budget, dropped)
+    worst = max(prompts, key=lambda p: window.count(p) if window else 0)
+    tokens = window.count(worst) if window else 0
+    raise PromptTooLong(f"the {worst.context} prompt needs {tokens} tokens, more than the "
+                        f"{window.tokens if window else 0}-token window leaves after a "
+                        f"{worst.max_tokens}-token answer")
