@@ -96,6 +96,10 @@ export interface Step {
   step: number;
   cell_id?: string | null;
   notebook_path?: string | null;
+  /**
+   * How the trajectory was recorded: kernel (live, in a person's JupyterLab session), record (themisto record: a notebook run top to bottom) or import (themisto import-june). Written by themisto export and import-june; absent in older files and in the server's exports.
+   */
+  source?: 'kernel' | 'record' | 'import';
   started_at: string;
   ended_at: string;
   code: string;
