@@ -51,8 +51,9 @@ class Limits:
     """How long the supervisor waits, and how often it restarts."""
 
     job_deadline: float = 120.0
-    """Seconds a running job may go without evaluating anything before it counts as hung
-    (a 4,096-token prompt is read in ~20 s on 2 busy cores; decoding reports every token)."""
+    """Seconds a running job may go without finishing a decoded batch before it counts as
+    hung (a batch is one generated token, or up to 512 prompt tokens: ~2-5 s on 2 busy
+    cores)."""
     heartbeat: float = 5.0
     """Seconds between heartbeats to an idle or busy process."""
     hang_after: float = 30.0
