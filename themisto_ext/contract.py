@@ -23,6 +23,34 @@ from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
 
+# ---------------------------------------------------------------- JSON the user cannot patch
+
+
+class _Encoder(json.JSONEncoder):
+    """``json``'s encoder with its methods copied when themisto is imported, which in a
+    recording kernel is before any user code: a user's ``json.dumps = partial(json.dumps,
+    indent=1)`` (or a patched ``JSONEncoder.encode``) broke journal lines into several and
+    lost 3 steps of 4. Everything the kernel side writes or reads as JSON goes through
+    ``dumps`` and ``loads`` below."""
+
+    encode = json.JSONEncoder.encode
+    iterencode = json.JSONEncoder.iterencode
+
+
+_COMPACT = _Encoder(ensure_ascii=False, separators=(",", ":"), default=str)
+_PLAIN = _Encoder()
+_DECODE = json.JSONDecoder().decode
+
+
+def dumps(value: Any, compact: bool = True) -> str:
+    """One line of JSON (``compact``: no spaces, non-ASCII kept, unknown values as str)."""
+    return (_COMPACT if compact else _PLAIN).encode(value)
+
+
+def loads(text: str | bytes) -> Any:
+    return _DECODE(text.decode("utf-8") if isinstance(text, bytes) else text)
+
+
 # ---------------------------------------------------------------- launch
 
 JOURNAL_DIR_ENV = "THEMISTO_JOURNAL_DIR"
@@ -131,7 +159,7 @@ class CaptureSettings:
     value_patterns: list[str] = field(default_factory=lambda: list(DEFAULT_VALUE_PATTERNS))
 
     def to_env(self) -> str:
-        return json.dumps(asdict(self))
+        return dumps(asdict(self), compact=False)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CaptureSettings:
@@ -141,7 +169,7 @@ class CaptureSettings:
         if not raw:
             return cls()
         try:
-            data = json.loads(raw)
+            data = loads(raw)
         except ValueError:
             return cls()
         if not isinstance(data, dict):
@@ -214,7 +242,7 @@ def switch_path(journal_dir: Path, kernel_id: str) -> Path:
 def read_switch(path: Path) -> bool | None:
     """The switch's position, or None when there is none (or it cannot be read)."""
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return None
     value = data.get("recording") if isinstance(data, dict) else None
@@ -229,7 +257,7 @@ def write_switch(path: Path, on: bool) -> None:
 def _write_atomically(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data), "utf-8")
+    tmp.write_text(dumps(data, compact=False), "utf-8")
     os.replace(tmp, path)
 
 
@@ -261,7 +289,7 @@ def status_path(journal_dir: Path, kernel_id: str) -> Path:
 def read_status(path: Path) -> RecordingStatus | None:
     """The status a kernel reported, or None when there is none (or it cannot be read)."""
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):

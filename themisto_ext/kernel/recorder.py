@@ -14,6 +14,8 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import signal
+import threading
 import time
 import uuid
 import warnings
@@ -83,6 +85,31 @@ def quiet() -> Iterator[None]:
         warnings.showwarning = saved
 
 
+@contextmanager
+def interrupts_deferred(on_interrupt: Any) -> Iterator[list[bool]]:
+    """SIGINT arriving while the hook works stops the hook's work (``on_interrupt``), not
+    the step: before, the KeyboardInterrupt landed in the hook, which lost the step (8 of
+    8 interrupts pressed at a cell's end) and swallowed the interrupt. The user's code has
+    finished by then; without the hook the kernel would already be idle, where ipykernel
+    ignores SIGINT, so nothing is raised afterwards either: the interrupt ends the hook's
+    measuring at once (values not reached are measured at a later cell)."""
+    seen = [False]
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield seen  # not ours to change (a user's own handler runs as it would)
+        return
+
+    def defer(signum: int, frame: Any) -> None:
+        seen[0] = True
+        on_interrupt()
+
+    signal.signal(signal.SIGINT, defer)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 class Recorder:
     def __init__(self, shell: Any, settings: CaptureSettings, journal_dir: Path) -> None:
         self.shell = shell
@@ -107,7 +134,11 @@ class Recorder:
         self._pre_cost = self._post_cost = 0.0
         self._pending: dict[str, Any] | None = None
         self._pending_code = ""
-        self._cell: dict[str, Any] | None = None
+        self._runs: list[tuple[Any, dict[str, Any] | None]] = []
+        """``(ExecutionInfo, cell)`` of the runs under way, outermost first: a run inside a
+        cell (``%%capture``, ``get_ipython().run_cell()``, ``%rerun``) is part of that
+        cell's step, never a reset of it (that lost 4 outer cells)."""
+        self.registered = False
         self._process: Any = None
         self._statm: int | None = None
         if settings.redact:
@@ -122,22 +153,24 @@ class Recorder:
 
     def register(self) -> None:
         session = getattr(getattr(self.shell, "kernel", None), "session", None)
-        if session is not None:
+        if session is not None and not self.collector.installed:
             self.collector.install(session, on_reply=self._finish_step)
         self.shell.events.register("pre_run_cell", self._pre_run_cell)
         self.shell.events.register("post_run_cell", self._post_run_cell)
-        atexit.register(self.close)
+        if not self.registered:
+            atexit.register(self.close)
+        self.registered = True
 
     def unregister(self) -> None:
+        """Stop following cells (``%unload_ext``, or the first half of ``%reload_ext``).
+        The trajectory goes on when the extension is loaded again in this process (the
+        cell running ``%reload_ext`` included); it ends when the kernel does."""
         for event, callback in (("pre_run_cell", self._pre_run_cell),
                                 ("post_run_cell", self._post_run_cell)):
             try:
                 self.shell.events.unregister(event, callback)
             except ValueError:
                 pass
-        self.collector.uninstall()
-        atexit.unregister(self.close)
-        self.close()
 
     def close(self) -> None:
         self._finish_step()
@@ -207,26 +240,30 @@ class Recorder:
     # ------------------------------------------------------------ events
 
     def _pre_run_cell(self, info: Any) -> None:
+        if self._runs:  # a run inside the running cell: part of its step
+            self._runs.append((info, None))
+            return
         if self._pending is not None:
             self._finish_step()  # the previous cell's reply never came through send()
         t0 = time.perf_counter()
+        cell = None
         try:
-            with quiet():
-                self._start_cell(info)
+            with quiet(), interrupts_deferred(lambda: None):
+                cell = self._start_cell(info)
         except BaseException:  # the user's cell must run regardless
-            self._cell = None
+            cell = None
             log.debug("themisto pre_run_cell failed", exc_info=True)
+        self._runs.append((info, cell))
         self._pre_cost = time.perf_counter() - t0
 
-    def _start_cell(self, info: Any) -> None:
-        self._cell = None
+    def _start_cell(self, info: Any) -> dict[str, Any] | None:
         if not getattr(info, "store_history", True) or getattr(info, "silent", False):
-            return
+            return None
         if not self.recording:
-            return
+            return None
         code = info.raw_cell if type(info.raw_cell) is str else ""
-        self._cell = {"code": code, "cell_id": getattr(info, "cell_id", None),
-                      "started_at": _now(), "t0": time.perf_counter()}
+        cell = {"code": code, "cell_id": getattr(info, "cell_id", None),
+                "started_at": _now(), "t0": time.perf_counter()}
         self.collector.start()
         if len(code) <= self.settings.code_length:  # parsing a huge cell would cost seconds
             self.redactor.learn_from_code(code)
@@ -235,17 +272,26 @@ class Recorder:
         self._append({
             "kind": "started", "trajectory_id": self.trajectory_id,
             "kernel_id": self.kernel_id, "notebook_path": self.notebook_path,
-            "step": self.step + 1, "cell_id": self._cell["cell_id"],
-            "code": masked, "at": self._cell["started_at"],
+            "step": self.step + 1, "cell_id": cell["cell_id"],
+            "code": masked, "at": cell["started_at"],
         })
+        return cell
 
     def _post_run_cell(self, result: Any) -> None:
-        cell, self._cell = self._cell, None
-        if cell is None:
-            return
+        info = getattr(result, "info", None)
+        index = next((i for i in range(len(self._runs) - 1, -1, -1)
+                      if self._runs[i][0] is info), None)
+        if info is None and self._runs:
+            index = 0  # ipykernel ends a cancelled (interrupted async) cell with no result
+        if index is None:
+            return  # a run whose pre_run_cell never came (IPython skips it for empty cells)
+        cell = self._runs[index][1]
+        del self._runs[index:]
+        if index > 0 or cell is None:
+            return  # a nested run ended; its cell goes on
         t_end = time.perf_counter()
         try:
-            with quiet():
+            with quiet(), interrupts_deferred(self.snapshotter.stop):
                 self._pending = self._measure_step(cell, result, t_end)
                 self._pending_code = cell["code"]
         except BaseException:  # includes a DeadlineExceeded that fired late
@@ -299,11 +345,12 @@ class Recorder:
         without the hook paying for a flush of its own.
         """
         step, self._pending = self._pending, None
+        self._runs.clear()  # the reply is sent: no run of this request is still going
         if step is None:
             return
         t0 = time.perf_counter()
         try:
-            with quiet():
+            with quiet(), interrupts_deferred(lambda: None):
                 items = self.collector.stop()
                 shown = next((i for i in reversed(items) if i["output_type"] == "error"), None)
                 if step["error"] is not None and shown is not None:

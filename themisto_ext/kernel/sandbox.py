@@ -21,7 +21,6 @@ everything else in the kernel).
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import select
 import signal
@@ -30,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from themisto_ext.contract import dumps, loads
 from themisto_ext.kernel.deadline import DeadlineExceeded, deadline
 from themisto_ext.kernel.safe import type_name
 
@@ -104,7 +104,7 @@ def _collect(fd: int, results: list[str | None], until: float) -> bool:
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
-            index, text = json.loads(line)
+            index, text = loads(line)
             results[index] = text
 
 
@@ -127,7 +127,7 @@ def _child(values: list[Any], render: Callable[[Any], str], per_value: float,
                 text = TIMED_OUT
             except BaseException as exc:  # the user's repr failed: say so
                 text = f"raised {type_name(type(exc))}"
-            line = json.dumps([index, text]).encode() + b"\n"
+            line = dumps([index, text], compact=False).encode() + b"\n"  # ASCII
             while line:
                 line = line[os.write(write_end, line):]
     finally:

@@ -82,6 +82,12 @@ class Snapshotter:
         self._cache: dict[str, _Entry] = {}
         self.forks = 0
         """Children forked so far (for tests and benchmarks)."""
+        self._stopped = False
+
+    def stop(self) -> None:
+        """End the snapshot under way now (the user interrupted): values not measured yet
+        are pending, measured at a later cell."""
+        self._stopped = True
 
     def take(
         self, variables: Iterable[tuple[str, Any]], mutated: set[str]
@@ -91,6 +97,7 @@ class Snapshotter:
         live = {name for name, _ in items}
         for stale in [n for n in self._cache if n not in live]:
             del self._cache[stale]
+        self._stopped = False
         end = time.perf_counter() + self._settings.cell_budget
         todo: list[tuple[str, Any, tuple[Any, ...]]] = []
         for name, value in items:
@@ -122,7 +129,7 @@ class Snapshotter:
         is_secret = self._redactor.name_is_secret
         for name, value, fp in todo:
             self._cache.pop(name, None)
-            if time.perf_counter() >= end:
+            if self._stopped or time.perf_counter() >= end:
                 continue  # pending: measured at a later cell
             try:
                 self._redactor.learn(secret_strings(name, value, is_secret))
@@ -143,7 +150,9 @@ class Snapshotter:
                 forked.append((name, value, fp, info))
             else:
                 self._store(name, fp, info, text)
-        if forked and sandbox.available():
+        if forked and self._stopped:
+            pass  # interrupted: pending
+        elif forked and sandbox.available():
             self._in_child(forked, end)
         elif forked:  # no fork here: the old way, an alarm (which a stubborn repr defeats)
             for name, value, fp, info in forked:
