@@ -94,7 +94,7 @@ DEFAULT_NAME_PATTERNS: tuple[str, ...] = (
     "*_secret_*", "*_secrets_*", "*_credential_*", "*_credentials_*",
     "*_auth_*", "*_authorization_*", "*_token", "*_bearer_*",
     "*_apikey_*", "*_api_key_*", "*_access_key", "*_private_key_*", "*_privkey_*",
-    "*_signing_key", "*_encryption_key",
+    "*_signing_key", "*_encryption_key", "*_passcode_*", "*_pw", "*_account_key",
 )
 """Secret-looking names, matched on WORDS (``redaction.py``): a name is cut into
 lower-case words at ``_``, ``-``, ``.``, spaces, digits and camelCase humps
@@ -110,7 +110,9 @@ DEFAULT_VALUE_PATTERNS: tuple[str, ...] = (
     # a boundary check comes after it, as a lookbehind), runs are single character
     # classes, and nothing can restart inside a run it already failed on. A group named
     # ``secret`` is what gets masked, else the whole match.
-    r"sk-[A-Za-z0-9_\-]{16,}",                      # OpenAI / Anthropic style keys
+    r"sk-(?<![A-Za-z0-9]sk-)[A-Za-z0-9_\-]{16,}",  # OpenAI / Anthropic style keys (not
+    # inside a word: "task-...", "desk-..." are not keys)
+    r"(?<![A-Za-z0-9_])[sr]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe secret keys
     r"gh[pousr]_[A-Za-z0-9]{30,}",                  # GitHub tokens
     r"github_pat_[A-Za-z0-9_]{22,}",
     r"(?:AKIA|ASIA)[0-9A-Z]{16}",                   # AWS access key ids
@@ -124,7 +126,11 @@ DEFAULT_VALUE_PATTERNS: tuple[str, ...] = (
     # next run of five dashes, at most 8 KiB (an RSA-8192 key is 6.5 KiB).
     r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?:[^-]|-(?!----)){0,8192}"
     r"(?:-----END [A-Z ]{0,40}PRIVATE KEY-----)?",
-    r"Bearer(?<![A-Za-z0-9_]Bearer)[ \t]+[A-Za-z0-9\-._~+/]{8,}=*",  # HTTP bearer credentials
+    # HTTP bearer credentials: with a digit or a symbol ("Bearer authentication" is prose)
+    r"Bearer(?<![A-Za-z0-9_]Bearer)[ \t]+(?=[A-Za-z]*[0-9\-._~+/])[A-Za-z0-9\-._~+/]{8,}=*",
+    # .netrc entries: "machine HOST [login USER] password SECRET", on one line or several
+    r"machine[ \t]+\S{1,256}(?:\s{1,64}login[ \t]+\S{1,256})?\s{1,64}password[ \t]+"
+    r"(?P<secret>\S{1,256})",
     r"://(?P<secret>[^\s/:@]{0,256}:[^\s/@]{1,256})@",  # user:password@ in URLs
 )
 """Credential formats masked wherever they appear (code, outputs, reprs)."""

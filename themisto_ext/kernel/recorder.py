@@ -36,13 +36,13 @@ from themisto_ext.contract import (
     write_status,
 )
 from themisto_ext.journal import JournalWriter
-from themisto_ext.kernel.bounds import clip_masked, fit_step
+from themisto_ext.kernel.bounds import clip_masked, fit_step, mask_across
 from themisto_ext.kernel.mutations import possibly_mutated
 from themisto_ext.kernel.outputs import OutputCollector
 from themisto_ext.kernel.safe import is_builtin_type, type_name
 from themisto_ext.kernel.secret_values import environment_secrets
 from themisto_ext.kernel.snapshot import Snapshotter, user_variables
-from themisto_ext.redaction import Redactor
+from themisto_ext.redaction import Redactor, apply_spans
 from themisto_ext.trajectory import FORMAT_VERSION
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -352,6 +352,8 @@ class Recorder:
         try:
             with quiet(), interrupts_deferred(lambda: None):
                 items = self.collector.stop()
+                if self.settings.redact:
+                    mask_across(items, self.redactor.spans, apply_spans)
                 shown = next((i for i in reversed(items) if i["output_type"] == "error"), None)
                 if step["error"] is not None and shown is not None:
                     step["error"]["evalue"] = shown["evalue"]  # what the user saw

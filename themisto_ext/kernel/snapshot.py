@@ -93,7 +93,9 @@ class Snapshotter:
         self, variables: Iterable[tuple[str, Any]], mutated: set[str]
     ) -> tuple[dict[str, dict[str, Any]], str]:
         """Return ``(runtime_variables, hash_index)`` for the given variables."""
-        items = list(variables)[: self._settings.max_variables]
+        every = list(variables)
+        items = every[: self._settings.max_variables]
+        self._learn_beyond(every[self._settings.max_variables:])
         live = {name for name, _ in items}
         for stale in [n for n in self._cache if n not in live]:
             del self._cache[stale]
@@ -119,6 +121,18 @@ class Snapshotter:
                            + (entry.digest if entry else _digest(info)))
         digests.sort()
         return result, hashlib.blake2b(b"\1".join(digests), digest_size=16).hexdigest()
+
+    def _learn_beyond(self, rest: list[tuple[str, Any]]) -> None:
+        """Variables past ``max_variables`` are not in the snapshot, but a secret-named one
+        still makes its value a known secret (a password after 6,000 other names was
+        printed in clear). One cached name check each."""
+        is_secret = self._redactor.name_is_secret
+        for name, value in rest:
+            if is_secret(name):
+                try:
+                    self._redactor.learn(secret_strings(name, value, is_secret))
+                except Exception:
+                    pass
 
     # ------------------------------------------------------------ measuring
 
