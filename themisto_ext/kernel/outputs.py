@@ -66,7 +66,7 @@ class OutputCollector:
             items, self._items = self._items, []
         for item in items:  # colours were rendered, not shown as escape codes
             if item["output_type"] == "stream":
-                item["text"] = strip_ansi(item["text"])
+                item["text"] = strip_ansi("".join(item.pop("parts")))
         return items
 
     def _observe(self, msg_or_type: Any, content: Any) -> str | None:
@@ -97,11 +97,14 @@ class OutputCollector:
             name = str(content.get("name", "stdout"))
             text = str(content.get("text", ""))
             last = self._items[-1] if self._items else None
+            # Pieces joined once, in stop(): "text += piece" copied the text so far for
+            # every message (quadratic in a cell that flushes each of 10^5 prints).
             if last and last["output_type"] == "stream" and last["name"] == name:
-                last["text"] += text
+                last["parts"].append(text)
             else:
                 self._items.append({"output_type": "stream", "name": name,
-                                    "mime_types": ["text/plain"], "text": text})
+                                    "mime_types": ["text/plain"], "text": "",
+                                    "parts": [text]})
         elif kind == "error":
             traceback = "\n".join(strip_ansi(str(line)) for line in content.get("traceback", []))
             ename, evalue = str(content.get("ename", "")), str(content.get("evalue", ""))

@@ -37,7 +37,7 @@ from themisto_ext.contract import (
 )
 from themisto_ext.journal import JournalWriter
 from themisto_ext.kernel.bounds import clip_masked, fit_step, mask_across
-from themisto_ext.kernel.mutations import possibly_mutated
+from themisto_ext.kernel.mutations import PARSE_LIMIT, possibly_mutated
 from themisto_ext.kernel.outputs import OutputCollector
 from themisto_ext.kernel.safe import is_builtin_type, type_name
 from themisto_ext.kernel.secret_values import environment_secrets
@@ -262,8 +262,12 @@ class Recorder:
         if not self.recording:
             return None
         code = info.raw_cell if type(info.raw_cell) is str else ""
+        # IPython's own transform of the cell (ExecutionInfo has it since IPython 8.?):
+        # transforming a 10^5-line cell again cost 3.1 s.
+        python = getattr(info, "transformed_cell", None)
         cell = {"code": code, "cell_id": getattr(info, "cell_id", None),
-                "started_at": _now(), "t0": time.perf_counter()}
+                "started_at": _now(), "t0": time.perf_counter(),
+                "python": python if type(python) is str else None}
         self.collector.start()
         if len(code) <= self.settings.code_length:  # parsing a huge cell would cost seconds
             self.redactor.learn_from_code(code)
@@ -304,12 +308,14 @@ class Recorder:
     def _measure_step(self, cell: dict[str, Any], result: Any, t_end: float) -> dict[str, Any]:
         """Everything about the step except its outputs, which are still being flushed."""
         code = cell["code"]
-        python: str | None = code  # IPython only rewrites magics, shell escapes and help
-        if any(mark in code for mark in "%!?"):
-            try:
-                python = self.shell.transform_cell(code)
-            except Exception:
-                python = None
+        python: str | None = cell["python"] or code  # IPython only rewrites magics, shell
+        if cell["python"] is None and any(mark in code for mark in "%!?"):  # escapes, help
+            python = None  # unknown: possibly_mutated then reads every name in the code
+            if len(code) <= PARSE_LIMIT:  # an older IPython: transform it once more
+                try:
+                    python = self.shell.transform_cell(code)
+                except Exception:
+                    python = None
         if self.settings.redact and "env" in code:  # os.environ, %env, load_dotenv...
             self.redactor.learn(environment_secrets(self.redactor.name_is_secret))
         variables, hash_index = self.snapshotter.take(

@@ -37,7 +37,7 @@ from themisto_ext.kernel.safe import (
     trusted_file,
     type_ids,
 )
-from themisto_ext.trajectory.text import clip
+from themisto_ext.trajectory.text import clip, clip_ends
 
 ITEMS = 20           # elements shown per container (then "...")
 LEVELS = 4           # nesting shown (then "[...]"), as reprlib does
@@ -71,8 +71,14 @@ def render(obj: Any, limit: int, other: Other) -> str:
         return clip(repr(clip(obj, limit)), limit)
     if kind is bytes or kind is bytearray:
         # latin-1 maps bytes to characters one to one: cut as text, back to the same bytes
-        return clip(repr(kind(clip(obj.decode("latin-1"), limit).encode("latin-1"))), limit)
+        # (only the kept ends are decoded: a 500 MB bytearray was copied whole, +477 MB)
+        text = clip_ends(obj, limit, _latin1)
+        return clip(repr(kind(text.encode("latin-1"))), limit)
     return clip(_render(obj, LEVELS, limit, other), limit)
+
+
+def _latin1(data: bytes | bytearray) -> str:
+    return data.decode("latin-1")
 
 
 def _render(obj: Any, level: int, room: int, other: Other) -> str:
@@ -175,10 +181,10 @@ def pandas_object_columns(obj: Any, rows: int) -> list[list[Any]]:
     kind = pandas_kind(obj)
     arrays: list[Any] = [obj.index] if kind in ("DataFrame", "Series") else [obj]
     if kind == "DataFrame":
-        dtypes = obj.dtypes.tolist()
-        shown = [*range(min(6, len(dtypes))), *range(max(6, len(dtypes) - 6), len(dtypes))]
-        arrays += [obj.iloc[:, j] for j in shown
-                   if isinstance(dtypes[j], np.dtype) and dtypes[j].kind == "O"]
+        width = int(obj.shape[1])  # not obj.dtypes: a Series of every column's dtype
+        shown = [*range(min(6, width)), *range(max(6, width - 6), width)]
+        columns = [obj.iloc[:, j] for j in shown]
+        arrays += [c for c in columns if isinstance(c.dtype, np.dtype) and c.dtype.kind == "O"]
     elif kind == "Series":
         arrays.append(obj)
     found = []

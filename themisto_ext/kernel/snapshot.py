@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 import time
 import types
 from collections.abc import Iterable
@@ -230,8 +231,13 @@ class Snapshotter:
 
 
 def _pending_info(value: Any) -> dict[str, Any]:
-    return {"type": type_name(type(value))[:NAME_LENGTH], "size": None, "size_exact": False,
-            "repr": PENDING}
+    """A value not measured yet; its size all the same when that costs nothing (a 100 MB
+    string's size was null in the cell the budget ran out)."""
+    info: dict[str, Any] = {"type": type_name(type(value))[:NAME_LENGTH], "size": None,
+                            "size_exact": False, "repr": PENDING}
+    if type(value) in (str, bytes, bytearray):
+        info.update(size=sys.getsizeof(value), size_exact=True, length=len(value))
+    return info
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
