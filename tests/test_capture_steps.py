@@ -107,3 +107,16 @@ def test_a_patched_json_dumps_breaks_no_journal_line(kernel: RecordingKernel):
         for line in path.read_text().splitlines():
             json.loads(line)  # every line whole
     assert [s["code"] for s in kernel.steps()] == cells
+
+
+def test_a_cell_that_enters_the_post_mortem_debugger_is_kept(kernel: RecordingKernel):
+    # with %pdb on, the result IPython passes to post_run_cell carries a copy of the
+    # cell's ExecutionInfo (found while measuring issue 23's fidelity on the shared notebooks)
+    kernel.run("def func2(x):\n    return 1 / (x - 1)")
+    kernel.kc.execute_interactive("%xmode Plain\n%pdb on\nfunc2(1)", allow_stdin=False,
+                                  timeout=60, output_hook=lambda msg: None)
+    kernel.run("%pdb off\na = 1")
+    assert [s["code"] for s in kernel.steps()] == [
+        "def func2(x):\n    return 1 / (x - 1)", "%xmode Plain\n%pdb on\nfunc2(1)",
+        "%pdb off\na = 1"]
+    assert "ZeroDivisionError" in kernel.steps()[1]["output"]  # (then pdb found no stdin)

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from themisto_ext.kernel.private import untraced
 from themisto_ext.trajectory.text import plain_text, strip_ansi
 
 _KINDS = frozenset({"stream", "execute_result", "display_data", "update_display_data", "error",
@@ -41,8 +42,9 @@ class OutputCollector:
                  **kwargs: Any) -> Any:
             if self._active:
                 try:
-                    if self._observe(msg_or_type, content) == "execute_reply":
-                        on_reply()
+                    with untraced():
+                        if self._observe(msg_or_type, content) == "execute_reply":
+                            on_reply()
                 except Exception:  # capture must never break the kernel's messaging
                     pass
             return original(stream, msg_or_type, content, *args, **kwargs)

@@ -16,12 +16,10 @@ import logging
 import os
 import signal
 import threading
-import time
 import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,8 @@ from themisto_ext.journal import JournalWriter
 from themisto_ext.kernel.bounds import clip_masked, fit_step, mask_across
 from themisto_ext.kernel.mutations import PARSE_LIMIT, possibly_mutated
 from themisto_ext.kernel.outputs import OutputCollector
-from themisto_ext.kernel.safe import is_builtin_type, type_name
+from themisto_ext.kernel.private import clock, now_iso, untraced
+from themisto_ext.kernel.safe import is_atom, is_builtin_type, type_name
 from themisto_ext.kernel.secret_values import environment_secrets
 from themisto_ext.kernel.snapshot import Snapshotter, user_variables
 from themisto_ext.redaction import Redactor, apply_spans
@@ -52,7 +51,7 @@ log.addHandler(logging.NullHandler())
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    return now_iso()  # the real time, whatever the user (or freezegun) did to datetime
 
 
 def _kernel_id() -> str:
@@ -66,6 +65,15 @@ def _kernel_id() -> str:
         return name.removeprefix("kernel-")
     except Exception:
         return f"ipython-{os.getpid()}"
+
+
+_ARGS = vars(BaseException)["args"].__get__
+
+
+def _args(exc: BaseException) -> tuple[Any, ...]:
+    """An exception's arguments, read from BaseException's own slot (no user property)."""
+    args: tuple[Any, ...] = _ARGS(exc)
+    return args
 
 
 def _drop_warning(*args: Any, **kwargs: Any) -> None:
@@ -240,12 +248,20 @@ class Recorder:
     # ------------------------------------------------------------ events
 
     def _pre_run_cell(self, info: Any) -> None:
+        with untraced():  # first: a user's trace function sees only this frame
+            self._before_cell(info)
+
+    def _post_run_cell(self, result: Any) -> None:
+        with untraced():
+            self._after_cell(result)
+
+    def _before_cell(self, info: Any) -> None:
         if self._runs:  # a run inside the running cell: part of its step
             self._runs.append((info, None))
             return
         if self._pending is not None:
             self._finish_step()  # the previous cell's reply never came through send()
-        t0 = time.perf_counter()
+        t0 = clock()
         cell = None
         try:
             with quiet(), interrupts_deferred(lambda: None):
@@ -254,7 +270,7 @@ class Recorder:
             cell = None
             log.debug("themisto pre_run_cell failed", exc_info=True)
         self._runs.append((info, cell))
-        self._pre_cost = time.perf_counter() - t0
+        self._pre_cost = clock() - t0
 
     def _start_cell(self, info: Any) -> dict[str, Any] | None:
         if not getattr(info, "store_history", True) or getattr(info, "silent", False):
@@ -266,7 +282,7 @@ class Recorder:
         # transforming a 10^5-line cell again cost 3.1 s.
         python = getattr(info, "transformed_cell", None)
         cell = {"code": code, "cell_id": getattr(info, "cell_id", None),
-                "started_at": _now(), "t0": time.perf_counter(),
+                "started_at": _now(), "t0": clock(),
                 "python": python if type(python) is str else None}
         self.collector.start()
         if len(code) <= self.settings.code_length:  # parsing a huge cell would cost seconds
@@ -281,10 +297,16 @@ class Recorder:
         })
         return cell
 
-    def _post_run_cell(self, result: Any) -> None:
+    def _after_cell(self, result: Any) -> None:
         info = getattr(result, "info", None)
         index = next((i for i in range(len(self._runs) - 1, -1, -1)
                       if self._runs[i][0] is info), None)
+        if index is None and info is not None:
+            # Not always the same object: with %pdb on, the result carries a copy.
+            raw = getattr(info, "raw_cell", None)
+            index = next((i for i in range(len(self._runs) - 1, -1, -1)
+                          if type(raw) is str and getattr(self._runs[i][0], "raw_cell", None)
+                          == raw), None)
         if info is None and self._runs:
             index = 0  # ipykernel ends a cancelled (interrupted async) cell with no result
         if index is None:
@@ -293,7 +315,7 @@ class Recorder:
         del self._runs[index:]
         if index > 0 or cell is None:
             return  # a nested run ended; its cell goes on
-        t_end = time.perf_counter()
+        t_end = clock()
         try:
             with quiet(), interrupts_deferred(self.snapshotter.stop):
                 self._pending = self._measure_step(cell, result, t_end)
@@ -301,7 +323,7 @@ class Recorder:
         except BaseException:  # includes a DeadlineExceeded that fired late
             self.collector.stop()
             log.debug("themisto post_run_cell failed", exc_info=True)
-        self._post_cost = time.perf_counter() - t_end
+        self._post_cost = clock() - t_end
         if not self.collector.installed:
             self._finish_step()  # no kernel messages to wait for (a terminal IPython)
 
@@ -354,7 +376,7 @@ class Recorder:
         self._runs.clear()  # the reply is sent: no run of this request is still going
         if step is None:
             return
-        t0 = time.perf_counter()
+        t0 = clock()
         try:
             with quiet(), interrupts_deferred(lambda: None):
                 items = self.collector.stop()
@@ -367,7 +389,7 @@ class Recorder:
                                       self.redactor.mask, self._mask_code))
         except BaseException:
             log.debug("themisto could not write a step", exc_info=True)
-        self.last_overhead = self._pre_cost + self._post_cost + time.perf_counter() - t0
+        self.last_overhead = self._pre_cost + self._post_cost + clock() - t0
 
     def _mask_code(self, code: str) -> str:
         return self.redactor.mask(code, code=True)
@@ -377,8 +399,11 @@ class Recorder:
         if exc is None:
             return None
         evalue = "<not shown>"
-        if is_builtin_type(type(exc)):  # a user's __str__ is not run here (the text the
-            try:                        # notebook showed replaces this one, when there is one)
+        # A user's __str__ is not run here, nor one of the exception's arguments
+        # (ValueError(obj) ran obj.__str__: +1.0 s); the text the notebook showed replaces
+        # this one when there is one.
+        if is_builtin_type(type(exc)) and all(is_atom(type(arg)) for arg in _args(exc)):
+            try:
                 evalue = str(exc)
             except Exception:
                 evalue = "<str() of the exception raised>"

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
-import time
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from themisto_ext.kernel import reprs, sandbox
 from themisto_ext.kernel.bounds import NAME_LENGTH
 from themisto_ext.kernel.deadline import DeadlineExceeded, alarms_usable, deadline
 from themisto_ext.kernel.measure import fingerprint, shape_and_length, size_of
+from themisto_ext.kernel.private import clock
 from themisto_ext.kernel.safe import type_name
 from themisto_ext.kernel.secret_values import secret_strings
 from themisto_ext.redaction import REDACTED, Redactor
@@ -37,6 +37,7 @@ _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 _IPYTHON_PATTERN = re.compile(r"^(_|__|___|_i{1,3}|_i?\d+|_oh|_ih|_dh|__\w+__)$")
 
 PENDING = "<pending: snapshot budget used up; measured at a later cell>"
+_SIZED_AT_ONCE = frozenset(map(id, (str, bytes, bytearray)))
 _FORK_ALLOWANCE = 0.05  # seconds a child gets beyond one value's budget to start up
 
 
@@ -101,7 +102,7 @@ class Snapshotter:
         for stale in [n for n in self._cache if n not in live]:
             del self._cache[stale]
         self._stopped = False
-        end = time.perf_counter() + self._settings.cell_budget
+        end = clock() + self._settings.cell_budget
         todo: list[tuple[str, Any, tuple[Any, ...]]] = []
         for name, value in items:
             try:
@@ -144,7 +145,7 @@ class Snapshotter:
         is_secret = self._redactor.name_is_secret
         for name, value, fp in todo:
             self._cache.pop(name, None)
-            if self._stopped or time.perf_counter() >= end:
+            if self._stopped or clock() >= end:
                 continue  # pending: measured at a later cell
             try:
                 self._redactor.learn(secret_strings(name, value, is_secret))
@@ -159,7 +160,7 @@ class Snapshotter:
             except Exception as exc:
                 text, library = f"<repr raised {type_name(type(exc))}>", False
             if text is None and library and use_alarm:
-                seconds = min(budget, end - time.perf_counter())
+                seconds = min(budget, end - clock())
                 text = self._library_repr(value, info["type"], seconds)
             if text is None:
                 forked.append((name, value, fp, info))
@@ -171,7 +172,7 @@ class Snapshotter:
             self._in_child(forked, end)
         elif forked:  # no fork here: the old way, an alarm (which a stubborn repr defeats)
             for name, value, fp, info in forked:
-                seconds = min(budget, end - time.perf_counter())
+                seconds = min(budget, end - clock())
                 text = self._library_repr(value, info["type"], seconds) if use_alarm else \
                     f"<repr of {info['type']} not measured>"
                 self._store(name, fp, info, text)
@@ -204,7 +205,7 @@ class Snapshotter:
     def _in_child(self, forked: list[tuple[str, Any, tuple[Any, ...], dict[str, Any]]],
                   end: float) -> None:
         budget, limit = self._settings.value_budget, self._settings.repr_length
-        seconds = max(end - time.perf_counter(), budget + _FORK_ALLOWANCE)
+        seconds = max(end - clock(), budget + _FORK_ALLOWANCE)
         self.forks += 1
         answers = sandbox.run([value for _, value, _, _ in forked],
                               lambda value: reprs.render(value, limit, reprs.plain),
@@ -235,7 +236,7 @@ def _pending_info(value: Any) -> dict[str, Any]:
     string's size was null in the cell the budget ran out)."""
     info: dict[str, Any] = {"type": type_name(type(value))[:NAME_LENGTH], "size": None,
                             "size_exact": False, "repr": PENDING}
-    if type(value) in (str, bytes, bytearray):
+    if id(type(value)) in _SIZED_AT_ONCE:  # by id: "in (str, ...)" would run a metaclass __eq__
         info.update(size=sys.getsizeof(value), size_exact=True, length=len(value))
     return info
 
