@@ -174,7 +174,7 @@ CORPUS: dict[str, list[str]] = {
 def corpus() -> None:
     """The worst case of issue 23's corpus: seconds added to a cell by the hook."""
     plain, hooked = Kernel(record=False), Kernel(record=True)
-    worst = (0.0, "")
+    worst, worst_hook = (0.0, ""), (0.0, "")
     try:
         print("issue 23 corpus, seconds a cell takes more with the hook (target <= 1 s):")
         for name, cells in CORPUS.items():
@@ -185,9 +185,13 @@ def corpus() -> None:
                 added.append(with_hook - without)
                 shares.append(share or 0.0)
             worst = max(worst, (max(added), name))
+            worst_hook = max(worst_hook, (max(shares), name))
             print(f"  {name:38} " + ", ".join(f"{a:+.3f} (hook {h:.3f})"
                                                for a, h in zip(added, shares, strict=True)))
-        print(f"worst case of the corpus: {worst[0]:+.3f} s added to a cell ({worst[1]})")
+        # The wall difference of two kernels carries the machine's noise (a cell of seconds
+        # differs by seconds on a loaded machine); the hook's own time is measured inside.
+        print(f"worst case of the corpus: hook {worst_hook[0]:.3f} s in a cell "
+              f"({worst_hook[1]}); wall {worst[0]:+.3f} s ({worst[1]})  (target: <= 1 s)")
     finally:
         plain.stop()
         hooked.stop()

@@ -94,13 +94,11 @@ def quiet() -> Iterator[None]:
 
 
 @contextmanager
-def interrupts_deferred(on_interrupt: Any) -> Iterator[list[bool]]:
-    """SIGINT arriving while the hook works stops the hook's work (``on_interrupt``), not
-    the step: before, the KeyboardInterrupt landed in the hook, which lost the step (8 of
-    8 interrupts pressed at a cell's end) and swallowed the interrupt. The user's code has
-    finished by then; without the hook the kernel would already be idle, where ipykernel
-    ignores SIGINT, so nothing is raised afterwards either: the interrupt ends the hook's
-    measuring at once (values not reached are measured at a later cell)."""
+def interrupts_deferred() -> Iterator[list[bool]]:
+    """SIGINT held off while the hook writes a step: a KeyboardInterrupt in the middle
+    lost the step (and could cut its journal line). It is not raised afterwards: the
+    user's code had finished; without the hook the kernel would already be idle, where
+    ipykernel ignores SIGINT."""
     seen = [False]
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
@@ -109,7 +107,6 @@ def interrupts_deferred(on_interrupt: Any) -> Iterator[list[bool]]:
 
     def defer(signum: int, frame: Any) -> None:
         seen[0] = True
-        on_interrupt()
 
     signal.signal(signal.SIGINT, defer)
     try:
@@ -264,7 +261,7 @@ class Recorder:
         t0 = clock()
         cell = None
         try:
-            with quiet(), interrupts_deferred(lambda: None):
+            with quiet():
                 cell = self._start_cell(info)
         except BaseException:  # the user's cell must run regardless
             cell = None
@@ -317,8 +314,19 @@ class Recorder:
             return  # a nested run ended; its cell goes on
         t_end = clock()
         try:
-            with quiet(), interrupts_deferred(self.snapshotter.stop):
-                self._pending = self._measure_step(cell, result, t_end)
+            with quiet():
+                step = self.step
+                try:
+                    self._pending = self._measure_step(cell, result, t_end)
+                except KeyboardInterrupt:
+                    # Pressed while the hook measured (8 of 8 such steps were lost): the
+                    # step is kept, the values not reached yet are measured at a later
+                    # cell. Caught rather than deferred: swapping SIGINT's handler costs
+                    # 20 us a cell. The user's code had finished: without the hook the
+                    # kernel would have been idle, where ipykernel ignores SIGINT.
+                    self.step = step
+                    self.snapshotter.stop()
+                    self._pending = self._measure_step(cell, result, t_end)
                 self._pending_code = cell["code"]
         except BaseException:  # includes a DeadlineExceeded that fired late
             self.collector.stop()
@@ -378,7 +386,7 @@ class Recorder:
             return
         t0 = clock()
         try:
-            with quiet(), interrupts_deferred(lambda: None):
+            with quiet(), interrupts_deferred():  # the journal line is written whole
                 items = self.collector.stop()
                 if self.settings.redact:
                     mask_across(items, self.redactor.spans, apply_spans)

@@ -87,8 +87,8 @@ class Snapshotter:
         self._stopped = False
 
     def stop(self) -> None:
-        """End the snapshot under way now (the user interrupted): values not measured yet
-        are pending, measured at a later cell."""
+        """The next snapshot measures nothing new (the user interrupted the last one):
+        values not measured yet are pending, measured at a later cell."""
         self._stopped = True
 
     def take(
@@ -101,7 +101,6 @@ class Snapshotter:
         live = {name for name, _ in items}
         for stale in [n for n in self._cache if n not in live]:
             del self._cache[stale]
-        self._stopped = False
         end = clock() + self._settings.cell_budget
         todo: list[tuple[str, Any, tuple[Any, ...]]] = []
         for name, value in items:
@@ -112,7 +111,10 @@ class Snapshotter:
             cached = self._cache.get(name)
             if cached is None or cached.fingerprint != fp or name in mutated:
                 todo.append((name, value, fp))
-        self._measure_all(todo, end)
+        try:
+            self._measure_all(todo, end)
+        finally:
+            self._stopped = False
         result: dict[str, dict[str, Any]] = {}
         digests: list[bytes] = []
         for name, value in items:  # masked last: a secret found anywhere masks every repr
