@@ -223,7 +223,7 @@ async def test_disconnected_live_readers_are_forgotten_at_once(jp_serverapp, htt
     before = core.events.subscribers
     request = (f"GET {jp_base_url}themisto/api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                + "".join(f"{k}: {v}\r\n" for k, v in jp_auth_header.items()) + "\r\n")
-    for _ in range(300):
+    for _ in range(1_000):
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(request.encode())
         await reader.readuntil(b"event: hello")
