@@ -51,6 +51,9 @@ def test_innocent_names_are_not_secret(name: str):
     ("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nMIIEow\n"
      "-----END RSA PRIVATE KEY-----", "MIIEow"),
     ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN (cut short)", "MIIEvQIBADAN"),
+    ("restricted key rk_prod_51OuEMLAlTWGaDypq4P5", "51OuEMLAlTWGaDypq4P5"),
+    ("BlobEndpoint=https://x.blob.core.windows.net/;SharedAccessSignature=sv2019abcdef;",
+     "sv2019abcdef"),
 ])
 def test_keyword_text_and_formats_are_masked(text: str, secret: str):
     masked = Redactor().mask(text)

@@ -95,6 +95,7 @@ DEFAULT_NAME_PATTERNS: tuple[str, ...] = (
     "*_auth_*", "*_authorization_*", "*_token", "*_bearer_*",
     "*_apikey_*", "*_api_key_*", "*_access_key", "*_private_key_*", "*_privkey_*",
     "*_signing_key", "*_encryption_key", "*_passcode_*", "*_pw", "*_account_key",
+    "*_access_signature",  # Azure connection strings (as detect-secrets' Azure plugin)
 )
 """Secret-looking names, matched on WORDS (``redaction.py``): a name is cut into
 lower-case words at ``_``, ``-``, ``.``, spaces, digits and camelCase humps
@@ -112,7 +113,8 @@ DEFAULT_VALUE_PATTERNS: tuple[str, ...] = (
     # ``secret`` is what gets masked, else the whole match.
     r"sk-(?<![A-Za-z0-9]sk-)[A-Za-z0-9_\-]{16,}",  # OpenAI / Anthropic style keys (not
     # inside a word: "task-...", "desk-..." are not keys)
-    r"(?<![A-Za-z0-9_])[sr]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe secret keys
+    # Stripe secret and restricted keys (as gitleaks' stripe-access-token rule)
+    r"(?<![A-Za-z0-9_])[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,}",
     r"gh[pousr]_[A-Za-z0-9]{30,}",                  # GitHub tokens
     r"github_pat_[A-Za-z0-9_]{22,}",
     r"(?:AKIA|ASIA)[0-9A-Z]{16}",                   # AWS access key ids
