@@ -4,6 +4,7 @@ overwritten by a command that only reads, recordings that lost cells fail loudly
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -116,3 +117,79 @@ def test_validate_reports_a_line_too_long_to_read_and_goes_on(tmp_path: Path):
     lines = list(jsonl.iter_jsonl(path, max_line=2000))
     assert [line.problem is None for line in lines] == [True, False, True]
     assert "longer than the 2,000 bytes read" in lines[1].problem
+
+
+def _store_with_steps(path: Path) -> bytes:
+    apply(SQLiteStore(path), [start("t1"), step("t1", 1), step("t1", 2)], "kernel", None)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("spelling", ["same", "symlink", "hardlink", "dotted"])
+def test_export_never_writes_over_its_own_store(tmp_path: Path, spelling: str):
+    store = tmp_path / "s.sqlite3"
+    before = _store_with_steps(store)
+    out = {"same": store, "symlink": tmp_path / "link.jsonl",
+           "hardlink": tmp_path / "hard.jsonl", "dotted": tmp_path / "." / "s.sqlite3"}[spelling]
+    if spelling == "symlink":
+        out.symlink_to(store)
+    elif spelling == "hardlink":
+        os.link(store, out)
+    for force in ([], ["--force"]):  # --force never makes the store an output
+        r = themisto("export", "t1", "--out", str(out), *force, store=store)
+        assert r.returncode == 1 and "is the trajectory store of this command" in r.stderr, \
+            r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert store.read_bytes() == before
+    assert themisto("list", store=store).returncode == 0
+
+
+def test_record_never_writes_over_its_notebook_or_its_store(tmp_path: Path):
+    notebook = tmp_path / "nb.ipynb"
+    notebook.write_text(json.dumps({
+        "cells": [{"cell_type": "code", "source": "a = 1", "metadata": {}, "outputs": [],
+                   "execution_count": None}], "metadata": {}, "nbformat": 4,
+        "nbformat_minor": 5}))
+    before = notebook.read_bytes()
+    store = tmp_path / "s.sqlite3"
+    for out in (notebook, store):
+        r = themisto("record", str(notebook), "--out", str(out), "--force", store=store)
+        assert r.returncode == 1, r.stderr
+        assert "is an input of this command" in r.stderr or \
+            "is the trajectory store of this command" in r.stderr, r.stderr
+    assert notebook.read_bytes() == before
+    assert not store.exists()  # refused before anything ran
+
+
+def test_an_existing_file_of_another_kind_is_replaced_only_with_force(tmp_path: Path):
+    store = tmp_path / "s.sqlite3"
+    _store_with_steps(store)
+    notes = tmp_path / "notes.md"
+    notes.write_text("# my notes\n")
+    older = tmp_path / "older.jsonl"
+    older.write_text('{"step": 9}\n')
+    r = themisto("export", "t1", "--out", str(notes), store=store)
+    assert r.returncode == 1 and "pass --force to replace it" in r.stderr, r.stderr
+    assert notes.read_text() == "# my notes\n"
+    assert themisto("export", "t1", "--out", str(older), store=store).returncode == 0
+    assert json.loads(older.read_text().splitlines()[0])["step"] == 1  # an older export
+    r = themisto("export", "t1", "--out", str(notes), "--force", store=store)
+    assert r.returncode == 0 and json.loads(notes.read_text().splitlines()[0])["step"] == 1
+    trajectory = tmp_path / "t.jsonl"
+    trajectory.write_text(older.read_text())
+    r = themisto("sample", str(trajectory), "--task", "output", "--out", str(trajectory))
+    assert r.returncode == 1 and "is an input of this command" in r.stderr, r.stderr
+    r = themisto("stats", str(trajectory), "--json", str(trajectory))
+    assert r.returncode == 1 and "is an input of this command" in r.stderr, r.stderr
+    assert trajectory.read_text() == older.read_text()
+
+
+@pytest.mark.parametrize("command", [["list"], ["export", "--all", "--out", "-"],
+                                     ["record", "nb.ipynb"]])
+def test_a_store_that_is_a_fifo_is_refused_at_once(tmp_path: Path, command: list[str]):
+    fifo = tmp_path / "store"
+    os.mkfifo(fifo)
+    (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4,
+                                                   "nbformat_minor": 5}))
+    command = [str(tmp_path / c) if c.endswith(".ipynb") else c for c in command]
+    r = themisto(*command, store=fifo)  # the helper's timeout would fail a hang
+    assert r.returncode == 1 and "not a regular file" in r.stderr, r.stderr

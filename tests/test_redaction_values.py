@@ -51,6 +51,9 @@ def test_innocent_names_are_not_secret(name: str):
     ("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nMIIEow\n"
      "-----END RSA PRIVATE KEY-----", "MIIEow"),
     ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN (cut short)", "MIIEvQIBADAN"),
+    ("restricted key rk_prod_51OuEMLAlTWGaDypq4P5", "51OuEMLAlTWGaDypq4P5"),
+    ("BlobEndpoint=https://x.blob.core.windows.net/;SharedAccessSignature=sv2019abcdef;",
+     "sv2019abcdef"),
 ])
 def test_keyword_text_and_formats_are_masked(text: str, secret: str):
     masked = Redactor().mask(text)
@@ -168,6 +171,8 @@ def test_environment_variables_under_secret_names(monkeypatch: pytest.MonkeyPatc
 
 ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "sk-": lambda n: "sk-" * n + "!",
+    "(?<![A-Za-z0-9_])[sr]k_": lambda n: "sk_live_" * n + "!",
+    "machine": lambda n: ("machine " + "h" * 200 + " login " + "u" * 200 + " ") * (n // 400),
     "gh[pousr]_": lambda n: ("ghp_" + "a" * 29 + " ") * (n // 8),
     "github_pat_": lambda n: "github_pat_" * n,
     "(?:AKIA|ASIA)": lambda n: "AKIA" * n,
@@ -248,3 +253,31 @@ def test_masking_runs_in_linear_time(make: Callable[[int], str]):
 def test_names_in_huge_keys_are_not_words():
     r = Redactor()
     assert not r.name_is_secret("password" * 1000)  # data, not a name
+
+
+@pytest.mark.parametrize("text", [
+    "task-0123456789abcdefghij done", "the desk-abcdefghijklmnop1234 booking",
+    "Bearer authentication is described in RFC 6750", "token: a unit of text",
+    "Authorization: required for admin pages",
+])
+def test_key_patterns_inside_words_and_prose_are_kept(text: str):
+    assert Redactor().mask(text) == text
+
+
+@pytest.mark.parametrize("name", ["PGPASSWORD", "authtoken", "db_pw", "passcode", "AccountKey",
+                                  "MYSQLPASSWD"])
+def test_run_together_and_short_secret_names(name: str):
+    assert Redactor().name_is_secret(name)
+
+
+def test_a_large_namespace_is_cut_into_words_once(monkeypatch: pytest.MonkeyPatch):
+    import themisto_ext.redaction as redaction
+
+    r = Redactor()
+    names = [f"n{i}" for i in range(200_000)] + [f"db_pass_{i}" for i in range(1_000)]
+    assert sum(map(r.name_is_secret, names)) == 1_000
+    cut: list[str] = []
+    real = redaction.name_words
+    monkeypatch.setattr(redaction, "name_words", lambda name: cut.append(name) or real(name))
+    assert sum(map(r.name_is_secret, names)) == 1_000
+    assert cut == []  # at 100,000 cached verdicts the cache emptied every cell (+2 s a cell)

@@ -47,11 +47,23 @@ async def test_deeply_nested_bodies_are_400(api, jp_serverapp, path, method, bod
     "nul%00byte", "-" * 300,
 ])
 async def test_kernel_ids_that_cannot_be_file_names_are_answered(api, jp_serverapp, kernel_id):
+    journals = jp_serverapp.web_app.settings["themisto"].journal_dir
     for method, body in (("PUT", json.dumps({"recording": False})), ("GET", None),
                          ("PUT", json.dumps({"recording": True}))):
         r = await api(f"kernels/{quote(kernel_id, safe='%')}", method=method, body=body)
+        if method == "PUT":  # no such kernel runs here: nothing to switch
+            assert r.code == 404 and "no kernel" in message(r), (r.code, r.body[:200])
+            continue
         assert r.code == 200, (method, r.code, r.body[:200])
-        assert json.loads(r.body)["recording"] is False  # no such kernel runs here
+        assert json.loads(r.body)["recording"] is False
+    assert not list((journals / "control").glob("*"))  # no switch left for a kernel
+
+
+async def test_switching_a_kernel_that_does_not_run_is_404(api, jp_serverapp):
+    r = await api("kernels/nope", method="PUT", body=json.dumps({"recording": False}))
+    assert r.code == 404 and message(r) == "no kernel nope is running on this server"
+    got = await api("kernels/nope")  # reading its state still says why it is not recorded
+    assert got.code == 200 and json.loads(got.body)["reason"] == message(r)
 
 
 @pytest.mark.parametrize("trajectory_id", ["*", "..", "a%2Fb", "x" * 3000, "[t1]", "t?"])

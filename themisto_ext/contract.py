@@ -23,6 +23,34 @@ from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
 
+# ---------------------------------------------------------------- JSON the user cannot patch
+
+
+class _Encoder(json.JSONEncoder):
+    """``json``'s encoder with its methods copied when themisto is imported, which in a
+    recording kernel is before any user code: a user's ``json.dumps = partial(json.dumps,
+    indent=1)`` (or a patched ``JSONEncoder.encode``) broke journal lines into several and
+    lost 3 steps of 4. Everything the kernel side writes or reads as JSON goes through
+    ``dumps`` and ``loads`` below."""
+
+    encode = json.JSONEncoder.encode
+    iterencode = json.JSONEncoder.iterencode
+
+
+_COMPACT = _Encoder(ensure_ascii=False, separators=(",", ":"), default=str)
+_PLAIN = _Encoder()
+_DECODE = json.JSONDecoder().decode
+
+
+def dumps(value: Any, compact: bool = True) -> str:
+    """One line of JSON (``compact``: no spaces, non-ASCII kept, unknown values as str)."""
+    return (_COMPACT if compact else _PLAIN).encode(value)
+
+
+def loads(text: str | bytes) -> Any:
+    return _DECODE(text.decode("utf-8") if isinstance(text, bytes) else text)
+
+
 # ---------------------------------------------------------------- launch
 
 JOURNAL_DIR_ENV = "THEMISTO_JOURNAL_DIR"
@@ -66,7 +94,8 @@ DEFAULT_NAME_PATTERNS: tuple[str, ...] = (
     "*_secret_*", "*_secrets_*", "*_credential_*", "*_credentials_*",
     "*_auth_*", "*_authorization_*", "*_token", "*_bearer_*",
     "*_apikey_*", "*_api_key_*", "*_access_key", "*_private_key_*", "*_privkey_*",
-    "*_signing_key", "*_encryption_key",
+    "*_signing_key", "*_encryption_key", "*_passcode_*", "*_pw", "*_account_key",
+    "*_access_signature",  # Azure connection strings (as detect-secrets' Azure plugin)
 )
 """Secret-looking names, matched on WORDS (``redaction.py``): a name is cut into
 lower-case words at ``_``, ``-``, ``.``, spaces, digits and camelCase humps
@@ -82,7 +111,10 @@ DEFAULT_VALUE_PATTERNS: tuple[str, ...] = (
     # a boundary check comes after it, as a lookbehind), runs are single character
     # classes, and nothing can restart inside a run it already failed on. A group named
     # ``secret`` is what gets masked, else the whole match.
-    r"sk-[A-Za-z0-9_\-]{16,}",                      # OpenAI / Anthropic style keys
+    r"sk-(?<![A-Za-z0-9]sk-)[A-Za-z0-9_\-]{16,}",  # OpenAI / Anthropic style keys (not
+    # inside a word: "task-...", "desk-..." are not keys)
+    # Stripe secret and restricted keys (as gitleaks' stripe-access-token rule)
+    r"(?<![A-Za-z0-9_])[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,}",
     r"gh[pousr]_[A-Za-z0-9]{30,}",                  # GitHub tokens
     r"github_pat_[A-Za-z0-9_]{22,}",
     r"(?:AKIA|ASIA)[0-9A-Z]{16}",                   # AWS access key ids
@@ -96,7 +128,11 @@ DEFAULT_VALUE_PATTERNS: tuple[str, ...] = (
     # next run of five dashes, at most 8 KiB (an RSA-8192 key is 6.5 KiB).
     r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?:[^-]|-(?!----)){0,8192}"
     r"(?:-----END [A-Z ]{0,40}PRIVATE KEY-----)?",
-    r"Bearer(?<![A-Za-z0-9_]Bearer)[ \t]+[A-Za-z0-9\-._~+/]{8,}=*",  # HTTP bearer credentials
+    # HTTP bearer credentials: with a digit or a symbol ("Bearer authentication" is prose)
+    r"Bearer(?<![A-Za-z0-9_]Bearer)[ \t]+(?=[A-Za-z]*[0-9\-._~+/])[A-Za-z0-9\-._~+/]{8,}=*",
+    # .netrc entries: "machine HOST [login USER] password SECRET", on one line or several
+    r"machine[ \t]+\S{1,256}(?:\s{1,64}login[ \t]+\S{1,256})?\s{1,64}password[ \t]+"
+    r"(?P<secret>\S{1,256})",
     r"://(?P<secret>[^\s/:@]{0,256}:[^\s/@]{1,256})@",  # user:password@ in URLs
 )
 """Credential formats masked wherever they appear (code, outputs, reprs)."""
@@ -131,7 +167,7 @@ class CaptureSettings:
     value_patterns: list[str] = field(default_factory=lambda: list(DEFAULT_VALUE_PATTERNS))
 
     def to_env(self) -> str:
-        return json.dumps(asdict(self))
+        return dumps(asdict(self), compact=False)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CaptureSettings:
@@ -141,7 +177,7 @@ class CaptureSettings:
         if not raw:
             return cls()
         try:
-            data = json.loads(raw)
+            data = loads(raw)
         except ValueError:
             return cls()
         if not isinstance(data, dict):
@@ -214,7 +250,7 @@ def switch_path(journal_dir: Path, kernel_id: str) -> Path:
 def read_switch(path: Path) -> bool | None:
     """The switch's position, or None when there is none (or it cannot be read)."""
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return None
     value = data.get("recording") if isinstance(data, dict) else None
@@ -229,7 +265,7 @@ def write_switch(path: Path, on: bool) -> None:
 def _write_atomically(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data), "utf-8")
+    tmp.write_text(dumps(data, compact=False), "utf-8")
     os.replace(tmp, path)
 
 
@@ -261,7 +297,7 @@ def status_path(journal_dir: Path, kernel_id: str) -> Path:
 def read_status(path: Path) -> RecordingStatus | None:
     """The status a kernel reported, or None when there is none (or it cannot be read)."""
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("ok"), bool):

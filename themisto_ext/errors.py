@@ -16,6 +16,10 @@ class FormatError(ThemistoError, ValueError):
     """Input that is not in the format it claims (a trajectory file, a benchmark file)."""
 
 
+class NotFound(ThemistoError, LookupError):
+    """What a request names does not exist here (a kernel this server does not run)."""
+
+
 class StoreError(ThemistoError):
     """The trajectory store cannot be opened or used (a message a person can act on)."""
 

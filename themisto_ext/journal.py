@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from themisto_ext.contract import file_safe
+from themisto_ext.contract import dumps, file_safe
 
 SUFFIX = ".jsonl"
 
@@ -45,7 +45,7 @@ def journal_name(kernel_id: str, trajectory_id: str, generation: int = 0) -> str
 
 def encode(record: dict[str, Any]) -> bytes:
     """One journal line."""
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = dumps(record)  # not json.dumps: the user may have patched it
     return (text + "\n").encode("utf-8", "replace")
 
 

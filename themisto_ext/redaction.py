@@ -22,11 +22,13 @@ inputs), so no output can make the hook slow.
 from __future__ import annotations
 
 import ast
+import base64
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
+from urllib.parse import quote, quote_plus
 
-from themisto_ext.contract import DEFAULT_NAME_PATTERNS, DEFAULT_VALUE_PATTERNS
+from themisto_ext.contract import DEFAULT_NAME_PATTERNS, DEFAULT_VALUE_PATTERNS, dumps
 
 REDACTED = "<redacted>"
 
@@ -38,6 +40,9 @@ MAX_LITERALS = 5000
 """Known secrets kept for the kernel's life; later ones are masked only where found."""
 NAME_LENGTH = 200
 """Longer strings (dict keys, say) are data, not names."""
+NAME_CACHE = 500_000
+"""Names whose verdict is remembered. At 100,000 a namespace of 200,000 names emptied the
+cache every cell and every name was cut into words again (+2 s a cell)."""
 _TRIE_LENGTH = 256   # longer known secrets are searched one by one (they are rare)
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
@@ -54,6 +59,16 @@ _AWS_KEY_ID = re.compile(r"A[KS]IA(?<![A-Z0-9]A[KS]IA)[0-9A-Z]{16}(?![A-Z0-9])")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _AWS_REACH = 120  # characters between a key id and its secret key, either side
+_GLUED = ("password", "passwd", "passphrase", "passcode", "secret", "token", "apikey",
+          "credential", "credentials")
+"""Secret words that also count at the end of one run-together word (``PGPASSWORD``,
+``authtoken``), where no separator cuts them off. Not ``pass`` or ``key``: ``bypass``,
+``monkey``."""
+_PROSE = re.compile(r"[a-z]{1,24}[ \t]+[A-Za-z]")
+"""An unquoted keyword "value" that is a lower-case word followed by more words is prose
+(``token: a unit of text``, ``Authorization: required for...``), not a credential."""
+MIN_ENCODED = 8
+"""Shortest base64 form of a known secret that is hunted for (shorter ones are noise)."""
 
 
 def name_words(name: str) -> list[str]:
@@ -130,7 +145,12 @@ class Redactor:
         # (~200 ms/MB).
         self._values = [re.compile(v) for v in value_patterns]
         self._fragments = _fragments(name_patterns)
+        # Every secret name holds one of these (each pattern's words must all be there;
+        # the run-together words of _GLUED each hold a default pattern's word).
+        self._fragment_re = re.compile("|".join(map(re.escape, self._fragments + list(
+            _GLUED)))) if self._fragments is not None else None
         self._literals: set[str] = set()
+        self._learnt = 0  # secrets learnt (each also adds its escaped and encoded forms)
         self._long_literals: list[str] = []
         self._literal_re: re.Pattern[str] | None = None
         self._stale = False
@@ -144,9 +164,14 @@ class Redactor:
             return False
         found = self._name_cache.get(name)
         if found is None:
-            words = name_words(name)
-            found = bool(words) and bool(self._names.match("_" + "_".join(words) + "_"))
-            if len(self._name_cache) > 100_000:
+            if self._fragment_re is not None and not self._fragment_re.search(name.lower()):
+                found = False  # no pattern's literal word in it: most names, in one C call
+            else:
+                words = name_words(name)
+                found = bool(words) and bool(self._names.match("_" + "_".join(words) + "_"))
+                if not found and len(words) == 1:
+                    found = words[0].endswith(_GLUED) and words[0] not in _GLUED
+            if len(self._name_cache) > NAME_CACHE:
                 self._name_cache.clear()
             self._name_cache[name] = found
         return found
@@ -159,10 +184,12 @@ class Redactor:
         for value in values:
             value = value.strip()
             if not MIN_LITERAL_LENGTH <= len(value) <= MAX_LITERAL_LENGTH \
-                    or value in self._literals or len(self._literals) >= MAX_LITERALS \
+                    or value in self._literals or self._learnt >= MAX_LITERALS \
                     or (value.isalpha() and self.name_is_secret(value)):
                 continue  # ("password" as a value is a label: masking it would hide the word)
             self._literals.add(value)
+            self._literals.update(v for v in _forms(value) if len(v) <= MAX_LITERAL_LENGTH * 6)
+            self._learnt += 1
             added = True
         if added:
             self._stale = True
@@ -221,7 +248,13 @@ class Redactor:
         In ``code``, a keyword value that is itself code (a name, a call) is left alone."""
         if not self.enabled or not text:
             return text
+        return apply_spans(text, self.spans(text, code))
+
+    def spans(self, text: str, code: bool = False) -> list[tuple[int, int]]:
+        """Where ``mask`` would mask ``text`` (unsorted, maybe overlapping)."""
         spans: list[tuple[int, int]] = []
+        if not self.enabled or not text:
+            return spans
         literal_re = self._compiled()
         if literal_re is not None:
             spans += [m.span() for m in literal_re.finditer(text)]
@@ -237,7 +270,7 @@ class Redactor:
         if self._fragments is None or any(f in lowered for f in self._fragments):
             spans += self._keyword_spans(text, code)
         spans += _aws_secret_spans(text)
-        return _apply(text, spans)
+        return spans
 
     def _keyword_spans(self, text: str, code: bool) -> Iterator[tuple[int, int]]:
         covered = 0
@@ -249,7 +282,8 @@ class Redactor:
                 continue
             quoted = bool(value.group(1))
             if not quoted and (value.group() in _NOT_VALUES
-                               or (code and _CODE_VALUE.fullmatch(value.group()))):
+                               or (code and _CODE_VALUE.fullmatch(value.group()))
+                               or _PROSE.match(text, value.start())):
                 continue
             covered = value.end()
             yield (value.end(1) if quoted else value.start()), covered
@@ -262,6 +296,29 @@ def _aws_secret_spans(text: str) -> Iterator[tuple[int, int]]:
         for secret in _AWS_SECRET.finditer(text, lo, hi):
             if not _HEX.issuperset(secret.group()):  # a 40-hex git hash is not a key
                 yield secret.span()
+
+
+def _forms(secret: str) -> set[str]:
+    """How a known secret may appear besides itself: its ``repr``, JSON and URL escapes,
+    and the part of its base64 that is the same wherever it sits in the encoded bytes
+    (``base64("user:" + secret)`` holds one of three such cores)."""
+    found = {repr(secret)[1:-1], dumps(secret, compact=False)[1:-1], dumps(secret)[1:-1],
+             quote(secret, safe=""), quote(secret), quote_plus(secret)}
+    raw = secret.encode("utf-8", "replace")
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii")
+        start = -(-8 * shift // 6)                 # characters that hold the padding's bits
+        end = (8 * (shift + len(raw))) // 6        # characters wholly of the secret's bits
+        for core in (encoded[start:end], encoded[start:end].replace("+", "-").replace("/", "_")):
+            if len(core) >= MIN_ENCODED:
+                found.add(core)
+    found.discard(secret)
+    return found
+
+
+def apply_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each of ``spans`` (overlapping ones merged) replaced by ``REDACTED``."""
+    return _apply(text, list(spans))
 
 
 def _apply(text: str, spans: list[tuple[int, int]]) -> str:

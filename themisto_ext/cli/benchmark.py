@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from themisto_ext.cli.args import non_negative_int, positive_float, positive_int
+from themisto_ext.cli.files import check_output
 from themisto_ext.prediction.clients import PREDICTOR_FORMS
 from themisto_ext.prediction.prompts import CONTEXTS, TASKS
 
@@ -39,11 +40,15 @@ def register(sub: Any) -> None:
                    "record, `themisto record`; import, import-june (default: any)")
     p.add_argument("--keep-errors", action="store_const", const="keep", dest="errors",
                    help=argparse.SUPPRESS)  # the option's old spelling
+    p.add_argument("--force", action="store_true", help="replace an existing output file "
+                   "of another kind (never an input)")
     p.set_defaults(run=sample_command)
 
     p = sub.add_parser("stats", help="how development-like and reproducible trajectories are")
     p.add_argument("files", type=Path, nargs="+", metavar="TRAJECTORIES.jsonl")
     p.add_argument("--json", type=Path, metavar="STATS.json", help="also write the counts")
+    p.add_argument("--force", action="store_true", help="replace an existing output file "
+                   "of another kind (never an input)")
     p.set_defaults(run=stats_command)
 
     p = sub.add_parser("import-june", help="convert a JuNE execution log (CSV) to trajectories")
@@ -53,6 +58,8 @@ def register(sub: Any) -> None:
                    "fresh recording kernel for real outputs and runtime state")
     p.add_argument("--timeout", type=positive_float, default=600,
                    help="seconds per cell when replaying (default 600)")
+    p.add_argument("--force", action="store_true", help="replace an existing output file "
+                   "of another kind (never an input)")
     p.set_defaults(run=import_june_command)
 
     p = sub.add_parser("bench", help="run predictors over benchmark examples (resumable)")
@@ -97,12 +104,15 @@ def register(sub: Any) -> None:
                    help="the comparisons Holm's correction covers, each PREDICTOR[@CONTEXT]:"
                    "PREDICTOR[@CONTEXT] (no context: under every context both have); the "
                    "others are exploratory. Default: every test that can reject")
+    p.add_argument("--force", action="store_true", help="replace an existing output file "
+                   "of another kind (never an input)")
     p.set_defaults(run=report_command)
 
 
 def sample_command(args: argparse.Namespace) -> int:
     from themisto_ext.evaluation.sample import sample, write_examples
 
+    check_output(args.out, "jsonl", inputs=args.files, force=args.force)
     result = sample(args.files, args.task, n=args.n, seed=args.seed, errors=args.errors,
                     environment=args.environment, source=args.source)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -129,6 +139,7 @@ def stats_command(args: argparse.Namespace) -> int:
     from themisto_ext.evaluation.realism import Realism, describe, measure_trajectory
     from themisto_ext.evaluation.sample import read_trajectories
 
+    check_output(args.json, "json", inputs=args.files, force=args.force)
     total = Realism()
     rows = []
     for trajectory in read_trajectories(args.files):
@@ -156,6 +167,7 @@ def import_june_command(args: argparse.Namespace) -> int:
 
     # One step at a time from the file (one trajectory with --replay): a 1 GB log
     # never sits in memory.
+    check_output(args.out, "jsonl", inputs=[args.file], force=args.force)
     log = scan_june(args.file)
     trajectories: Iterable[Iterable[Step]] = log
     if args.replay:
@@ -244,6 +256,8 @@ def report_command(args: argparse.Namespace) -> int:
     from themisto_ext.evaluation.render import render_figure, render_markdown
     from themisto_ext.evaluation.report import build_summary
 
+    for out, kind in ((args.json, "json"), (args.out, "markdown"), (args.figure, "png")):
+        check_output(out, kind, force=args.force)
     report = build_summary(args.results, resamples=args.resamples, seed=args.seed,
                            unit=args.unit, primary=args.primary)
     if args.json:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from themisto_ext.cli.args import positive_float
+from themisto_ext.cli.files import check_output
 from themisto_ext.contract import default_store_path, default_user, journal_dir_for
 from themisto_ext.records import Step
 from themisto_ext.replay import (
@@ -54,6 +55,8 @@ def register(sub: Any) -> None:
                    help="record even if the notebook's metadata turns recording off")
     p.add_argument("--user", default=None, help="record as this user (default: "
                    "JUPYTERHUB_USER, else the login name)")
+    p.add_argument("--force", action="store_true", help="let --out replace a file that is "
+                   "not a trajectory (never the notebook or the store)")
     p.set_defaults(run=record)
 
     p = sub.add_parser("list", help="list stored trajectories")
@@ -69,6 +72,8 @@ def register(sub: Any) -> None:
     p.add_argument("--all", action="store_true", help="export every stored trajectory")
     p.add_argument("--user", help="with --all: only trajectories this user recorded")
     p.add_argument("--out", required=True, help="output file, or - for standard output")
+    p.add_argument("--force", action="store_true", help="let --out replace a file that is "
+                   "not a trajectory (never the store)")
     p.set_defaults(run=export)
 
     p = sub.add_parser("validate", help="check a trajectory JSONL file against the schema")
@@ -80,12 +85,18 @@ def _store(args: argparse.Namespace, readonly: bool) -> tuple[TrajectoryStore, S
     """``--store``: a SQLite file, ``sqlite:///PATH`` or ``postgresql://...``. A command that
     only reads opens it read-only, so that it never creates a store (nor its folder) and
     never writes to a file that is not one."""
-    url = parse_store_url(args.store if args.store else default_store_path())
+    url = _store_url(args)
     return open_store(url, readonly=readonly), url
+
+
+def _store_url(args: argparse.Namespace) -> StoreURL:
+    return parse_store_url(args.store if args.store else default_store_path())
 
 
 def record(args: argparse.Namespace) -> int:
     nb_path: Path = args.notebook
+    # Checked before the notebook runs: a refusal after minutes of execution loses them.
+    check_output(args.out, "jsonl", inputs=[nb_path], store=_store_url(args), force=args.force)
     if not args.ignore_metadata and metadata_disables_recording(read_notebook(nb_path)):
         raise ReplayError(f"{nb_path}: recording is off in the notebook's metadata "
                           "(themisto.recording = false); pass --ignore-metadata to record")
@@ -163,6 +174,7 @@ def export(args: argparse.Namespace) -> int:
         raise ValueError("give trajectory ids or --all (not both)")
     if args.user is not None and not args.all:
         raise ValueError("--user goes with --all")
+    check_output(args.out, "jsonl", store=_store_url(args), force=args.force)
     store, _ = _store(args, readonly=True)
     ids = [t.id for t in store.list_trajectories(TrajectoryFilter(user=args.user),
                                                  limit=10**9)] if args.all \

@@ -15,11 +15,17 @@ def active_recorder(shell: Any) -> Recorder | None:
     return recorder
 
 
+_PARKED = "_themisto_unloaded_recorder"
+
+
 def load_ipython_extension(shell: Any) -> None:
     if active_recorder(shell) is not None:
         return  # loading twice (autoload, then %load_ext) must not record twice
     try:
-        recorder = Recorder(shell, CaptureSettings.from_env(), default_journal_dir())
+        # After %unload_ext (or within %reload_ext) the same trajectory goes on: a new
+        # recorder split one kernel's history over 3 trajectories and lost that cell.
+        recorder = getattr(shell, _PARKED, None) or \
+            Recorder(shell, CaptureSettings.from_env(), default_journal_dir())
         recorder.register()
     except Exception as exc:  # a broken store path must not break the kernel
         shell.log.warning("themisto: recording disabled: %s", exc)
@@ -35,3 +41,4 @@ def unload_ipython_extension(shell: Any) -> None:
     if recorder is not None:
         recorder.unregister()
         delattr(shell, _ATTR)
+        setattr(shell, _PARKED, recorder)

@@ -31,6 +31,44 @@ MIME_TYPES = 20      # MIME types listed per output
 Mask = Callable[[str], str]
 
 
+Spans = Callable[[str], list[tuple[int, int]]]
+
+
+def mask_across(items: list[dict[str, Any]], spans: Spans,
+                apply: Callable[[str, list[tuple[int, int]]], str]) -> None:
+    """Mask, in place, secrets that straddle consecutive outputs: a key printed half to
+    stdout and half to stderr left each half in ``outputs`` (masked one by one, neither
+    half is a key). Each boundary is searched in a window of ``MARGIN`` characters either
+    side, so the cost does not grow with the outputs' length."""
+    local: dict[int, list[tuple[int, int]]] = {}
+    for boundary in range(1, min(len(items), 2 * MARGIN)):
+        pieces: list[tuple[int, int, str]] = []  # (item, offset in it, text)
+        need, j = MARGIN, boundary - 1
+        while j >= 0 and need > 0:
+            text = items[j]["text"]
+            piece = text[max(0, len(text) - need):]
+            pieces.insert(0, (j, len(text) - len(piece), piece))
+            need, j = need - len(piece), j - 1
+        cut = sum(len(piece) for _, _, piece in pieces)
+        need, j = MARGIN, boundary
+        while j < len(items) and need > 0:
+            piece = items[j]["text"][:need]
+            pieces.append((j, 0, piece))
+            need, j = need - len(piece), j + 1
+        window = "".join(piece for _, _, piece in pieces)
+        for start, end in spans(window):
+            if not start < cut < end:
+                continue  # within one output: masked with it
+            at = 0
+            for item, offset, piece in pieces:
+                lo, hi = max(start, at), min(end, at + len(piece))
+                if lo < hi:
+                    local.setdefault(item, []).append((offset + lo - at, offset + hi - at))
+                at += len(piece)
+    for item, found in local.items():
+        items[item]["text"] = apply(items[item]["text"], found)
+
+
 def clip_masked(text: str, limit: int, mask: Mask) -> tuple[str, int]:
     """``clip(mask(text), limit)`` and the number of characters left out, masking only
     the windows that are kept."""

@@ -16,7 +16,7 @@ import ast
 import re
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PARSE_LIMIT = 200_000  # characters (ast.parse takes ~0.25 s per MB)
+PARSE_LIMIT = 200_000  # characters (ast.parse takes ~0.25 s per MB)
 
 _READ_ONLY_FUNCTIONS = frozenset({
     "abs", "all", "any", "bool", "callable", "dict", "dir", "display", "enumerate", "float",
@@ -96,7 +96,7 @@ def possibly_mutated(code: str, python: str | None = None) -> set[str]:
     ``python`` is the cell as IPython ran it (magics transformed), when known.
     """
     source = python if python is not None else code
-    if len(source) > _PARSE_LIMIT:
+    if len(source) > PARSE_LIMIT:
         return set(_IDENTIFIER.findall(code))  # parsing would take longer than the cell's budget
     try:
         tree = ast.parse(source)

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from themisto_ext.kernel.private import untraced
 from themisto_ext.trajectory.text import plain_text, strip_ansi
 
 _KINDS = frozenset({"stream", "execute_result", "display_data", "update_display_data", "error",
@@ -41,8 +42,9 @@ class OutputCollector:
                  **kwargs: Any) -> Any:
             if self._active:
                 try:
-                    if self._observe(msg_or_type, content) == "execute_reply":
-                        on_reply()
+                    with untraced():
+                        if self._observe(msg_or_type, content) == "execute_reply":
+                            on_reply()
                 except Exception:  # capture must never break the kernel's messaging
                     pass
             return original(stream, msg_or_type, content, *args, **kwargs)
@@ -66,7 +68,7 @@ class OutputCollector:
             items, self._items = self._items, []
         for item in items:  # colours were rendered, not shown as escape codes
             if item["output_type"] == "stream":
-                item["text"] = strip_ansi(item["text"])
+                item["text"] = strip_ansi("".join(item.pop("parts")))
         return items
 
     def _observe(self, msg_or_type: Any, content: Any) -> str | None:
@@ -97,11 +99,14 @@ class OutputCollector:
             name = str(content.get("name", "stdout"))
             text = str(content.get("text", ""))
             last = self._items[-1] if self._items else None
+            # Pieces joined once, in stop(): "text += piece" copied the text so far for
+            # every message (quadratic in a cell that flushes each of 10^5 prints).
             if last and last["output_type"] == "stream" and last["name"] == name:
-                last["text"] += text
+                last["parts"].append(text)
             else:
                 self._items.append({"output_type": "stream", "name": name,
-                                    "mime_types": ["text/plain"], "text": text})
+                                    "mime_types": ["text/plain"], "text": "",
+                                    "parts": [text]})
         elif kind == "error":
             traceback = "\n".join(strip_ansi(str(line)) for line in content.get("traceback", []))
             ename, evalue = str(content.get("ename", "")), str(content.get("evalue", ""))

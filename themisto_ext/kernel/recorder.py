@@ -14,12 +14,12 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import time
+import signal
+import threading
 import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +34,14 @@ from themisto_ext.contract import (
     write_status,
 )
 from themisto_ext.journal import JournalWriter
-from themisto_ext.kernel.bounds import clip_masked, fit_step
-from themisto_ext.kernel.mutations import possibly_mutated
+from themisto_ext.kernel.bounds import clip_masked, fit_step, mask_across
+from themisto_ext.kernel.mutations import PARSE_LIMIT, possibly_mutated
 from themisto_ext.kernel.outputs import OutputCollector
-from themisto_ext.kernel.safe import is_builtin_type, type_name
+from themisto_ext.kernel.private import clock, now_iso, untraced
+from themisto_ext.kernel.safe import is_atom, is_builtin_type, type_name
 from themisto_ext.kernel.secret_values import environment_secrets
 from themisto_ext.kernel.snapshot import Snapshotter, user_variables
-from themisto_ext.redaction import Redactor
+from themisto_ext.redaction import Redactor, apply_spans
 from themisto_ext.trajectory import FORMAT_VERSION
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -50,7 +51,7 @@ log.addHandler(logging.NullHandler())
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    return now_iso()  # the real time, whatever the user (or freezegun) did to datetime
 
 
 def _kernel_id() -> str:
@@ -64,6 +65,15 @@ def _kernel_id() -> str:
         return name.removeprefix("kernel-")
     except Exception:
         return f"ipython-{os.getpid()}"
+
+
+_ARGS = vars(BaseException)["args"].__get__
+
+
+def _args(exc: BaseException) -> tuple[Any, ...]:
+    """An exception's arguments, read from BaseException's own slot (no user property)."""
+    args: tuple[Any, ...] = _ARGS(exc)
+    return args
 
 
 def _drop_warning(*args: Any, **kwargs: Any) -> None:
@@ -81,6 +91,28 @@ def quiet() -> Iterator[None]:
         yield
     finally:
         warnings.showwarning = saved
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[list[bool]]:
+    """SIGINT held off while the hook writes a step: a KeyboardInterrupt in the middle
+    lost the step (and could cut its journal line). It is not raised afterwards: the
+    user's code had finished; without the hook the kernel would already be idle, where
+    ipykernel ignores SIGINT."""
+    seen = [False]
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield seen  # not ours to change (a user's own handler runs as it would)
+        return
+
+    def defer(signum: int, frame: Any) -> None:
+        seen[0] = True
+
+    signal.signal(signal.SIGINT, defer)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class Recorder:
@@ -107,7 +139,11 @@ class Recorder:
         self._pre_cost = self._post_cost = 0.0
         self._pending: dict[str, Any] | None = None
         self._pending_code = ""
-        self._cell: dict[str, Any] | None = None
+        self._runs: list[tuple[Any, dict[str, Any] | None]] = []
+        """``(ExecutionInfo, cell)`` of the runs under way, outermost first: a run inside a
+        cell (``%%capture``, ``get_ipython().run_cell()``, ``%rerun``) is part of that
+        cell's step, never a reset of it (that lost 4 outer cells)."""
+        self.registered = False
         self._process: Any = None
         self._statm: int | None = None
         if settings.redact:
@@ -122,22 +158,24 @@ class Recorder:
 
     def register(self) -> None:
         session = getattr(getattr(self.shell, "kernel", None), "session", None)
-        if session is not None:
+        if session is not None and not self.collector.installed:
             self.collector.install(session, on_reply=self._finish_step)
         self.shell.events.register("pre_run_cell", self._pre_run_cell)
         self.shell.events.register("post_run_cell", self._post_run_cell)
-        atexit.register(self.close)
+        if not self.registered:
+            atexit.register(self.close)
+        self.registered = True
 
     def unregister(self) -> None:
+        """Stop following cells (``%unload_ext``, or the first half of ``%reload_ext``).
+        The trajectory goes on when the extension is loaded again in this process (the
+        cell running ``%reload_ext`` included); it ends when the kernel does."""
         for event, callback in (("pre_run_cell", self._pre_run_cell),
                                 ("post_run_cell", self._post_run_cell)):
             try:
                 self.shell.events.unregister(event, callback)
             except ValueError:
                 pass
-        self.collector.uninstall()
-        atexit.unregister(self.close)
-        self.close()
 
     def close(self) -> None:
         self._finish_step()
@@ -207,26 +245,42 @@ class Recorder:
     # ------------------------------------------------------------ events
 
     def _pre_run_cell(self, info: Any) -> None:
+        with untraced():  # first: a user's trace function sees only this frame
+            self._before_cell(info)
+
+    def _post_run_cell(self, result: Any) -> None:
+        with untraced():
+            self._after_cell(result)
+
+    def _before_cell(self, info: Any) -> None:
+        if self._runs:  # a run inside the running cell: part of its step
+            self._runs.append((info, None))
+            return
         if self._pending is not None:
             self._finish_step()  # the previous cell's reply never came through send()
-        t0 = time.perf_counter()
+        t0 = clock()
+        cell = None
         try:
             with quiet():
-                self._start_cell(info)
+                cell = self._start_cell(info)
         except BaseException:  # the user's cell must run regardless
-            self._cell = None
+            cell = None
             log.debug("themisto pre_run_cell failed", exc_info=True)
-        self._pre_cost = time.perf_counter() - t0
+        self._runs.append((info, cell))
+        self._pre_cost = clock() - t0
 
-    def _start_cell(self, info: Any) -> None:
-        self._cell = None
+    def _start_cell(self, info: Any) -> dict[str, Any] | None:
         if not getattr(info, "store_history", True) or getattr(info, "silent", False):
-            return
+            return None
         if not self.recording:
-            return
+            return None
         code = info.raw_cell if type(info.raw_cell) is str else ""
-        self._cell = {"code": code, "cell_id": getattr(info, "cell_id", None),
-                      "started_at": _now(), "t0": time.perf_counter()}
+        # IPython's own transform of the cell (ExecutionInfo has it since IPython 8.?):
+        # transforming a 10^5-line cell again cost 3.1 s.
+        python = getattr(info, "transformed_cell", None)
+        cell = {"code": code, "cell_id": getattr(info, "cell_id", None),
+                "started_at": _now(), "t0": clock(),
+                "python": python if type(python) is str else None}
         self.collector.start()
         if len(code) <= self.settings.code_length:  # parsing a huge cell would cost seconds
             self.redactor.learn_from_code(code)
@@ -235,35 +289,63 @@ class Recorder:
         self._append({
             "kind": "started", "trajectory_id": self.trajectory_id,
             "kernel_id": self.kernel_id, "notebook_path": self.notebook_path,
-            "step": self.step + 1, "cell_id": self._cell["cell_id"],
-            "code": masked, "at": self._cell["started_at"],
+            "step": self.step + 1, "cell_id": cell["cell_id"],
+            "code": masked, "at": cell["started_at"],
         })
+        return cell
 
-    def _post_run_cell(self, result: Any) -> None:
-        cell, self._cell = self._cell, None
-        if cell is None:
-            return
-        t_end = time.perf_counter()
+    def _after_cell(self, result: Any) -> None:
+        info = getattr(result, "info", None)
+        index = next((i for i in range(len(self._runs) - 1, -1, -1)
+                      if self._runs[i][0] is info), None)
+        if index is None and info is not None:
+            # Not always the same object: with %pdb on, the result carries a copy.
+            raw = getattr(info, "raw_cell", None)
+            index = next((i for i in range(len(self._runs) - 1, -1, -1)
+                          if type(raw) is str and getattr(self._runs[i][0], "raw_cell", None)
+                          == raw), None)
+        if info is None and self._runs:
+            index = 0  # ipykernel ends a cancelled (interrupted async) cell with no result
+        if index is None:
+            return  # a run whose pre_run_cell never came (IPython skips it for empty cells)
+        cell = self._runs[index][1]
+        del self._runs[index:]
+        if index > 0 or cell is None:
+            return  # a nested run ended; its cell goes on
+        t_end = clock()
         try:
             with quiet():
-                self._pending = self._measure_step(cell, result, t_end)
+                step = self.step
+                try:
+                    self._pending = self._measure_step(cell, result, t_end)
+                except KeyboardInterrupt:
+                    # Pressed while the hook measured (8 of 8 such steps were lost): the
+                    # step is kept, the values not reached yet are measured at a later
+                    # cell. Caught rather than deferred: swapping SIGINT's handler costs
+                    # 20 us a cell. The user's code had finished: without the hook the
+                    # kernel would have been idle, where ipykernel ignores SIGINT.
+                    self.step = step
+                    self.snapshotter.stop()
+                    self._pending = self._measure_step(cell, result, t_end)
                 self._pending_code = cell["code"]
         except BaseException:  # includes a DeadlineExceeded that fired late
             self.collector.stop()
             log.debug("themisto post_run_cell failed", exc_info=True)
-        self._post_cost = time.perf_counter() - t_end
+        self._post_cost = clock() - t_end
         if not self.collector.installed:
             self._finish_step()  # no kernel messages to wait for (a terminal IPython)
 
     def _measure_step(self, cell: dict[str, Any], result: Any, t_end: float) -> dict[str, Any]:
         """Everything about the step except its outputs, which are still being flushed."""
         code = cell["code"]
-        python: str | None = code  # IPython only rewrites magics, shell escapes and help
-        if any(mark in code for mark in "%!?"):
-            try:
-                python = self.shell.transform_cell(code)
-            except Exception:
-                python = None
+        python: str | None = cell["python"] or code  # IPython only rewrites magics, shell
+        if cell["python"] is None and any(mark in code for mark in "%!?"):  # escapes, help
+            python = None  # unknown: possibly_mutated then reads every name in the code
+            if len(code) <= PARSE_LIMIT:  # an older IPython: transform it once more
+                try:
+                    python = self.shell.transform_cell(code)
+                except Exception:
+                    python = None
         if self.settings.redact and "env" in code:  # os.environ, %env, load_dotenv...
             self.redactor.learn(environment_secrets(self.redactor.name_is_secret))
         variables, hash_index = self.snapshotter.take(
@@ -299,12 +381,15 @@ class Recorder:
         without the hook paying for a flush of its own.
         """
         step, self._pending = self._pending, None
+        self._runs.clear()  # the reply is sent: no run of this request is still going
         if step is None:
             return
-        t0 = time.perf_counter()
+        t0 = clock()
         try:
-            with quiet():
+            with quiet(), interrupts_deferred():  # the journal line is written whole
                 items = self.collector.stop()
+                if self.settings.redact:
+                    mask_across(items, self.redactor.spans, apply_spans)
                 shown = next((i for i in reversed(items) if i["output_type"] == "error"), None)
                 if step["error"] is not None and shown is not None:
                     step["error"]["evalue"] = shown["evalue"]  # what the user saw
@@ -317,7 +402,7 @@ class Recorder:
                                       self.redactor.mask, self._mask_code))
         except BaseException:
             log.debug("themisto could not write a step", exc_info=True)
-        self.last_overhead = self._pre_cost + self._post_cost + time.perf_counter() - t0
+        self.last_overhead = self._pre_cost + self._post_cost + clock() - t0
 
     def _mask_code(self, code: str) -> str:
         return self.redactor.mask(code, code=True)
@@ -327,8 +412,11 @@ class Recorder:
         if exc is None:
             return None
         evalue = "<not shown>"
-        if is_builtin_type(type(exc)):  # a user's __str__ is not run here (the text the
-            try:                        # notebook showed replaces this one, when there is one)
+        # A user's __str__ is not run here, nor one of the exception's arguments
+        # (ValueError(obj) ran obj.__str__: +1.0 s); the text the notebook showed replaces
+        # this one when there is one.
+        if is_builtin_type(type(exc)) and all(is_atom(type(arg)) for arg in _args(exc)):
+            try:
                 evalue = str(exc)
             except Exception:
                 evalue = "<str() of the exception raised>"

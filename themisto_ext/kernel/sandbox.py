@@ -21,16 +21,17 @@ everything else in the kernel).
 from __future__ import annotations
 
 import ctypes
-import json
 import os
+import platform
 import select
 import signal
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
+from themisto_ext.contract import dumps, loads
 from themisto_ext.kernel.deadline import DeadlineExceeded, deadline
+from themisto_ext.kernel.private import clock
 from themisto_ext.kernel.safe import type_name
 
 _unreaped: list[int] = []
@@ -40,8 +41,14 @@ CRASHED = "ended the measuring process"
 _PR_SET_PDEATHSIG = 1
 try:  # loaded once here, not in every child
     _LIBC: Any = ctypes.CDLL(None, use_errno=True)
-except OSError:  # pragma: no cover - not Linux
-    _LIBC = None
+    # PyDLL keeps the GIL across the call: the copy must not start while another thread
+    # of the kernel holds it (that thread does not exist in the copy).
+    _SYSCALL: Any = ctypes.PyDLL(None, use_errno=True).syscall
+    _SYSCALL.restype = ctypes.c_long
+except (OSError, AttributeError):  # pragma: no cover - not Linux
+    _LIBC = _SYSCALL = None
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(platform.machine())
+_WALL = 0x40000000  # waitpid's __WALL: a child that signals nothing on exit is waited for too
 
 
 def available() -> bool:
@@ -57,13 +64,13 @@ def run(values: list[Any], render: Callable[[Any], str], per_value: float,
     if not values or seconds <= 0:
         return results
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    pid = _fork()
     if pid == 0:  # pragma: no cover - the child never returns
         _child(values, render, per_value, read_end, write_end)
     os.close(write_end)
     ended = False
     try:
-        ended = _collect(read_end, results, time.perf_counter() + seconds)
+        ended = _collect(read_end, results, clock() + seconds)
     finally:
         os.close(read_end)
         if not ended:
@@ -79,12 +86,31 @@ def run(values: list[Any], render: Callable[[Any], str], per_value: float,
     return results
 
 
+def _fork() -> int:
+    """A copy of the kernel that its user cannot observe: ``clone`` with no exit signal,
+    not ``os.fork``. ``os.fork`` ran the user's ``os.register_at_fork`` handlers (their
+    print showed in two cells), its child was reaped by the user's ``os.wait()`` and its
+    exit sent them a SIGCHLD. A child that signals nothing on exit is invisible to
+    ``wait()`` without ``__WALL`` and to SIGCHLD handlers, and nothing runs around the
+    clone: neither Python's at-fork handlers nor C libraries' (``pthread_atfork``). The
+    copy is therefore not tidied for its threads that are gone: a repr that needs a lock
+    another thread held at that instant (a BLAS pool, malloc in another thread) hangs in
+    the copy, which is killed on time like any other, and the value says "timed out".
+    Elsewhere than Linux on x86-64 or arm64, ``os.fork`` (with what it shows)."""
+    if _SYSCALL is not None and _SYS_CLONE is not None:
+        pid = int(_SYSCALL(ctypes.c_long(_SYS_CLONE), ctypes.c_long(0), ctypes.c_long(0),
+                           ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0)))
+        if pid >= 0:
+            return pid
+    return os.fork()
+
+
 def _reap() -> None:
     """Collect children that have exited, without waiting: tearing down a copy of a large
     kernel takes the child ~10 ms, which the cell need not wait for."""
     for pid in list(_unreaped):
         try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
+            done, _ = os.waitpid(pid, os.WNOHANG | _WALL)
         except ChildProcessError:
             done = pid  # reaped by someone else's SIGCHLD handler
         if done:
@@ -95,7 +121,7 @@ def _collect(fd: int, results: list[str | None], until: float) -> bool:
     """Read answers until the child closes the pipe (True) or time runs out (False)."""
     buffer = b""
     while True:
-        left = until - time.perf_counter()
+        left = until - clock()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
             return False
         chunk = os.read(fd, 1 << 16)
@@ -104,7 +130,7 @@ def _collect(fd: int, results: list[str | None], until: float) -> bool:
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
-            index, text = json.loads(line)
+            index, text = loads(line)
             results[index] = text
 
 
@@ -127,7 +153,7 @@ def _child(values: list[Any], render: Callable[[Any], str], per_value: float,
                 text = TIMED_OUT
             except BaseException as exc:  # the user's repr failed: say so
                 text = f"raised {type_name(type(exc))}"
-            line = json.dumps([index, text]).encode() + b"\n"
+            line = dumps([index, text], compact=False).encode() + b"\n"  # ASCII
             while line:
                 line = line[os.write(write_end, line):]
     finally:

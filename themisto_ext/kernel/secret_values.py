@@ -13,6 +13,7 @@ the cell that binds or changes it; the environment is read when a cell's code me
 from __future__ import annotations
 
 import os
+import pickletools
 from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import Any
@@ -23,6 +24,8 @@ from themisto_ext.kernel.safe import class_attribute, container_base, instance_f
 NODES = 2_000
 DEPTH = 6
 ROWS = 500
+COLUMNS = 1_000
+"""A frame's first and last columns whose names are checked (10^6 columns took seconds)."""
 MAX_LENGTH = 4096
 
 IsSecret = Callable[[str], bool]
@@ -40,6 +43,8 @@ def secret_strings(name: str, value: Any, is_secret: IsSecret) -> Iterator[str]:
         if kind is str or kind is bytes:
             if secret and len(node) <= MAX_LENGTH:
                 yield node if kind is str else node.decode("utf-8", "replace")
+            elif kind is bytes and node[:1] == b"\x80":
+                yield from _pickled_secrets(node, is_secret)
             continue
         if id(node) in seen or depth >= DEPTH:
             continue
@@ -75,8 +80,12 @@ def _pandas_secrets(frame: Any, secret: bool, is_secret: IsSecret) -> Iterator[s
     column of a secret-named frame)."""
     kind = pandas_kind(frame)
     if kind == "DataFrame":
-        columns = [(j, name) for j, name in enumerate(frame.columns.tolist())
-                   if secret or (type(name) is str and is_secret(name))]
+        width = int(frame.shape[1])
+        picked = range(width) if width <= 2 * COLUMNS else \
+            [*range(COLUMNS), *range(width - COLUMNS, width)]
+        labels = frame.columns
+        columns = [(j, name) for j in picked
+                   if secret or (type(name := labels[j]) is str and is_secret(name))]
         series = [frame.iloc[:, j] for j, _ in columns]
     elif kind == "Series":
         name = frame.name
@@ -90,6 +99,36 @@ def _pandas_secrets(frame: Any, secret: bool, is_secret: IsSecret) -> Iterator[s
             for item in part.tolist():
                 if type(item) is str and len(item) <= MAX_LENGTH:
                     yield item
+
+
+PICKLE_BYTES = 64 * 1024
+_PICKLE_OPS = 20_000
+_STRING_OPS = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE",
+                         "SHORT_BINSTRING", "BINSTRING", "STRING"})
+_TRANSPARENT_OPS = frozenset({"MEMOIZE", "BINPUT", "LONG_BINPUT", "PUT", "FRAME"})
+
+
+def _pickled_secrets(data: bytes, is_secret: IsSecret) -> Iterator[str]:
+    """Strings pickled right after a secret-looking string (a dict's ``'password'`` key,
+    an object's field): ``pickle.dumps(config)`` printed or kept as bytes showed them.
+    Read with ``pickletools.genops``, which parses the opcodes and runs nothing, over the
+    first ``PICKLE_BYTES``."""
+    previous: str | None = None
+    try:
+        for count, (op, arg, _) in enumerate(pickletools.genops(data[:PICKLE_BYTES])):
+            if count > _PICKLE_OPS:
+                return
+            if op.name in _TRANSPARENT_OPS:
+                continue
+            text = arg if type(arg) is str else None
+            if op.name in _STRING_OPS and text is not None:
+                if previous is not None and is_secret(previous) and len(text) <= MAX_LENGTH:
+                    yield text
+                previous = text
+            else:
+                previous = None
+    except Exception:  # cut short at PICKLE_BYTES, or not a pickle after all
+        return
 
 
 # The shell's own variables whose names only look secret: the working directory (PWD is

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
+import sys
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,14 +28,16 @@ from themisto_ext.kernel import reprs, sandbox
 from themisto_ext.kernel.bounds import NAME_LENGTH
 from themisto_ext.kernel.deadline import DeadlineExceeded, alarms_usable, deadline
 from themisto_ext.kernel.measure import fingerprint, shape_and_length, size_of
+from themisto_ext.kernel.private import clock
 from themisto_ext.kernel.safe import type_name
 from themisto_ext.kernel.secret_values import secret_strings
-from themisto_ext.redaction import REDACTED, Redactor
+from themisto_ext.redaction import NAME_CACHE, REDACTED, Redactor
 
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 _IPYTHON_PATTERN = re.compile(r"^(_|__|___|_i{1,3}|_i?\d+|_oh|_ih|_dh|__\w+__)$")
 
 PENDING = "<pending: snapshot budget used up; measured at a later cell>"
+_SIZED_AT_ONCE = frozenset(map(id, (str, bytes, bytearray)))
 _FORK_ALLOWANCE = 0.05  # seconds a child gets beyond one value's budget to start up
 
 
@@ -46,7 +48,7 @@ def _ipython_name(name: str) -> bool:
     found = _bookkeeping.get(name)
     if found is None:
         found = name in _IPYTHON_NAMES or bool(_IPYTHON_PATTERN.match(name))
-        if len(_bookkeeping) > 100_000:
+        if len(_bookkeeping) > NAME_CACHE:  # (a smaller cache thrashed, as in redaction)
             _bookkeeping.clear()
         _bookkeeping[name] = found
     return found
@@ -82,16 +84,24 @@ class Snapshotter:
         self._cache: dict[str, _Entry] = {}
         self.forks = 0
         """Children forked so far (for tests and benchmarks)."""
+        self._stopped = False
+
+    def stop(self) -> None:
+        """The next snapshot measures nothing new (the user interrupted the last one):
+        values not measured yet are pending, measured at a later cell."""
+        self._stopped = True
 
     def take(
         self, variables: Iterable[tuple[str, Any]], mutated: set[str]
     ) -> tuple[dict[str, dict[str, Any]], str]:
         """Return ``(runtime_variables, hash_index)`` for the given variables."""
-        items = list(variables)[: self._settings.max_variables]
+        every = list(variables)
+        items = every[: self._settings.max_variables]
+        self._learn_beyond(every[self._settings.max_variables:], mutated)
         live = {name for name, _ in items}
         for stale in [n for n in self._cache if n not in live]:
             del self._cache[stale]
-        end = time.perf_counter() + self._settings.cell_budget
+        end = clock() + self._settings.cell_budget
         todo: list[tuple[str, Any, tuple[Any, ...]]] = []
         for name, value in items:
             try:
@@ -101,7 +111,10 @@ class Snapshotter:
             cached = self._cache.get(name)
             if cached is None or cached.fingerprint != fp or name in mutated:
                 todo.append((name, value, fp))
-        self._measure_all(todo, end)
+        try:
+            self._measure_all(todo, end)
+        finally:
+            self._stopped = False
         result: dict[str, dict[str, Any]] = {}
         digests: list[bytes] = []
         for name, value in items:  # masked last: a secret found anywhere masks every repr
@@ -113,6 +126,21 @@ class Snapshotter:
         digests.sort()
         return result, hashlib.blake2b(b"\1".join(digests), digest_size=16).hexdigest()
 
+    def _learn_beyond(self, rest: list[tuple[str, Any]], mutated: set[str]) -> None:
+        """Variables past ``max_variables`` are not in the snapshot, but a secret-named one
+        still makes its value a known secret (a password after 6,000 other names was
+        printed in clear). Only those the cell may have bound are looked at: checking
+        200,000 names every cell cost 0.1 s."""
+        if not rest or not mutated:
+            return
+        is_secret = self._redactor.name_is_secret
+        for name, value in rest:
+            if name in mutated and is_secret(name):
+                try:
+                    self._redactor.learn(secret_strings(name, value, is_secret))
+                except Exception:
+                    pass
+
     # ------------------------------------------------------------ measuring
 
     def _measure_all(self, todo: list[tuple[str, Any, tuple[Any, ...]]], end: float) -> None:
@@ -122,7 +150,7 @@ class Snapshotter:
         is_secret = self._redactor.name_is_secret
         for name, value, fp in todo:
             self._cache.pop(name, None)
-            if time.perf_counter() >= end:
+            if self._stopped or clock() >= end:
                 continue  # pending: measured at a later cell
             try:
                 self._redactor.learn(secret_strings(name, value, is_secret))
@@ -137,17 +165,19 @@ class Snapshotter:
             except Exception as exc:
                 text, library = f"<repr raised {type_name(type(exc))}>", False
             if text is None and library and use_alarm:
-                seconds = min(budget, end - time.perf_counter())
+                seconds = min(budget, end - clock())
                 text = self._library_repr(value, info["type"], seconds)
             if text is None:
                 forked.append((name, value, fp, info))
             else:
                 self._store(name, fp, info, text)
-        if forked and sandbox.available():
+        if forked and self._stopped:
+            pass  # interrupted: pending
+        elif forked and sandbox.available():
             self._in_child(forked, end)
         elif forked:  # no fork here: the old way, an alarm (which a stubborn repr defeats)
             for name, value, fp, info in forked:
-                seconds = min(budget, end - time.perf_counter())
+                seconds = min(budget, end - clock())
                 text = self._library_repr(value, info["type"], seconds) if use_alarm else \
                     f"<repr of {info['type']} not measured>"
                 self._store(name, fp, info, text)
@@ -180,7 +210,7 @@ class Snapshotter:
     def _in_child(self, forked: list[tuple[str, Any, tuple[Any, ...], dict[str, Any]]],
                   end: float) -> None:
         budget, limit = self._settings.value_budget, self._settings.repr_length
-        seconds = max(end - time.perf_counter(), budget + _FORK_ALLOWANCE)
+        seconds = max(end - clock(), budget + _FORK_ALLOWANCE)
         self.forks += 1
         answers = sandbox.run([value for _, value, _, _ in forked],
                               lambda value: reprs.render(value, limit, reprs.plain),
@@ -207,8 +237,13 @@ class Snapshotter:
 
 
 def _pending_info(value: Any) -> dict[str, Any]:
-    return {"type": type_name(type(value))[:NAME_LENGTH], "size": None, "size_exact": False,
-            "repr": PENDING}
+    """A value not measured yet; its size all the same when that costs nothing (a 100 MB
+    string's size was null in the cell the budget ran out)."""
+    info: dict[str, Any] = {"type": type_name(type(value))[:NAME_LENGTH], "size": None,
+                            "size_exact": False, "repr": PENDING}
+    if id(type(value)) in _SIZED_AT_ONCE:  # by id: "in (str, ...)" would run a metaclass __eq__
+        info.update(size=sys.getsizeof(value), size_exact=True, length=len(value))
+    return info
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from themisto_ext.contract import read_status, read_switch, status_path, switch_path, write_switch
-from themisto_ext.errors import JournalUnavailable, StoreUnavailable, ThemistoError
+from themisto_ext.errors import JournalUnavailable, NotFound, StoreUnavailable, ThemistoError
 from themisto_ext.events import (
     EventBus,
     Scope,
@@ -237,6 +237,9 @@ class Themisto:
         self.events.publish(recording_event(kernel_id, state.recording, scope, state.reason))
 
     def set_kernel_recording(self, kernel_id: str, on: bool) -> KernelState:
+        if self.running_kernels is not None and kernel_id not in set(self.running_kernels()):
+            # No switch file for a kernel that does not exist (it would lie there forever).
+            raise NotFound(f"no kernel {kernel_id} is running on this server")
         try:
             write_switch(switch_path(self.journal_dir, kernel_id), on)
         except OSError as exc:

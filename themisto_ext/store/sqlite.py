@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import astuple, replace
@@ -51,8 +53,11 @@ _UNAVAILABLE = {
     6: "locked",                   # SQLITE_LOCKED
     8: "read-only",                # SQLITE_READONLY
     10: "disk I/O error",          # SQLITE_IOERR
+    11: "damaged: some of its pages are corrupt; `sqlite3 FILE .recover` saves what is "
+        "left",                    # SQLITE_CORRUPT
     13: "disk full",               # SQLITE_FULL
     14: "cannot open its files",   # SQLITE_CANTOPEN
+    26: "damaged: its file is no longer a database",  # SQLITE_NOTADB
 }
 """SQLite result codes (primary, low byte) that mean "cannot be used right now", not a bug."""
 
@@ -71,6 +76,14 @@ def _failure(path: Path, exc: sqlite3.Error) -> StoreError:
 def _not_a_store(path: Path) -> str | None:
     """Why an existing file at ``path`` must not be opened as a store (never overwritten)."""
     try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if not stat.S_ISREG(mode):  # a FIFO blocks the first read forever, a device is no store
+        return "is not a regular file (a FIFO, socket or device), not a trajectory store"
+    try:
         with path.open("rb") as fh:
             head = fh.read(len(_HEADER))
     except IsADirectoryError:
@@ -81,6 +94,28 @@ def _not_a_store(path: Path) -> str | None:
         return "is an empty file, not a trajectory store"
     if head != _HEADER:
         return "is not a trajectory store (not a SQLite database)"
+    return None
+
+
+def _unwritable_side_file(path: Path) -> str | None:
+    """Why the store's ``-wal`` or ``-shm`` file cannot be used for writing, checked before
+    SQLite opens them: it maps ``-shm`` into memory, and a mapping of a file it cannot write
+    or extend (read-only, immutable) has killed the server with SIGBUS, kernels with it."""
+    for suffix in ("-wal", "-shm"):
+        side = Path(f"{path}{suffix}")
+        try:
+            mode = side.lstat().st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return f"its {suffix} file {side} cannot be read ({exc.strerror})"
+        if not stat.S_ISREG(mode):
+            return f"its {suffix} file {side} is not a regular file"
+        try:
+            os.close(os.open(side, os.O_RDWR | os.O_NOFOLLOW))
+        except OSError as exc:
+            return (f"its {suffix} file {side} cannot be written ({exc.strerror}: read-only "
+                    "or immutable)")
     return None
 
 
@@ -98,6 +133,9 @@ class SQLiteStore:
                                  f"{problem}; nothing was changed")
         elif readonly:
             raise StoreError(f"no trajectory store at {self.path}")
+        if not readonly and (problem := _unwritable_side_file(self.path)):
+            raise StoreUnavailable(f"cannot open the trajectory store at {self.path}: "
+                                   f"{problem}; nothing was changed")
         try:
             if readonly:
                 self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
@@ -163,13 +201,23 @@ class SQLiteStore:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     result = work(self._db)
+                    self._db.execute("COMMIT")
                 except BaseException:
-                    self._db.execute("ROLLBACK")
+                    self._rollback()
                     raise
-                self._db.execute("COMMIT")
                 return result
             except sqlite3.Error as exc:
                 raise _failure(self.path, exc) from exc
+
+    def _rollback(self) -> None:
+        """Undo the open transaction, if SQLite has not already: on a full disk or an I/O
+        error it rolls back by itself, and a second ROLLBACK ("cannot rollback - no
+        transaction is active") would replace the real cause (a 500 instead of a 503)."""
+        if self._db.in_transaction:
+            try:
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the error being raised says why; the transaction is gone either way
 
     # ------------------------------------------------------------ writes
 

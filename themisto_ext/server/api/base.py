@@ -13,6 +13,7 @@ from tornado import web
 from themisto_ext.errors import (
     FormatError,
     JournalUnavailable,
+    NotFound,
     StoreUnavailable,
     ThemistoError,
 )
@@ -151,6 +152,8 @@ class NotFoundHandler(ThemistoHandler):
 def _status_of(error: ThemistoError) -> int:
     if isinstance(error, FormatError):
         return HTTPStatus.BAD_REQUEST
+    if isinstance(error, NotFound):
+        return HTTPStatus.NOT_FOUND
     if isinstance(error, (StoreUnavailable, JournalUnavailable)):
         return HTTPStatus.SERVICE_UNAVAILABLE
     return HTTPStatus.INTERNAL_SERVER_ERROR
