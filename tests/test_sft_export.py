@@ -15,9 +15,10 @@ from test_prompts import make_step
 
 from themisto_ext.evaluation.sample import sample
 from themisto_ext.ingest import interpret
-from themisto_ext.prediction.prompts import TASKS
+from themisto_ext.prediction.prompts import ANSWER_TOKENS, TASKS
 from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.prediction.prompts.postprocess import postprocess
+from themisto_ext.prediction.prompts.window import estimate_tokens, estimated_window
 from themisto_ext.prediction.scoring import reference_for
 from themisto_ext.store import SQLiteStore, TrajectoryStore
 from themisto_ext.training.sft import SFTConfig, export_sft
@@ -280,3 +281,28 @@ def test_sft_export_streams_one_trajectory_at_a_time(tmp_path: Path):
     firsts = [second_pass.index(f"read {k}") for k in "012"]
     lasts = [max(i for i, e in enumerate(second_pass) if e == f"wrote {k}") for k in "012"]
     assert firsts[0] < lasts[0] < firsts[1] < lasts[1] < firsts[2] < lasts[2]
+
+
+def test_sft_window_fits_every_prompt_and_its_answer_cap(recorded, tmp_path: Path):
+    """`--window` fits prompts as a prediction fits them for a model of that window."""
+    store, _ = recorded
+    wide, narrow = tmp_path / "wide.jsonl", tmp_path / "narrow.jsonl"
+    base = ["export", "--all", "--format", "sft", "--context", "full", "--task", "next-cell"]
+    assert themisto(*base, "--out", str(wide), store=store).returncode == 0
+    assert themisto(*base, "--window", "2048", "--out", str(narrow), store=store).returncode == 0
+    window = estimated_window(2048)
+    for pair in read(narrow):
+        asked = pair["messages"][:-1]
+        tokens = sum(estimate_tokens(m["content"]) + 8 for m in asked)
+        assert tokens <= window.tokens - ANSWER_TOKENS
+    assert sum(p["dropped_steps"] for p in read(narrow)) > sum(
+        p["dropped_steps"] for p in read(wide))
+
+
+def test_sft_split_gives_every_named_split_a_group_while_there_are_enough():
+    from themisto_ext.training.split import assign_splits
+
+    spec = (("train", 0.9), ("dev", 0.05), ("test", 0.05))
+    assigned = assign_splits([f"g{i}" for i in range(4)], spec, seed=0)
+    assert sorted(assigned.values()) == ["dev", "test", "train", "train"]
+    assert set(assign_splits(["only"], spec, seed=0).values()) == {"train"}
