@@ -306,3 +306,19 @@ def test_sft_split_gives_every_named_split_a_group_while_there_are_enough():
     assigned = assign_splits([f"g{i}" for i in range(4)], spec, seed=0)
     assert sorted(assigned.values()) == ["dev", "test", "train", "train"]
     assert set(assign_splits(["only"], spec, seed=0).values()) == {"train"}
+
+
+def test_sft_export_file_gets_the_mode_a_plain_write_gives(recorded, tmp_path: Path):
+    import os
+    import stat
+
+    store, _ = recorded
+    out = tmp_path / "sft.jsonl"
+    base = ["export", "--all", "--format", "sft", "--context", "none", "--out", str(out)]
+    assert themisto(*base, store=store).returncode == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+    out.chmod(0o640)  # a replaced export keeps its mode
+    assert themisto(*base, store=store).returncode == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -124,6 +125,9 @@ def _write_replacing(out: Path, write: Any) -> Any:
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent)
     try:
+        # mkstemp makes the file private (0600); the export gets the mode a plain open()
+        # would give it, or the mode of the file it replaces
+        os.chmod(temporary, stat.S_IMODE(out.stat().st_mode) if out.exists() else _umasked())
         fh: IO[str]
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             result = write(fh)
@@ -132,6 +136,12 @@ def _write_replacing(out: Path, write: Any) -> Any:
         Path(temporary).unlink(missing_ok=True)
         raise
     return result
+
+
+def _umasked() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _report(result: Any, config: Any, out: str, trajectories: int, seconds: float) -> None:
