@@ -322,3 +322,29 @@ def test_sft_export_file_gets_the_mode_a_plain_write_gives(recorded, tmp_path: P
     out.chmod(0o640)  # a replaced export keeps its mode
     assert themisto(*base, store=store).returncode == 0
     assert stat.S_IMODE(out.stat().st_mode) == 0o640
+
+
+def test_sft_options_are_the_sampler_and_split_rules_and_cost_no_numpy():
+    import subprocess
+    import sys
+
+    from themisto_ext.cli import training
+    from themisto_ext.evaluation import sample as sampler
+    from themisto_ext.training import split
+
+    assert training.ERROR_RULES == sampler.ERROR_RULES
+    assert training.ENVIRONMENT_RULES == sampler.ENVIRONMENT_RULES
+    assert training.SPLIT_BY == split.SPLIT_BY
+    loaded = subprocess.run([sys.executable, "-c", "import sys, themisto_ext.cli.main; "
+                             "print('numpy' in sys.modules)"], capture_output=True, text=True)
+    assert loaded.stdout.strip() == "False", loaded.stderr
+
+
+def test_sft_to_standard_output_keeps_the_summary_on_stderr(recorded):
+    store, _ = recorded
+    r = themisto("export", "--all", "--format", "sft", "--context", "curated", "--task",
+                 "output", "--out", "-", store=store)
+    assert r.returncode == 0, r.stderr
+    pairs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert pairs and {p["task"] for p in pairs} == {"output"}
+    assert f"wrote {len(pairs)} pairs (output/curated {len(pairs)})" in r.stderr

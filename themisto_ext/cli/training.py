@@ -19,10 +19,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from themisto_ext.cli.args import non_negative_int, positive_int
-from themisto_ext.evaluation.sample import ENVIRONMENT_RULES, ERROR_RULES
 from themisto_ext.prediction.prompts import CONTEXTS, TASKS
 from themisto_ext.store import SQLITE, StoreURL, TrajectoryStore
-from themisto_ext.training.split import SPLIT_BY
+
+# The rules of evaluation/sample.py and training/split.py, spelled out here (as `sample`'s
+# options are) so that every command does not import numpy to build its parser.
+ERROR_RULES = ("drop", "keep", "drop-environment")
+ENVIRONMENT_RULES = ("keep", "drop")
+SPLIT_BY = ("trajectory", "notebook")
 
 _SFT_OPTIONS = ("context", "task", "split", "split_by", "seed", "errors", "environment",
                 "budget", "window", "force")
