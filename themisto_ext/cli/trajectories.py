@@ -64,7 +64,8 @@ def register(sub: Any) -> None:
     p.add_argument("--user", help="only trajectories this user recorded")
     p.set_defaults(run=list_)
 
-    p = sub.add_parser("export", help="export trajectories as benchmark-format JSONL")
+    p = sub.add_parser("export", help="export trajectories as benchmark-format JSONL, or "
+                       "as training pairs (--format sft)")
     _store_option(p)
     p.add_argument("ids", nargs="*", help="trajectory ids (or unique prefixes)")
     p.add_argument("--all", action="store_true", help="export every stored trajectory")
