@@ -12,6 +12,7 @@ from typing import IO, Any
 
 from themisto_ext.cli.args import positive_float
 from themisto_ext.cli.files import check_output
+from themisto_ext.cli.training import export_sft_command, refuse_sft_options, sft_options
 from themisto_ext.contract import default_store_path, default_user, journal_dir_for
 from themisto_ext.records import Step
 from themisto_ext.replay import (
@@ -66,14 +67,19 @@ def register(sub: Any) -> None:
     p.add_argument("--user", help="only trajectories this user recorded")
     p.set_defaults(run=list_)
 
-    p = sub.add_parser("export", help="export trajectories as benchmark-format JSONL")
+    p = sub.add_parser("export", help="export trajectories as benchmark-format JSONL, or "
+                       "as training pairs (--format sft)")
     _store_option(p)
     p.add_argument("ids", nargs="*", help="trajectory ids (or unique prefixes)")
     p.add_argument("--all", action="store_true", help="export every stored trajectory")
     p.add_argument("--user", help="with --all: only trajectories this user recorded")
     p.add_argument("--out", required=True, help="output file, or - for standard output")
     p.add_argument("--force", action="store_true", help="let --out replace a file that is "
-                   "not a trajectory (never the store)")
+                   "not of the format written (never the store)")
+    p.add_argument("--format", choices=("steps", "sft"), default="steps",
+                   help="steps: the trajectories as benchmark-format JSONL (default); sft: "
+                   "(prompt, answer) training pairs in chat form (docs/format.md)")
+    sft_options(p)
     p.set_defaults(run=export)
 
     p = sub.add_parser("validate", help="check a trajectory JSONL file against the schema")
@@ -174,11 +180,15 @@ def export(args: argparse.Namespace) -> int:
         raise ValueError("give trajectory ids or --all (not both)")
     if args.user is not None and not args.all:
         raise ValueError("--user goes with --all")
-    check_output(args.out, "jsonl", store=_store_url(args), force=args.force)
-    store, _ = _store(args, readonly=True)
+    if args.format != "sft":
+        refuse_sft_options(args)
+        check_output(args.out, "jsonl", store=_store_url(args), force=args.force)
+    store, url = _store(args, readonly=True)
     ids = [t.id for t in store.list_trajectories(TrajectoryFilter(user=args.user),
                                                  limit=10**9)] if args.all \
         else _resolve(store, args.ids)
+    if args.format == "sft":
+        return export_sft_command(args, store, url, ids)
     count = _export(store, ids, args.out)
     if args.out != "-":
         print(f"wrote {count} steps of {len(ids)} trajectories to {args.out}")

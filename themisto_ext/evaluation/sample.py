@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -305,8 +305,12 @@ def sample(paths: Sequence[Path], task: Task, *, n: int = 200, seed: int = 0,
         return _sample(read_trajectories(paths), task, n, seed, errors, environment, source)
 
 
-def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
-            errors: str, environment: str = "keep", source: str = "any") -> SampleResult:
+def select_targets(trajectories: list[Trajectory], task: Task, errors: str = "drop",
+                   environment: str = "keep", source: str = "any",
+                   ) -> tuple[list[_Candidate], dict[str, int]]:
+    """Every candidate target for ``task`` after every filter, ordered by trajectory id and
+    position, and how many steps each filter left out: the population a benchmark draws
+    from, and the targets a training export (``training/sft.py``) writes."""
     dropped = {f"not --source {source}": 0, "fewer than 5 prior steps": 0, "empty target": 0,
                "raised an exception": 0, "depends on the environment": 0,
                "longer than the 0.99 quantile": 0}
@@ -315,6 +319,27 @@ def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
     found = _drop_long(_candidates(trajectories, task, errors, environment, dropped, source),
                        task, dropped)
     found.sort(key=lambda c: (c.trajectory.trajectory_id, c.position))
+    return found, dropped
+
+
+def observe_trajectory(trajectory_id: str, steps: Iterable[Any], source: Path | str,
+                       recorded_by: str | None = None) -> Trajectory:
+    """A trajectory's filter facts and environment facts from its steps (execution order),
+    without keeping the steps: what choosing targets needs, in the memory of a few numbers
+    a step, for a reader that can read the steps again (a store). ``Trajectory.step``
+    cannot be used on it."""
+    trajectory = Trajectory(trajectory_id, Path(source), [], [], recorded_by=recorded_by)
+    tracker = Tracker()
+    for position, step in enumerate(steps):
+        where = step.get("step", position + 1) if isinstance(step, dict) else position + 1
+        trajectory.facts.append(_facts(step, Path(source), where, tracker))
+        trajectory._environment.append(trajectory._tracker.observe(step))
+    return trajectory
+
+
+def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
+            errors: str, environment: str = "keep", source: str = "any") -> SampleResult:
+    found, dropped = select_targets(trajectories, task, errors, environment, source)
     steps = sum(len(t.lines) for t in trajectories)
     notes: list[str] = []
     if not found:

@@ -274,9 +274,15 @@ def demonstrations(context: Context) -> tuple[Exchange, ...]:
     exchanges = []
     for task, target, answer in asked:
         shown = _build(_DEMO_HISTORY, task, context, target, 4_000)
-        opening, closing = ANSWER_TAGS[task]
-        exchanges.append(Exchange(shown.user, f"{opening}{answer}\n{closing}"))
+        exchanges.append(Exchange(shown.user, tagged_answer(task, answer)))
     return tuple(exchanges)
+
+
+def tagged_answer(task: Task, answer: str) -> str:
+    """An answer as the demonstrations give it, between the task's tags (``ANSWER_TAGS``):
+    what a model is shown to answer, and what a training example teaches it to."""
+    opening, closing = ANSWER_TAGS[task]
+    return f"{opening}{answer}\n{closing}"
 
 
 def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
