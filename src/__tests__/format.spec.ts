@@ -85,13 +85,15 @@ describe('statusDataset', () => {
       state: 'ready',
       recording: 'true',
       steps: '2',
-      warning: 'false'
+      warning: 'false',
+      model: 'ok'
     });
     expect(statusDataset(ready({ recording: false, steps: 5 }))).toEqual({
       state: 'ready',
       recording: 'false',
       steps: '5',
-      warning: 'false'
+      warning: 'false',
+      model: 'ok'
     });
   });
 
@@ -100,8 +102,22 @@ describe('statusDataset', () => {
       state: 'loading',
       recording: 'false',
       steps: '0',
-      warning: 'false'
+      warning: 'false',
+      model: 'ok'
     });
+  });
+
+  it('says when the embedded model is off, only while it is', () => {
+    const down = {
+      ...ready({ recording: true, steps: 4 }),
+      modelDown: 'died 3 times in 300 s'
+    };
+    expect(statusDataset(down).model).toBe('off');
+    expect(formatStatusLabel(down, trans)).toBe(
+      'Themisto: recording · 4 steps · model off ⚠'
+    );
+    expect(formatStatusTitle(down, trans)).toContain('died 3 times in 300 s');
+    expect(statusDataset(ready({ recording: true, steps: 4 })).model).toBe('ok');
   });
 
   it('warns when the kernel should record and cannot', () => {

@@ -28,7 +28,8 @@ describe('ghost text', () => {
       predictors: {
         predictors: ['baseline'],
         contexts: ['none', 'full'],
-        live: true
+        live: true,
+        localModels: []
       }
     };
     expect(latestNextCell(store, live, settings)).toBeNull();
@@ -138,7 +139,7 @@ describe('cellView', () => {
     expect(noPredictionReason(null, false, trans)).toBe('auto-predict is off');
     expect(
       noPredictionReason(
-        { predictors: [], contexts: [], live: true },
+        { predictors: [], contexts: [], live: true, localModels: [] },
         true,
         trans
       )
