@@ -117,7 +117,9 @@ describe('statusDataset', () => {
       'Themisto: recording · 4 steps · model off ⚠'
     );
     expect(formatStatusTitle(down, trans)).toContain('died 3 times in 300 s');
-    expect(statusDataset(ready({ recording: true, steps: 4 })).model).toBe('ok');
+    expect(statusDataset(ready({ recording: true, steps: 4 })).model).toBe(
+      'ok'
+    );
   });
 
   it('warns when the kernel should record and cannot', () => {
