@@ -120,7 +120,11 @@ def test_validate_reports_a_line_too_long_to_read_and_goes_on(tmp_path: Path):
 
 
 def _store_with_steps(path: Path) -> bytes:
-    apply(SQLiteStore(path), [start("t1"), step("t1", 1), step("t1", 2)], "kernel", None)
+    store = SQLiteStore(path)
+    apply(store, [start("t1"), step("t1", 1), step("t1", 2)], "kernel", None)
+    # closed before reading: a connection closed later (when collected) checkpoints its
+    # WAL into the file, which would change the bytes under the test
+    store.close()
     return path.read_bytes()
 
 

@@ -126,12 +126,16 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]
         "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     out = tmp / "export.jsonl"
     # The server's environment, which kernels inherit (a PostgreSQL store's password).
+    previous = os.environ.get("PGPASSWORD")  # the session's PostgreSQL cluster has one
     os.environ["PGPASSWORD"] = "form27-pgpassword"
     try:
         r = themisto("record", str(nb), "--out", str(out),
                      store=tmp / "data" / "store.sqlite3")
     finally:
-        del os.environ["PGPASSWORD"]
+        if previous is None:
+            del os.environ["PGPASSWORD"]
+        else:
+            os.environ["PGPASSWORD"] = previous
     assert r.returncode == 0, r.stderr
     steps = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(steps) == len(cells)
