@@ -78,19 +78,17 @@ export function headerView(
       button(trans.__('Start recording'), () => actions.toggleRecording())
     );
   }
+  const modelDown = localModelDown(state.predictors);
   if (state.predictorsError) {
     banner(
       'unavailable',
       trans.__('Predictions are unavailable: %1', state.predictorsError) + ' ',
       button(trans.__('Retry'), () => actions.refreshPredictors())
     );
-  } else if (localModelDown(state.predictors)) {
+  } else if (modelDown) {
     banner(
       'model-off',
-      trans.__(
-        'The embedded model gives no predictions: %1',
-        localModelDown(state.predictors) ?? ''
-      ) + ' ',
+      trans.__('The embedded model gives no predictions: %1', modelDown) + ' ',
       button(trans.__('Check again'), () => actions.refreshPredictors())
     );
   } else if (state.predictors && state.predictors.predictors.length === 0) {

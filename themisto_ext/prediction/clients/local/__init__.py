@@ -89,8 +89,6 @@ class LocalPredictor:
                 reuse_prefix=reuse_prefix,
                 prefix_dir=str(prefix_dir or default_home() / "model-states")), limits)
         self._namespace = str(id(self))
-        """Requests supersede only those of the same predictor (another that shares the
-        process, as ``hybrid`` and ``local`` do, has its own)."""
         self.window = Window(n_ctx, self._count_prompt)
         self._waiting = 0
 
@@ -163,9 +161,8 @@ class LocalPredictor:
         return run
 
     async def predict(self, request: PredictionRequest) -> Completion:
-        kind = None if request.session is None else (
-            f"{request.session} ({self._namespace})",
-            "speculation" if request.speculative else request.task)
+        kind = self._kind(request.session,
+                          "speculation" if request.speculative else request.task)
         run = await self._run("complete", request.prompt, request.session, kind,
                               urgent=request.task == "output", on_text=request.on_text,
                               on_cpu=request.on_cpu)
@@ -192,6 +189,11 @@ class LocalPredictor:
             },
         )
 
+    def _kind(self, session: str | None, task: str) -> tuple[str, str] | None:
+        """What a newer request supersedes: the same session and task of this predictor
+        (another that shares the process, as ``hybrid`` and ``local`` do, has its own)."""
+        return None if session is None else (f"{session} ({self._namespace})", task)
+
     def _model_name(self) -> str:
         running = self._process.running
         if running is not None and running.info is not None:
@@ -202,9 +204,7 @@ class LocalPredictor:
         """Read what ``session``'s next prompts share with ``prompt`` into the KV cache in
         the background (``Engine.warm``): behind predictions, and paused by an output
         prediction. Returns the tokens read (0: the session was warm)."""
-        run = await self._run("warm", prompt, session,
-                              None if session is None else (f"{session} ({self._namespace})",
-                                                            "warm"))
+        run = await self._run("warm", prompt, session, self._kind(session, "warm"))
         read: int = run.response["usage"]["prompt_tokens"] - run.cached_tokens
         return read
 

@@ -76,7 +76,6 @@ class Pending:
     on_text: Callable[[str], None] | None = None
     on_cpu: Callable[[float], None] | None = None
     started: bool = False
-    is_job: bool = True
 
 
 def settle(future: Future[Any], result: Any = None,
@@ -209,21 +208,26 @@ class ModelProcess:
                kind: tuple[str, str] | None, urgent: bool,
                on_text: Callable[[str], None] | None,
                on_cpu: Callable[[float], None] | None) -> tuple[Incarnation, Pending]:
-        """Send a job to the running process (``ensure_running`` first)."""
-        current = self.ensure_running()
+        """Send a job to the running process (started first if need be)."""
         pending = Pending(next(self._ids), on_text=on_text, on_cpu=on_cpu)
+        current = self._request(pending, wire.JOB, pending.id, call, prompt, session, called,
+                                kind, urgent, on_text is not None)
+        return current, pending
+
+    def _request(self, pending: Pending, *message: Any) -> Incarnation:
+        """Register ``pending`` with the running process and send ``message``; the reader
+        resolves it, also with the reason if the process dies meanwhile."""
+        current = self.ensure_running()
         with self._lock:
             if current.dead or self._state == "closed":
                 self._refuse_if_down()
                 raise wire.ModelProcessDied("the local model's process ended; retry")
             current.pending[pending.id] = pending
-            current.unacked += 1
-        try:
-            current.send(wire.JOB, pending.id, call, prompt, session, called, kind, urgent,
-                         on_text is not None)
-        except (OSError, ValueError):
-            pass  # it died: the reader ends the request with the reason
-        return current, pending
+            if message[0] == wire.JOB:
+                current.unacked += 1
+        with contextlib.suppress(OSError, ValueError):  # it died: the reader says why
+            current.send(*message)
+        return current
 
     def give_up(self, current: Incarnation, pending: Pending) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -231,16 +235,8 @@ class ModelProcess:
 
     def count(self, what: str, value: Any) -> int:
         """Tokens of a text or a prompt, counted by the model's own tokenizer."""
-        current = self.ensure_running()
-        pending = Pending(next(self._ids), is_job=False)
-        with self._lock:
-            if current.dead:
-                raise wire.ModelProcessDied("the local model's process ended; retry")
-            current.pending[pending.id] = pending
-        try:
-            current.send(wire.COUNT, pending.id, what, value)
-        except (OSError, ValueError):
-            pass
+        pending = Pending(next(self._ids))
+        self._request(pending, wire.COUNT, pending.id, what, value)
         try:
             tokens: int = pending.future.result(timeout=self.limits.hang_after)
         except concurrent.futures.TimeoutError:
