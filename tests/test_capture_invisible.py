@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -136,7 +137,8 @@ def test_trace_and_profile_functions_see_only_the_hooks_entry(kernels):
     shown = seen(recording.run("import json\nprint(json.dumps(hook))")[1])
     names = set(json.loads(shown[0][1]))
     # before: 1,166 / 779 of the hook's frames a cell; now the calls that enter it
-    assert names <= {"_pre_run_cell", "_post_run_cell", "send", "untraced"}, names
+    # (``visit``: the AST transformer's entry, kernel/deletions.py)
+    assert names <= {"_pre_run_cell", "_post_run_cell", "send", "untraced", "visit"}, names
 
 
 def test_the_measuring_copy_is_invisible(kernels):
@@ -166,3 +168,23 @@ def test_a_frozen_clock_does_not_stretch_the_snapshot_budget(kernels):
     measured = [n for n, v in variables.items() if n.startswith("s") and v["repr"] == "slow"]
     # 0.1 s of budget on the real clock: a few of the 100 (3 s of reprs), not all
     assert len(measured) < 50, len(measured)
+
+
+def test_deleting_a_secret_named_variable_behaves_as_without_the_hook(kernels):
+    """The call the hook puts before ``del password`` (to learn the value while it exists)
+    changes no output, no error, no traceback line and leaves no name behind."""
+    plain, recording = kernels
+    same_in_both(kernels, [
+        "api_password = 'x' * 12\nprint('before')\ndel api_password\n"
+        "print('api_password' in dir())",
+        "try:\n    del missing_password\nexcept NameError as e:\n    print(e)",
+        "for i in range(2):\n    tok_secret = i\n    if i:\n        del tok_secret, i",
+        "print(sorted(k for k in globals() if 'themisto' in k), tok_secret)",
+    ])
+    code = "auth_token = 1\n\ndel auth_token\ndel auth_token"
+    tracebacks = []
+    for kernel in (plain, recording):
+        error = next(m["content"] for m in kernel.run(code)[1] if m["msg_type"] == "error")
+        text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error["traceback"]))
+        tracebacks.append([line for line in text.splitlines() if "del auth_token" in line])
+    assert tracebacks[0] == tracebacks[1] and tracebacks[0], tracebacks

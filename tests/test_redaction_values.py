@@ -54,6 +54,8 @@ def test_innocent_names_are_not_secret(name: str):
     ("restricted key rk_prod_51OuEMLAlTWGaDypq4P5", "51OuEMLAlTWGaDypq4P5"),
     ("BlobEndpoint=https://x.blob.core.windows.net/;SharedAccessSignature=sv2019abcdef;",
      "sv2019abcdef"),
+    ("https://a.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&se=2026-12-31T00:00Z"
+     "&sig=Xq7mW2pLk9Rt4vBn8cZs1Yd6Fh3Gj5Ke0Ua2Ii4Oo6P%3D", "Xq7mW2pLk9Rt4vBn8cZs1Yd6Fh3Gj5"),
 ])
 def test_keyword_text_and_formats_are_masked(text: str, secret: str):
     masked = Redactor().mask(text)
@@ -184,6 +186,7 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "-----BEGIN": lambda n: "-----BEGIN PRIVATE KEY-----\n" * (n // 8),
     "Bearer": lambda n: "Bearer Bearer " * (n // 4),
     "://": lambda n: "://a:" * n,
+    "sig=": lambda n: ("&sig=" + "a" * 29 + "!") * (n // 8) + "sig=" * n,
 }
 
 
@@ -259,6 +262,7 @@ def test_names_in_huge_keys_are_not_words():
     "task-0123456789abcdefghij done", "the desk-abcdefghijklmnop1234 booking",
     "Bearer authentication is described in RFC 6750", "token: a unit of text",
     "Authorization: required for admin pages",
+    "https://example.com/find?q=signal&sig=high&page=2", "p < 0.05: sig=True",
 ])
 def test_key_patterns_inside_words_and_prose_are_kept(text: str):
     assert Redactor().mask(text) == text

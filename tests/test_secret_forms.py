@@ -85,6 +85,14 @@ FORMS: dict[str, tuple[list[str], str]] = {
                      "form25-passcode"),
     "db_pw variable": (["db_pw = open('pw26.txt').read().strip()", "print(db_pw)"],
                        "form26-dbpw"),
+    "Azure SAS URL": (
+        ["print('https://acct.blob.core.windows.net/c/f.csv?sv=2022-11-02&ss=b&sp=r'"
+         " + '&se=2026-12-31T00:00:00Z&sig=' + 'Sa' * 20 + '%2B' + 'Sb' * 2 + '%3D')"],
+        "Sa" * 20),
+    "secret bound, printed and deleted in one cell": (
+        ["once_password = open('pw28.txt').read().strip()\n"
+         "print('connecting with', once_password)\ndel once_password"],
+        "form28-deleted-in-cell"),
     "PGPASSWORD inherited from the server": (["import os\nprint(os.environ['PGPASSWORD'])"],
                                              "form27-pgpassword"),
 }
@@ -95,7 +103,8 @@ FILES = {"users.csv": "user,password\nann,form06-column\nbob,form06-other\n",
          "netrc.txt": "machine api.example.com\nlogin bob\npassword form22-netrc\n",
          "dot.env": "STRIPE_KEY=sk_live_" + "Ev" * 12 + "\nDEBUG=1\n",
          "pw23.txt": "form23-b64cred\n", "pw24.txt": "form24-pickled\n",
-         "pw25.txt": "form25-passcode\n", "pw26.txt": "form26-dbpw\n"}
+         "pw25.txt": "form25-passcode\n", "pw26.txt": "form26-dbpw\n",
+         "pw28.txt": "form28-deleted-in-cell\n"}
 # The second dataclass's password comes from a file, never from code.
 EXTRA_SECRETS = ["form10-positional"]
 INNOCENT = {
@@ -106,6 +115,7 @@ INNOCENT_TEXT = {  # masked before (issue 23): a key pattern inside a word, pros
     "task_ref": "task-0123456789abcdefghij", "desk_ref": "desk-abcdefghijklmnop1234",
     "note1": "Bearer authentication is described in RFC 6750",
     "note2": "token: a unit of text", "note3": "Authorization: required for admin pages",
+    "query_ref": "https://example.com/find?q=signal&sig=high&page=2",
 }
 
 

@@ -130,6 +130,35 @@ def damage_steps(path: Path) -> None:
             fh.write(b"\xa5" * size)
 
 
+def test_a_reader_keeps_reading_while_a_refused_write_reopens_the_store(tiny_disk: Path):
+    """A page-by-page reader (an export, a long history) that began before a write failed
+    for a full disk reads to its end after the store is reopened: the store it reads from
+    is put aside, not closed under it (that was "Cannot operate on a closed database")."""
+    from themisto_ext.store.guarded import GuardedStore
+    path = tiny_disk / "t.sqlite3"
+    guarded = GuardedStore(lambda: SQLiteStore(path), retry=0.0)
+    try:
+        records = [start("t1"), *(step("t1", n) for n in range(1, 1201))]
+        guarded.apply(interpret(records, "kernel"), ("j", 1))
+        reader = guarded.iter_steps("t1")  # lazy: pages of 500
+        assert next(reader)["step"] == 1
+        filler = tiny_disk / "filler"
+        with open(filler, "wb") as f, pytest.raises(OSError):
+            while True:
+                f.write(b"\0" * (1 << 16))
+                f.flush()
+        big = step("t1", 2000)
+        big["output"] = "x" * 2_000_000
+        with pytest.raises(StoreUnavailable, match="disk full"):
+            guarded.apply(interpret([big], "kernel"), ("j", 2))
+        filler.unlink()
+        big["output"] = "small"
+        guarded.apply(interpret([big], "kernel"), ("j", 2))  # reopens the store
+        assert [s["step"] for s in reader] == [*range(2, 1201), 2000]
+    finally:
+        guarded.close()
+
+
 def test_a_damaged_store_is_503_with_the_reason_and_new_steps_are_kept(home: Path):
     store_file = home / "data" / "themisto" / "trajectories.sqlite3"
     store_file.parent.mkdir(parents=True)

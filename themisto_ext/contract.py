@@ -134,6 +134,9 @@ DEFAULT_VALUE_PATTERNS: tuple[str, ...] = (
     r"machine[ \t]+\S{1,256}(?:\s{1,64}login[ \t]+\S{1,256})?\s{1,64}password[ \t]+"
     r"(?P<secret>\S{1,256})",
     r"://(?P<secret>[^\s/:@]{0,256}:[^\s/@]{1,256})@",  # user:password@ in URLs
+    # Azure shared access signatures: the URL-encoded HMAC of a query's sig= (a SAS URL,
+    # a connection string's SharedAccessSignature); a short sig=high is not one
+    r"sig=(?<=[?&;]sig=)(?P<secret>[A-Za-z0-9%+/]{30,}=*)",
 )
 """Credential formats masked wherever they appear (code, outputs, reprs)."""
 

@@ -35,11 +35,12 @@ from themisto_ext.contract import (
 )
 from themisto_ext.journal import JournalWriter
 from themisto_ext.kernel.bounds import clip_masked, fit_step, mask_across
+from themisto_ext.kernel.deletions import SecretDeletions
 from themisto_ext.kernel.mutations import PARSE_LIMIT, possibly_mutated
 from themisto_ext.kernel.outputs import OutputCollector
 from themisto_ext.kernel.private import clock, now_iso, untraced
 from themisto_ext.kernel.safe import is_atom, is_builtin_type, type_name
-from themisto_ext.kernel.secret_values import environment_secrets
+from themisto_ext.kernel.secret_values import environment_secrets, secret_strings
 from themisto_ext.kernel.snapshot import Snapshotter, user_variables
 from themisto_ext.redaction import Redactor, apply_spans
 from themisto_ext.trajectory import FORMAT_VERSION
@@ -124,6 +125,7 @@ class Recorder:
         self.notebook_path = os.environ.get(NOTEBOOK_ENV) or os.environ.get("JPY_SESSION_NAME")
         self.redactor = Redactor(settings.name_patterns, settings.value_patterns, settings.redact)
         self.snapshotter = Snapshotter(settings, self.redactor)
+        self.deletions = SecretDeletions(shell, self.redactor.name_is_secret, self._learn)
         self.collector = OutputCollector()
         self.journal = JournalWriter(journal_dir, self.kernel_id, self.trajectory_id)
         self._control = switch_path(journal_dir, self.kernel_id)
@@ -162,6 +164,8 @@ class Recorder:
             self.collector.install(session, on_reply=self._finish_step)
         self.shell.events.register("pre_run_cell", self._pre_run_cell)
         self.shell.events.register("post_run_cell", self._post_run_cell)
+        if self.settings.redact and self.deletions not in self.shell.ast_transformers:
+            self.shell.ast_transformers.append(self.deletions)
         if not self.registered:
             atexit.register(self.close)
         self.registered = True
@@ -176,12 +180,18 @@ class Recorder:
                 self.shell.events.unregister(event, callback)
             except ValueError:
                 pass
+        if self.deletions in self.shell.ast_transformers:
+            self.shell.ast_transformers.remove(self.deletions)
 
     def close(self) -> None:
         self._finish_step()
         self._append({"kind": "end", "trajectory_id": self.trajectory_id, "at": _now(),
                       "reason": "shutdown"})
         self.journal.close()
+
+    def _learn(self, name: str, value: Any) -> None:
+        """A secret-named value about to be deleted: its strings are secrets from now on."""
+        self.redactor.learn(secret_strings(name, value, self.redactor.name_is_secret))
 
     # ------------------------------------------------------------ journal and status
 
@@ -310,6 +320,8 @@ class Recorder:
             return  # a run whose pre_run_cell never came (IPython skips it for empty cells)
         cell = self._runs[index][1]
         del self._runs[index:]
+        if index == 0:
+            self.deletions.forget()
         if index > 0 or cell is None:
             return  # a nested run ended; its cell goes on
         t_end = clock()

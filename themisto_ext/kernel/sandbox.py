@@ -58,7 +58,8 @@ def available() -> bool:
 def run(values: list[Any], render: Callable[[Any], str], per_value: float,
         seconds: float) -> list[str | None]:
     """``render(value)`` for each value, in a child; ``TIMED_OUT`` for the value the child
-    was still on when time ran out, None for those it did not reach."""
+    was still on when time ran out if it had ``per_value`` seconds, ``CRASHED`` for the one
+    it died on, None for those it did not reach (or had barely begun)."""
     results: list[str | None] = [None] * len(values)
     _reap()
     if not values or seconds <= 0:
@@ -68,9 +69,9 @@ def run(values: list[Any], render: Callable[[Any], str], per_value: float,
     if pid == 0:  # pragma: no cover - the child never returns
         _child(values, render, per_value, read_end, write_end)
     os.close(write_end)
-    ended = False
+    ended, started = False, [-1, 0.0]
     try:
-        ended = _collect(read_end, results, clock() + seconds)
+        ended = _collect(read_end, results, clock() + seconds, started)
     finally:
         os.close(read_end)
         if not ended:
@@ -81,8 +82,14 @@ def run(values: list[Any], render: Callable[[Any], str], per_value: float,
         _unreaped.append(pid)
         _reap()
     reached = next((i for i, r in enumerate(results) if r is None), None)
-    if reached is not None:
-        results[reached] = CRASHED if ended else TIMED_OUT
+    if reached is None:
+        return results
+    if ended:
+        results[reached] = CRASHED
+    elif started[0] == reached and clock() - started[1] >= per_value:
+        # Only a value that had its whole budget is blamed: on a loaded machine the copy
+        # may start late, and a value it had barely begun stays pending (measured later).
+        results[reached] = TIMED_OUT
     return results
 
 
@@ -117,8 +124,9 @@ def _reap() -> None:
             _unreaped.remove(pid)
 
 
-def _collect(fd: int, results: list[str | None], until: float) -> bool:
-    """Read answers until the child closes the pipe (True) or time runs out (False)."""
+def _collect(fd: int, results: list[str | None], until: float, started: list[Any]) -> bool:
+    """Read answers until the child closes the pipe (True) or time runs out (False);
+    ``started`` is set to the value the child last began and when that was seen."""
     buffer = b""
     while True:
         left = until - clock()
@@ -131,7 +139,10 @@ def _collect(fd: int, results: list[str | None], until: float) -> bool:
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
             index, text = loads(line)
-            results[index] = text
+            if text is None:  # the child begins this value
+                started[:] = [index, clock()]
+            else:
+                results[index] = text
 
 
 def _child(values: list[Any], render: Callable[[Any], str], per_value: float,
@@ -146,6 +157,7 @@ def _child(values: list[Any], render: Callable[[Any], str], per_value: float,
         os.closerange(write_end + 1, 1 << 20)
         sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives until _exit
         for index, value in enumerate(values):
+            _send(write_end, [index, None])
             try:
                 with deadline(per_value):
                     text = render(value)
@@ -153,11 +165,15 @@ def _child(values: list[Any], render: Callable[[Any], str], per_value: float,
                 text = TIMED_OUT
             except BaseException as exc:  # the user's repr failed: say so
                 text = f"raised {type_name(type(exc))}"
-            line = dumps([index, text], compact=False).encode() + b"\n"  # ASCII
-            while line:
-                line = line[os.write(write_end, line):]
+            _send(write_end, [index, text])
     finally:
         os._exit(0)
+
+
+def _send(fd: int, message: list[Any]) -> None:  # pragma: no cover - runs in the child
+    line = dumps(message, compact=False).encode() + b"\n"  # ASCII
+    while line:
+        line = line[os.write(fd, line):]
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child

@@ -27,6 +27,9 @@ T = TypeVar("T")
 RETRY_SECONDS = 5.0
 """How often a store that could not be opened is tried again."""
 
+_RETIRED_KEPT = 2
+"""Stores replaced after a failed write that stay open for the readers still using them."""
+
 
 class GuardedStore:
     def __init__(self, opener: Callable[[], TrajectoryStore], retry: float = RETRY_SECONDS,
@@ -37,6 +40,7 @@ class GuardedStore:
         self._store: TrajectoryStore | None = None
         self._next_try = 0.0
         self._reopen_at: float | None = None
+        self._retired: list[TrajectoryStore] = []
         self.problem: str | None = None
         """Why the store cannot be used (or written) now; None while it works."""
         try:
@@ -72,7 +76,7 @@ class GuardedStore:
             # A store that refused a write is opened again before the next try: SQLite
             # keeps a file it opened read-only read-only, whatever happens to the file.
             self._reopen_at = None
-            self.close()
+            self._retire()
         store = self._open()
         try:
             result = work(store)
@@ -149,7 +153,19 @@ class GuardedStore:
     def import_step_lines(self, trajectory_id: str, lines: list[tuple[int, str]]) -> int:
         return self._call(lambda s: s.import_step_lines(trajectory_id, lines), write=True)
 
-    def close(self) -> None:
+    def _retire(self) -> None:
+        """Put the store aside for a new one without closing it: a request on another
+        thread may still be reading from it (``iter_steps`` is lazy), and closing it under
+        that reader made its next page fail ("Cannot operate on a closed database", a 500).
+        The oldest of those put aside is closed once there are more than a few."""
         if self._store is not None:
-            self._store.close()
+            self._retired.append(self._store)
             self._store = None
+        while len(self._retired) > _RETIRED_KEPT:
+            self._retired.pop(0).close()
+
+    def close(self) -> None:
+        for store in [*self._retired, *([self._store] if self._store is not None else [])]:
+            store.close()
+        self._retired.clear()
+        self._store = None

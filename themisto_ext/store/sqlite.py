@@ -68,6 +68,8 @@ def _failure(path: Path, exc: sqlite3.Error) -> StoreError:
     what = _UNAVAILABLE.get(code & 0xFF) if code is not None else next(
         (name for word, name in (("readonly", "read-only"), ("locked", "locked"),
                                  ("disk", "disk")) if word in str(exc)), None)
+    if what is None and isinstance(exc, sqlite3.ProgrammingError) and "closed" in str(exc):
+        what = "closed under this request while it was reopened; try again"
     if what is not None:
         return StoreUnavailable(f"the trajectory store {path} cannot be used ({what}: {exc})")
     return StoreError(f"trajectory store {path}: {exc}")
