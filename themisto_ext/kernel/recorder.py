@@ -164,8 +164,6 @@ class Recorder:
             self.collector.install(session, on_reply=self._finish_step)
         self.shell.events.register("pre_run_cell", self._pre_run_cell)
         self.shell.events.register("post_run_cell", self._post_run_cell)
-        if self.settings.redact and self.deletions not in self.shell.ast_transformers:
-            self.shell.ast_transformers.append(self.deletions)
         if not self.registered:
             atexit.register(self.close)
         self.registered = True
@@ -180,8 +178,7 @@ class Recorder:
                 self.shell.events.unregister(event, callback)
             except ValueError:
                 pass
-        if self.deletions in self.shell.ast_transformers:
-            self.shell.ast_transformers.remove(self.deletions)
+        self.deletions.disarm()
 
     def close(self) -> None:
         self._finish_step()
@@ -294,6 +291,8 @@ class Recorder:
         self.collector.start()
         if len(code) <= self.settings.code_length:  # parsing a huge cell would cost seconds
             self.redactor.learn_from_code(code)
+        if self.settings.redact:
+            self.deletions.arm(code)
         masked, _ = clip_masked(code, self.settings.code_length, self._mask_code)
         # Lets the server predict this cell's output while it runs.
         self._append({
@@ -321,7 +320,7 @@ class Recorder:
         cell = self._runs[index][1]
         del self._runs[index:]
         if index == 0:
-            self.deletions.forget()
+            self.deletions.disarm()
         if index > 0 or cell is None:
             return  # a nested run ended; its cell goes on
         t_end = clock()
