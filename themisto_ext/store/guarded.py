@@ -117,13 +117,24 @@ class GuardedStore:
     def events(self, trajectory_id: str) -> list[dict[str, str]]:
         return self._call(lambda s: s.events(trajectory_id))
 
+    def _paged(self, pages: Iterator[T]) -> Iterator[T]:
+        """A lazy read guarded page by page: a failure after the first page is reported
+        (``problem``, the log) like any other call's, not only raised to the reader."""
+        while True:
+            try:
+                item = self._call(lambda _: next(pages))
+            except StopIteration:
+                return
+            yield item
+
     def iter_steps(self, trajectory_id: str, since_step: int = 0,
                    limit: int | None = None) -> Iterator[Step]:
-        return self._call(lambda s: s.iter_steps(trajectory_id, since_step, limit))
+        return self._paged(self._call(lambda s: s.iter_steps(trajectory_id, since_step, limit)))
 
     def iter_step_lines(self, trajectory_id: str, since_step: int = 0,
                         limit: int | None = None) -> Iterator[tuple[int, str]]:
-        return self._call(lambda s: s.iter_step_lines(trajectory_id, since_step, limit))
+        return self._paged(self._call(
+            lambda s: s.iter_step_lines(trajectory_id, since_step, limit)))
 
     def delete_trajectory(self, trajectory_id: str) -> bool:
         return self._call(lambda s: s.delete_trajectory(trajectory_id), write=True)
