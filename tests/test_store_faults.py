@@ -18,10 +18,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from conftest import ROOT
-from test_store import start, step
+from test_store import interpret_lines, start, step
 from unwritable import unwritable
 
-from themisto_ext.ingest import interpret
 from themisto_ext.journal import JournalWriter
 from themisto_ext.store import SQLiteStore, StoreError, StoreUnavailable
 
@@ -163,7 +162,7 @@ def test_a_damaged_store_is_503_with_the_reason_and_new_steps_are_kept(home: Pat
     store_file = home / "data" / "themisto" / "trajectories.sqlite3"
     store_file.parent.mkdir(parents=True)
     store = SQLiteStore(store_file)
-    store.apply(interpret([start("old", "k0")] + [step("old", n) for n in range(1, 200)],
+    store.apply(interpret_lines([start("old", "k0")] + [step("old", n) for n in range(1, 200)],
                           "kernel", user=""), None)
     store.close()
     damage_steps(store_file)
