@@ -15,8 +15,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
 
+from themisto_ext.errors import PromptTooLong
 from themisto_ext.prediction.clients.base import (
     PredictionRequest,
     PredictionSuperseded,
@@ -26,7 +26,7 @@ from themisto_ext.prediction.clients.base import (
 from themisto_ext.prediction.prompts import ANSWER_TOKENS, Prompt
 from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.prediction.prompts.postprocess import postprocess
-from themisto_ext.prediction.prompts.window import PromptTooLong, fit_prompt
+from themisto_ext.prediction.prompts.window import fit_prompt
 from themisto_ext.records import Context, Prediction, Step, Task
 
 
@@ -160,8 +160,3 @@ async def warm(predictor: Predictor, history: Sequence[Step], context: Context, 
     prompt = build(budget_chars) if predictor.window is None \
         else await asyncio.to_thread(fit_prompt, build, budget_chars, predictor.window)
     return int(await warm_up(prompt, session))
-
-
-def without_prompt(record: Prediction) -> dict[str, Any]:
-    """The record as the live stream carries it: no prompt, no raw answer."""
-    return {k: v for k, v in record.items() if k not in ("prompt", "raw")}
