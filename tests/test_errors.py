@@ -1,5 +1,5 @@
-"""One exception tree with one root, in one module (``errors.py``), and the HTTP statuses
-it maps to."""
+"""One exception tree with one root, in one module (``errors.py``); the HTTP statuses it
+maps to; and the closed error codes a prediction record carries."""
 
 from __future__ import annotations
 
@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from themisto_ext import errors
-from themisto_ext.errors import ThemistoError
+from themisto_ext.errors import (
+    LocalModelError,
+    ModelProcessDied,
+    PredictionSuperseded,
+    PromptTooLong,
+    ProviderTimeoutError,
+    ThemistoError,
+)
+from themisto_ext.prediction.run import missed_record, prediction_error
+from themisto_ext.records import ErrorCode, schema, validator
 
 PACKAGE = Path(errors.__file__).parent
 SIGNALS = {
@@ -85,3 +94,29 @@ def test_http_statuses_are_those_of_before():
     assert all(s == 500 for n, s in statuses.items()
                if n not in ("FormatError", "NotFound", "StoreUnavailable",
                             "JournalUnavailable"))
+
+
+@pytest.mark.parametrize("error,code", [
+    (PredictionSuperseded("the next cell started first"), "superseded"),
+    (PromptTooLong("too long"), "prompt-too-long"),
+    (ModelProcessDied("signal 11"), "local-model"),
+    (LocalModelError("no model file"), "local-model"),
+    (ProviderTimeoutError("no answer in 60 s"), "provider"),
+])
+def test_a_prediction_error_carries_its_closed_code(error: ThemistoError, code: str):
+    made = prediction_error(error)
+    assert made == {"type": type(error).__name__, "message": str(error), "code": code}
+    validator("prediction").validate({**missed_record("p", "output", "none", "m",
+                                                      trajectory_id="t", target_step=1),
+                                      "error": made})
+
+
+def test_the_codes_are_the_schemas():
+    enum = schema("prediction")["$defs"]["error_code"]["enum"]
+    assert sorted(enum) == sorted(ErrorCode.__args__)  # type: ignore[attr-defined]
+
+
+def test_a_record_stored_before_codes_existed_is_still_valid():
+    old = missed_record("p", "output", "none", "m", trajectory_id="t", target_step=1)
+    old["error"] = {"type": "PredictionSuperseded", "message": "m"}
+    validator("prediction").validate(old)

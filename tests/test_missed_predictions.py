@@ -65,7 +65,8 @@ async def test_cells_run_in_quick_succession_say_why_they_got_no_next_cell_predi
     assert missed(store) == [("next-cell", 2, "full"), ("next-cell", 2, "none"),
                              ("next-cell", 3, "full"), ("next-cell", 3, "none")]
     record = next(p for p in store.predictions(TID, target_step=2) if p["error"])
-    assert record["error"] == {"type": "PredictionSuperseded", "message": NEXT_CELL_STARTED}
+    assert record["error"] == {"type": "PredictionSuperseded", "message": NEXT_CELL_STARTED,
+                               "code": "superseded"}  # the code is what the panel matches
     assert record["scores"] is None and record["answer"] == "" and "prompt" not in record
     # every cell's output was predicted, and the cell after the last one
     made = {(p["task"], p["target_step"]) for p in store.predictions(TID) if not p["error"]}

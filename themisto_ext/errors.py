@@ -30,6 +30,10 @@ callers catching it still do. The modules that raise them re-export them under t
 names. Not here, on purpose: ``kernel/deadline.py``'s ``DeadlineExceeded`` (a
 ``BaseException``, so that user code's ``except Exception`` cannot swallow it) and private
 control-flow signals that never leave their module.
+
+A prediction's stored error names the class (``error.type``) and the branch it is on as
+a closed code (``error.code``, ``prediction.schema.json``; ``prediction/run.py``
+``prediction_error``): the front end matches the code, never a class name.
 """
 
 from __future__ import annotations

@@ -149,6 +149,32 @@ describe('cellView', () => {
     ).toBe('superseded: other');
     expect(isMissed({ type: 'ProviderError', message: '' })).toBe(false);
   });
+
+  it('tells a missed prediction by its error code, and old records by type', () => {
+    // The code decides when there is one, whatever the class is called.
+    expect(
+      isMissed({ type: 'RenamedSuperseded', message: '', code: 'superseded' })
+    ).toBe(true);
+    expect(
+      isMissed({ type: 'PredictionSuperseded', message: '', code: 'provider' })
+    ).toBe(false);
+    expect(
+      isMissed({ type: 'ModelProcessDied', message: '', code: 'local-model' })
+    ).toBe(false);
+    // Records stored before codes existed: the type.
+    expect(isMissed({ type: 'PredictionSuperseded', message: '' })).toBe(true);
+    expect(isMissed(null)).toBe(false);
+    expect(
+      errorReason(
+        {
+          type: 'Renamed',
+          message: 'the next cell started first',
+          code: 'superseded'
+        },
+        trans
+      )
+    ).toBe('superseded: the next cell started first');
+  });
 });
 
 describe('plot', () => {
