@@ -5,7 +5,7 @@ import { errorReason, isMissed, noPredictionReason } from '../live/reasons';
 import { NotebookLive } from '../live/store';
 import { cellView } from '../notebook/cellview';
 import { ghostText, latestNextCell } from '../notebook/inline';
-import { downsample, scorePlot } from '../panel/plot';
+import { downsample, scorePlot } from '../panel/svgplot';
 import { sortVariables } from '../panel/variables';
 import { PredictionSettings } from '../settings';
 import { PATH, prediction, scores, step } from './fixtures';
