@@ -429,8 +429,8 @@ def decode_record(data: Mapping[str, Any]) -> JournalRecord | str:
         if type(number) is not int or not 0 < number < MAX_STEP:
             return f"a {kind!r} record whose step is not a number from 1 to 2**53"
     if kind == "step":
-        missing = _step_fields() - data.keys()
-        if missing:
+        if not data.keys() >= _step_fields():  # a subset test allocates nothing
+            missing = _step_fields() - data.keys()
             return f"a 'step' record without {', '.join(sorted(missing))}"
         if not isinstance(data["kernel_id"], str) or not isinstance(data["started_at"], str):
             return "a 'step' record whose kernel_id or started_at is not text"
