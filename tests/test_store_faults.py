@@ -138,7 +138,7 @@ def test_a_reader_keeps_reading_while_a_refused_write_reopens_the_store(tiny_dis
     guarded = GuardedStore(lambda: SQLiteStore(path), retry=0.0)
     try:
         records = [start("t1"), *(step("t1", n) for n in range(1, 1201))]
-        guarded.apply(interpret(records, "kernel"), ("j", 1))
+        guarded.apply(interpret_lines(records, "kernel"), ("j", 1))
         reader = guarded.iter_steps("t1")  # lazy: pages of 500
         assert next(reader)["step"] == 1
         filler = tiny_disk / "filler"
@@ -149,10 +149,10 @@ def test_a_reader_keeps_reading_while_a_refused_write_reopens_the_store(tiny_dis
         big = step("t1", 2000)
         big["output"] = "x" * 2_000_000
         with pytest.raises(StoreUnavailable, match="disk full"):
-            guarded.apply(interpret([big], "kernel"), ("j", 2))
+            guarded.apply(interpret_lines([big], "kernel"), ("j", 2))
         filler.unlink()
         big["output"] = "small"
-        guarded.apply(interpret([big], "kernel"), ("j", 2))  # reopens the store
+        guarded.apply(interpret_lines([big], "kernel"), ("j", 2))  # reopens the store
         assert [s["step"] for s in reader] == [*range(2, 1201), 2000]
     finally:
         guarded.close()
