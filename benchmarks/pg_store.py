@@ -28,6 +28,7 @@ import httpx
 import psutil
 from server_api import Server, fake_step
 
+from themisto_ext.contract import decode_record
 from themisto_ext.ingest import interpret
 from themisto_ext.store import Trajectory, TrajectoryStore, open_store
 from themisto_ext.trajectory import dumps_step
@@ -106,7 +107,9 @@ def migrate(work: Path, target: str, steps: int) -> None:
         records = [{"kind": "trajectory", "trajectory_id": tid, "kernel_id": f"k{t}",
                     "notebook_path": "nb.ipynb", "started_at": f"2026-01-01T00:00:{t:02d}"}]
         records += [fake_step(tid, n) for n in range(1, per + 1)]
-        store.apply(interpret(records, "kernel"), None)  # '' owner: recorded before owners
+        lines = [decode_record(r) for r in records]  # as ingestion reads journal lines
+        store.apply(interpret([r for r in lines if not isinstance(r, str)], "kernel"),
+                    None)  # '' owner: recorded before owners
     store.close()
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "themisto_ext.cli", "migrate", "--from",

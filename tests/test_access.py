@@ -11,16 +11,15 @@ from types import SimpleNamespace
 import pytest
 from jupyter_server.auth.identity import IdentityProvider, User
 from test_api import body, predicted, seed
-from test_store import start, step
+from test_store import interpret_lines, start, step
 
-from themisto_ext.ingest import interpret
 from themisto_ext.server.access import AccessPolicy
 
 
 def add_foreign(jp_serverapp, owner: str = "bob", tid: str = "bob1") -> None:
     """A trajectory another user's server recorded into the same store."""
     store = jp_serverapp.web_app.settings["themisto"].store
-    store.apply(interpret([start(tid, "kb", "2026-03-01T00:00:00+00:00"), step(tid, 1),
+    store.apply(interpret_lines([start(tid, "kb", "2026-03-01T00:00:00+00:00"), step(tid, 1),
                            step(tid, 2)], "kernel", user=owner), None)
     store.save_prediction(predicted(tid, 2))
 

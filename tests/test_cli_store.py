@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from test_api import predicted
 from test_cli import themisto
-from test_store import start, step
+from test_store import interpret_lines, start, step
 
-from themisto_ext.ingest import interpret
 from themisto_ext.store import StoreError, open_store, parse_store_url
 
 
@@ -21,7 +20,7 @@ def seed(url: str, owners: dict[str, str], steps: int = 3) -> None:
     for n, (tid, owner) in enumerate(owners.items()):
         records = [start(tid, f"k{n}", f"2026-01-0{n + 1}T00:00:00+00:00")]
         records += [step(tid, i) for i in range(1, steps + 1)]
-        store.apply(interpret(records, "kernel", user=owner), None)
+        store.apply(interpret_lines(records, "kernel", user=owner), None)
     store.close()
 
 
@@ -77,8 +76,8 @@ def test_migrate_copies_resumes_and_is_idempotent(tmp_path: Path, pg_cluster, ta
     seed(source, {"old": "", "new": "alice"}, steps=2500)
     store = open_store(source)
     store.save_prediction(predicted("old", 3))
-    store.apply(interpret([start("old2", "k0", "2026-02-01T00:00:00+00:00")], "kernel", user=""),
-                None)  # a restart of old's kernel: linked, with an event
+    store.apply(interpret_lines([start("old2", "k0", "2026-02-01T00:00:00+00:00")], "kernel",
+                                user=""), None)  # a restart of old's kernel: linked, with an event
     store.close()
     target = (pg_cluster.create_database() if target_engine == "postgresql"
               else f"sqlite:///{tmp_path / 'shared.sqlite3'}")

@@ -7,11 +7,12 @@ import asyncio
 from datetime import datetime, timezone
 from pathlib import Path
 
-from test_store import start
+from test_store import interpret_lines, start
 from test_trajectory_format import make_step
 
+from themisto_ext.contract import StartedRecord
 from themisto_ext.events import EventBus
-from themisto_ext.ingest import IngestResult, interpret
+from themisto_ext.ingest import IngestResult
 from themisto_ext.prediction.clients.baseline import BaselinePredictor
 from themisto_ext.prediction.live import NEXT_CELL_STARTED, LivePredictions
 from themisto_ext.records import LiveEvent, validator
@@ -29,14 +30,13 @@ def fresh_step(n: int) -> dict:
                      ended_at=now())
 
 
-def started(n: int) -> dict:
-    return {"kind": "started", "trajectory_id": TID, "step": n, "code": f"v{n} = {n}",
-            "cell_id": f"cell-{n}", "at": now()}
+def started(n: int) -> StartedRecord:
+    return StartedRecord(TID, "k", None, n, f"cell-{n}", f"v{n} = {n}", now())
 
 
 def live_predictions(tmp_path: Path) -> tuple[LivePredictions, list[LiveEvent], SQLiteStore]:
     store = SQLiteStore(tmp_path / "s.sqlite3")
-    store.apply(interpret([start(TID)], "kernel"), None)
+    store.apply(interpret_lines([start(TID)], "kernel"), None)
     events = EventBus()
     seen: list[LiveEvent] = []
     events.subscribe(seen.append)
@@ -44,8 +44,8 @@ def live_predictions(tmp_path: Path) -> tuple[LivePredictions, list[LiveEvent], 
     return live, seen, store
 
 
-def ingested(store: SQLiteStore, steps: list[dict], starts: list[dict]) -> IngestResult:
-    applied = store.apply(interpret([{"kind": "step", **s} for s in steps], "kernel"), None)
+def ingested(store: SQLiteStore, steps: list[dict], starts: list[StartedRecord]) -> IngestResult:
+    applied = store.apply(interpret_lines([{"kind": "step", **s} for s in steps], "kernel"), None)
     return IngestResult(steps=applied.steps, started=starts)
 
 
@@ -65,7 +65,8 @@ async def test_cells_run_in_quick_succession_say_why_they_got_no_next_cell_predi
     assert missed(store) == [("next-cell", 2, "full"), ("next-cell", 2, "none"),
                              ("next-cell", 3, "full"), ("next-cell", 3, "none")]
     record = next(p for p in store.predictions(TID, target_step=2) if p["error"])
-    assert record["error"] == {"type": "PredictionSuperseded", "message": NEXT_CELL_STARTED}
+    assert record["error"] == {"type": "PredictionSuperseded", "message": NEXT_CELL_STARTED,
+                               "code": "superseded"}  # the code is what the panel matches
     assert record["scores"] is None and record["answer"] == "" and "prompt" not in record
     # every cell's output was predicted, and the cell after the last one
     made = {(p["task"], p["target_step"]) for p in store.predictions(TID) if not p["error"]}

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from test_cli import themisto
 from test_prompts import make_step
+from test_store import interpret_lines
 
 from themisto_ext.evaluation.sample import sample
-from themisto_ext.ingest import interpret
 from themisto_ext.prediction.prompts import ANSWER_TOKENS, TASKS
 from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.prediction.prompts.postprocess import postprocess
@@ -35,7 +35,7 @@ def load(store: TrajectoryStore, steps: list[dict[str, Any]], notebook: str | No
         head = {"kind": "trajectory", "trajectory_id": tid, "kernel_id": own[0]["kernel_id"],
                 "notebook_path": notebook if notebook is not None else own[0].get("notebook_path"),
                 "started_at": own[0]["started_at"]}
-        store.apply(interpret([head, *({"kind": "step", **s} for s in own)], source), None)
+        store.apply(interpret_lines([head, *({"kind": "step", **s} for s in own)], source), None)
 
 
 def read(path: Path) -> list[dict[str, Any]]:

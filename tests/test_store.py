@@ -4,12 +4,13 @@ real PostgreSQL (``store_url`` is parametrized in conftest.py)."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
 from test_trajectory_format import make_step
 
+from themisto_ext.contract import JournalRecord, decode_record
 from themisto_ext.ingest import JournalIngestor, interpret
 from themisto_ext.journal import JournalWriter
 from themisto_ext.store import (
@@ -19,6 +20,7 @@ from themisto_ext.store import (
     Trajectory,
     TrajectoryFilter,
     TrajectoryStore,
+    Write,
     open_store,
 )
 from themisto_ext.store.schema import SCHEMA_VERSION
@@ -29,8 +31,23 @@ def start(tid: str, kernel: str = "k", at: str = "2026-01-01T00:00:00+00:00") ->
             "notebook_path": "nb.ipynb", "started_at": at}
 
 
+def decoded(records: Iterable[dict]) -> list[JournalRecord]:
+    """Journal lines as ingestion reads them: each must decode."""
+    out = []
+    for raw in records:
+        record = decode_record(raw)
+        assert not isinstance(record, str), record
+        out.append(record)
+    return out
+
+
+def interpret_lines(records: Iterable[dict], *args, **kwargs) -> list[Write]:
+    """``interpret`` of journal lines written as dicts."""
+    return interpret(decoded(records), *args, **kwargs)
+
+
 def apply(store: TrajectoryStore, records: list[dict], source: str, cursor, user: str = ""):
-    return store.apply(interpret(records, source, user=user), cursor)
+    return store.apply(interpret_lines(records, source, user=user), cursor)
 
 
 def step(tid: str, n: int) -> dict:

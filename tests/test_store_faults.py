@@ -18,10 +18,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from conftest import ROOT
-from test_store import start, step
+from test_store import interpret_lines, start, step
 from unwritable import unwritable
 
-from themisto_ext.ingest import interpret
 from themisto_ext.journal import JournalWriter
 from themisto_ext.store import SQLiteStore, StoreError, StoreUnavailable
 
@@ -139,7 +138,7 @@ def test_a_reader_keeps_reading_while_a_refused_write_reopens_the_store(tiny_dis
     guarded = GuardedStore(lambda: SQLiteStore(path), retry=0.0)
     try:
         records = [start("t1"), *(step("t1", n) for n in range(1, 1201))]
-        guarded.apply(interpret(records, "kernel"), ("j", 1))
+        guarded.apply(interpret_lines(records, "kernel"), ("j", 1))
         reader = guarded.iter_steps("t1")  # lazy: pages of 500
         assert next(reader)["step"] == 1
         filler = tiny_disk / "filler"
@@ -150,10 +149,10 @@ def test_a_reader_keeps_reading_while_a_refused_write_reopens_the_store(tiny_dis
         big = step("t1", 2000)
         big["output"] = "x" * 2_000_000
         with pytest.raises(StoreUnavailable, match="disk full"):
-            guarded.apply(interpret([big], "kernel"), ("j", 2))
+            guarded.apply(interpret_lines([big], "kernel"), ("j", 2))
         filler.unlink()
         big["output"] = "small"
-        guarded.apply(interpret([big], "kernel"), ("j", 2))  # reopens the store
+        guarded.apply(interpret_lines([big], "kernel"), ("j", 2))  # reopens the store
         assert [s["step"] for s in reader] == [*range(2, 1201), 2000]
     finally:
         guarded.close()
@@ -163,7 +162,7 @@ def test_a_damaged_store_is_503_with_the_reason_and_new_steps_are_kept(home: Pat
     store_file = home / "data" / "themisto" / "trajectories.sqlite3"
     store_file.parent.mkdir(parents=True)
     store = SQLiteStore(store_file)
-    store.apply(interpret([start("old", "k0")] + [step("old", n) for n in range(1, 200)],
+    store.apply(interpret_lines([start("old", "k0")] + [step("old", n) for n in range(1, 200)],
                           "kernel", user=""), None)
     store.close()
     damage_steps(store_file)

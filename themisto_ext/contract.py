@@ -5,9 +5,10 @@ too (``replay.py``), and the hook inside the kernel (``kernel/``) must find wher
 and what to capture without reading the server's configuration. They agree through the
 names and formats below: environment variables set at launch, the autoload argument, the
 capture settings (one JSON environment variable), the per-kernel switch file, the
-per-kernel status file (the kernel's report of whether it can write what it records) and
-file names derived from kernel ids. Nothing here imports another part of the package, so
-the kernel can import it cheaply.
+per-kernel status file (the kernel's report of whether it can write what it records),
+file names derived from kernel ids, and the records of the journal (one typed class per
+``kind``, one encoder and one decoder). Nothing here imports another part of the package
+at import time, so the kernel can import it cheaply.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from jupyter_core.paths import jupyter_data_dir
+
+if TYPE_CHECKING:
+    from themisto_ext.records import Step
 
 # ---------------------------------------------------------------- JSON the user cannot patch
 
@@ -316,3 +320,156 @@ def read_status(path: Path) -> RecordingStatus | None:
 def write_status(path: Path, status: RecordingStatus) -> None:
     """Write the status atomically (raises OSError when its directory cannot be written)."""
     _write_atomically(path, asdict(status))
+
+
+# ---------------------------------------------------------------- journal records
+#
+# What a kernel appends to its journal (``journal.py``) and the server reads back
+# (``ingest.py``): one class per ``kind``, written only through ``encode_record`` and read
+# only through ``decode_record``, so the two sides cannot drift. The lines are internal
+# (docs/format.md, "Files on disk"): they never reach the browser, so they have no JSON
+# Schema of their own; the step inside a ``step`` record is ``step.schema.json``'s.
+
+
+@dataclass(frozen=True)
+class TrajectoryRecord:
+    """``kind: trajectory``: a kernel began a trajectory; the first line of every journal
+    file (a fresh file after a deleted one starts with it again)."""
+
+    kind: ClassVar[str] = "trajectory"
+    trajectory_id: str
+    kernel_id: str
+    notebook_path: str | None
+    started_at: str
+    format_version: int | None = None
+    pid: int | None = None
+
+
+@dataclass(frozen=True)
+class StartedRecord:
+    """``kind: started``: a cell began executing. Not stored: it lets the server predict
+    the running cell's output before its step lands."""
+
+    kind: ClassVar[str] = "started"
+    trajectory_id: str
+    kernel_id: str
+    notebook_path: str | None
+    step: int
+    """The number the cell's step will have."""
+    cell_id: str | None
+    code: str
+    """The cell's code, clipped and masked as its step's will be."""
+    at: str | None
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """``kind: step``: one executed cell (``records.Step``, without ``kind``)."""
+
+    kind: ClassVar[str] = "step"
+    step: Step
+
+    @property
+    def trajectory_id(self) -> str:
+        return self.step["trajectory_id"]
+
+
+@dataclass(frozen=True)
+class RecordingRecord:
+    """``kind: recording``: the kernel's recording was switched on or off."""
+
+    kind: ClassVar[str] = "recording"
+    trajectory_id: str
+    on: bool
+    at: str
+
+
+@dataclass(frozen=True)
+class EndRecord:
+    """``kind: end``: the kernel shut down cleanly."""
+
+    kind: ClassVar[str] = "end"
+    trajectory_id: str
+    at: str | None
+    reason: str = "shutdown"
+
+
+JournalRecord = TrajectoryRecord | StartedRecord | StepRecord | RecordingRecord | EndRecord
+JOURNAL_KINDS = tuple(c.kind for c in (TrajectoryRecord, StartedRecord, StepRecord,
+                                       RecordingRecord, EndRecord))
+
+MAX_STEP = 2**53
+"""Step numbers beyond this are not a kernel's (and SQLite's integers end at 2**63)."""
+
+
+def encode_record(record: JournalRecord) -> dict[str, Any]:
+    """The JSON object of one journal line (``kind`` first; ``journal.encode`` makes the
+    line, with ``dumps``)."""
+    if isinstance(record, StepRecord):
+        return {"kind": "step", **record.step}
+    return {"kind": record.kind, **vars(record)}  # not asdict: its deep copies cost the hook
+
+
+def decode_record(data: Mapping[str, Any]) -> JournalRecord | str:
+    """The typed record a journal line's object stands for, or why it is none (an unknown
+    kind, a field missing or of the wrong type): the reader skips it with that reason.
+
+    A cheap structural check, not a schema validation (which would cap ingestion
+    throughput): whatever passes can be stored, so one odd record never makes the store
+    refuse the records around it. Optional fields a kernel left out get the values an
+    older kernel meant by leaving them out.
+    """
+    kind, tid = data.get("kind"), data.get("trajectory_id")
+    if kind not in JOURNAL_KINDS:
+        return f"an unknown kind {str(kind)[:20]!r}"
+    if not isinstance(tid, str):
+        return f"a {kind!r} record without a trajectory_id"
+    if kind in ("step", "started"):
+        number = data.get("step")
+        if type(number) is not int or not 0 < number < MAX_STEP:
+            return f"a {kind!r} record whose step is not a number from 1 to 2**53"
+    if kind == "step":
+        if not data.keys() >= _step_fields():  # a subset test allocates nothing
+            missing = _step_fields() - data.keys()
+            return f"a 'step' record without {', '.join(sorted(missing))}"
+        if not isinstance(data["kernel_id"], str) or not isinstance(data["started_at"], str):
+            return "a 'step' record whose kernel_id or started_at is not text"
+        step: Step = {k: v for k, v in data.items() if k != "kind"}  # type: ignore[assignment]
+        return StepRecord(step)
+    if kind == "started":
+        if not isinstance(data.get("code"), str):
+            return "a 'started' record without its code"
+        return StartedRecord(tid, str(data.get("kernel_id", "unknown")),
+                             _text(data.get("notebook_path")), data["step"],
+                             _text(data.get("cell_id")), data["code"], _text(data.get("at")))
+    if kind == "trajectory":
+        version, pid = data.get("format_version"), data.get("pid")
+        return TrajectoryRecord(tid, str(data.get("kernel_id", "unknown")),
+                                _text(data.get("notebook_path")),
+                                str(data.get("started_at", "")),
+                                version if type(version) is int else None,
+                                pid if type(pid) is int else None)
+    if kind == "recording":
+        on = data.get("on")
+        if not isinstance(on, bool):
+            return "a 'recording' record without on: true or false"
+        return RecordingRecord(tid, on, str(data.get("at", "")))
+    return EndRecord(tid, _text(data.get("at")), str(data.get("reason", "shutdown")))
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+_STEP_FIELDS: frozenset[str] | None = None
+
+
+def _step_fields() -> frozenset[str]:
+    """The fields every step has (``step.schema.json``'s ``required``), read on first use:
+    only the server decodes, and the kernel must not load schemas."""
+    global _STEP_FIELDS
+    if _STEP_FIELDS is None:
+        from themisto_ext.records import schema
+
+        _STEP_FIELDS = frozenset(schema("step")["required"])
+    return _STEP_FIELDS

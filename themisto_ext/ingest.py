@@ -1,21 +1,31 @@
 """Reads kernel journals and turns their records into typed writes to the store.
 
-The journal's record kinds (``journal.py``) are interpreted here and nowhere else: a
-``trajectory`` record starts a trajectory, ``step`` adds a step, ``recording`` is a switch,
-``end`` ends the trajectory; ``started`` (a cell began) is not stored but passed on so
-that the server can predict the running cell's output. Per journal, how far it has been
-read is stored with the writes, atomically.
+The journal's records (typed, encoded and decoded in ``contract.py``) are interpreted
+here and nowhere else: a ``trajectory`` record starts a trajectory, ``step`` adds a step,
+``recording`` is a switch, ``end`` ends the trajectory; ``started`` (a cell began) is not
+stored but passed on so that the server can predict the running cell's output. A line
+that does not decode (an unknown kind, a record of the wrong shape) is skipped with a
+warning naming the file, the byte and why. Per journal, how far it has been read is
+stored with the writes, atomically.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
+from themisto_ext.contract import (
+    EndRecord,
+    JournalRecord,
+    RecordingRecord,
+    StartedRecord,
+    StepRecord,
+    TrajectoryRecord,
+    decode_record,
+)
 from themisto_ext.errors import ThemistoError
 from themisto_ext.journal import SUFFIX, Skipped, read_from
 from themisto_ext.records import Step
@@ -29,10 +39,8 @@ from themisto_ext.store import (
     TrajectoryStore,
     Write,
 )
-from themisto_ext.trajectory import step_schema
 
 log = logging.getLogger("themisto_ext.ingest")
-_STEP_FIELDS = frozenset(step_schema()["required"])
 
 
 @dataclass
@@ -41,7 +49,7 @@ class IngestResult:
 
     new_trajectories: list[str] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
-    started: list[dict[str, Any]] = field(default_factory=list)
+    started: list[StartedRecord] = field(default_factory=list)
     """Cells that began executing (``kind: started`` records): not stored, only passed on."""
     switches: list[RecordingSwitched] = field(default_factory=list)
     ended: list[str] = field(default_factory=list)
@@ -51,33 +59,14 @@ class IngestResult:
     duplicates: int = 0
 
 
-_MAX_STEP = 2**53
-"""Step numbers beyond this are not a kernel's (and SQLite's integers end at 2**63)."""
 _LOGGED_PER_JOURNAL = 5
 """Skipped records logged one by one per journal and pass; more are counted in one line."""
 
 
-def _well_formed(record: dict[str, Any]) -> bool:
-    """A cheap structural check (full schema validation would cap ingestion throughput):
-    whatever passes can be stored, so one odd record never makes the store refuse the
-    records around it."""
-    if not isinstance(record.get("trajectory_id"), str):
-        return False
-    kind = record.get("kind")
-    if kind in ("step", "started"):
-        number = record.get("step")
-        if type(number) is not int or not 0 < number < _MAX_STEP:
-            return False
-        if kind == "started":
-            return isinstance(record.get("code"), str)
-        return record.keys() >= _STEP_FIELDS and isinstance(record.get("kernel_id"), str) \
-            and isinstance(record.get("started_at"), str)
-    return True
-
-
-def interpret(records: list[dict[str, Any]], source: str,
+def interpret(records: Iterable[JournalRecord], source: str,
               started: set[str] | None = None, user: str = "") -> list[Write]:
-    """The store writes that journal records stand for, in order (unknown kinds skipped).
+    """The store writes that journal records stand for, in order (``started`` records
+    stand for none: they are passed on, not stored).
 
     ``started`` holds the trajectories this journal has started so far; a step of any
     other first starts its trajectory from the step's own fields. That is how a journal
@@ -87,26 +76,23 @@ def interpret(records: list[dict[str, Any]], source: str,
     """
     writes: list[Write] = []
     for record in records:
-        kind, tid = record.get("kind"), record["trajectory_id"]
-        if kind == "step":
+        tid = record.trajectory_id
+        if isinstance(record, StepRecord):
+            step = record.step
             if started is not None and tid not in started:
                 started.add(tid)
-                writes.append(NewTrajectory(tid, record["kernel_id"], record.get("notebook_path"),
-                                            record["started_at"], source, user))
-            step: Step = {k: v for k, v in record.items() if k != "kind"}  # type: ignore[assignment]
+                writes.append(NewTrajectory(tid, step["kernel_id"], step.get("notebook_path"),
+                                            step["started_at"], source, user))
             writes.append(NewStep(step))
-        elif kind == "trajectory":
+        elif isinstance(record, TrajectoryRecord):
             if started is not None:
                 started.add(tid)
-            writes.append(NewTrajectory(tid, str(record.get("kernel_id", "unknown")),
-                                        _text(record.get("notebook_path")),
-                                        str(record.get("started_at", "")), source, user))
-        elif kind == "end":
-            writes.append(TrajectoryEnded(tid, _text(record.get("at")),
-                                          str(record.get("reason", "shutdown"))))
-        elif kind == "recording":
-            writes.append(RecordingSwitched(tid, str(record.get("at", "")),
-                                            bool(record.get("on"))))
+            writes.append(NewTrajectory(tid, record.kernel_id, record.notebook_path,
+                                        record.started_at, source, user))
+        elif isinstance(record, EndRecord):
+            writes.append(TrajectoryEnded(tid, record.at, record.reason))
+        elif isinstance(record, RecordingRecord):
+            writes.append(RecordingSwitched(tid, record.at, record.on))
     return writes
 
 
@@ -129,10 +115,6 @@ def cursor_scope(journal_dir: Path, user: str) -> str:
     """Where a journal's cursor is kept: per user and journal directory, so that servers
     sharing one database never share (nor forget) each other's cursors."""
     return f"{user}@{journal_dir.resolve()}"
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 _MARK = 32
@@ -247,13 +229,14 @@ class JournalIngestor:
             state.scanned_to = chunk.scanned_to
             if chunk.end_offset == offset:
                 break  # only an unfinished line so far
-            records, skipped = [], list(chunk.skipped)
-            for record, at in zip(chunk.records, chunk.offsets, strict=True):
-                if _well_formed(record):
-                    records.append(record)
+            records: list[JournalRecord] = []
+            skipped = list(chunk.skipped)
+            for raw, at in zip(chunk.records, chunk.offsets, strict=True):
+                record = decode_record(raw)
+                if isinstance(record, str):
+                    skipped.append(Skipped(at, record))
                 else:
-                    skipped.append(Skipped(at, f"a {str(record.get('kind'))[:20]!r} record "
-                                               "of the wrong shape"))
+                    records.append(record)
             self._warn(path, skipped)
             total.read_bytes += chunk.end_offset - offset
             writes = self._placed(interpret(records, self.source, state.started,
@@ -263,7 +246,7 @@ class JournalIngestor:
             total.new_trajectories += applied.new_trajectories
             total.steps += applied.steps
             total.switches += applied.switches
-            total.started += [r for r in records if r.get("kind") == "started"]
+            total.started += [r for r in records if isinstance(r, StartedRecord)]
             total.duplicates += applied.duplicates
             offset = self._cursors()[key] = chunk.end_offset
             state.mark = _before(path, offset)

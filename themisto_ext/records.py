@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 SCHEMA_NAMES = ("step", "trajectory", "prediction", "summary", "live-event")
 
 Task = Literal["output", "next-cell"]
+ErrorCode = Literal["superseded", "prompt-too-long", "local-model", "provider"]
 Context = Literal["none", "full", "curated"]
 
 
@@ -118,6 +119,7 @@ class PromptText(TypedDict):
 class PredictionError(TypedDict):
     type: str
     message: str
+    code: NotRequired[ErrorCode]
 
 
 class Scores(TypedDict):

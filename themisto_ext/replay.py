@@ -19,13 +19,10 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, DeadKernelError
 
 from themisto_ext.contract import AUTOLOAD_ARG, CaptureSettings, launch_env
+from themisto_ext.errors import ReplayError as ReplayError  # re-exported: raised here
 from themisto_ext.ingest import JournalIngestor
 from themisto_ext.journal import SUFFIX
 from themisto_ext.store import TrajectoryStore
-
-
-class ReplayError(RuntimeError):
-    """The notebook could not be read or run (a message for the command line)."""
 
 
 @dataclass

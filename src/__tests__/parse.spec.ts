@@ -204,6 +204,19 @@ describe('payload readers', () => {
     });
   });
 
+  it('keeps a known error code and drops an unknown one', () => {
+    const coded = toPrediction({
+      ...prediction('output', 2),
+      error: { type: 'ModelProcessDied', message: 'x', code: 'local-model' }
+    });
+    expect(coded?.error?.code).toBe('local-model');
+    const unknown = toPrediction({
+      ...prediction('output', 2),
+      error: { type: 'X', message: 'x', code: 'from-the-future' }
+    });
+    expect(unknown?.error).toEqual({ type: 'X', message: 'x' });
+  });
+
   it('reads how a prediction was made', () => {
     const ahead = toPrediction({
       ...prediction('output', 2),

@@ -46,10 +46,14 @@ describe('Speculator', () => {
 
   it('announces a cell once its text has been stable for the pause', async () => {
     const { sent, target, speculator } = setup();
+    // The pause is a Debouncer (@lumino/polling): it sets its timer after a
+    // microtask, which a browser runs at once; flush() does it here.
     speculator.edited();
+    await flush();
     jest.advanceTimersByTime(600);
     target.code = 'df.head(10)';
     speculator.edited(); // still typing: the pause starts again
+    await flush();
     jest.advanceTimersByTime(999);
     await flush();
     expect(sent).toEqual([]);
@@ -92,6 +96,7 @@ describe('Speculator', () => {
     const { sent, settings, target, speculator } = setup();
     settings.update({ speculate: false });
     speculator.edited();
+    await flush();
     jest.advanceTimersByTime(5000);
     speculator.selected();
     await flush();
@@ -112,9 +117,38 @@ describe('Speculator', () => {
     expect(sent).toEqual([]);
   });
 
+  it('forgets a pending announcement when another cell is selected', async () => {
+    const { sent, target, speculator } = setup();
+    speculator.edited();
+    await flush();
+    target.code = 'other()';
+    speculator.selected(); // announced at once; the pause's announcement is gone
+    await flush();
+    jest.advanceTimersByTime(5000);
+    await flush();
+    expect(sent).toEqual([{ kernel_id: 'k', code: 'other()', cell_id: 'c4' }]);
+  });
+
+  it('waits the pause the settings say now', async () => {
+    const { sent, settings, target, speculator } = setup();
+    speculator.edited();
+    await flush();
+    jest.advanceTimersByTime(1000);
+    await flush();
+    expect(sent).toHaveLength(1);
+    settings.update({ speculationPause: 200 }); // changed in the settings editor
+    target.code = 'df.tail()';
+    speculator.edited();
+    await flush();
+    jest.advanceTimersByTime(200);
+    await flush();
+    expect(sent).toHaveLength(2);
+  });
+
   it('forgets a pending announcement when disposed', async () => {
     const { sent, speculator } = setup();
     speculator.edited();
+    await flush();
     speculator.dispose();
     jest.advanceTimersByTime(5000);
     await flush();

@@ -5,7 +5,7 @@ import { errorReason, isMissed, noPredictionReason } from '../live/reasons';
 import { NotebookLive } from '../live/store';
 import { cellView } from '../notebook/cellview';
 import { ghostText, latestNextCell } from '../notebook/inline';
-import { downsample, scorePlot } from '../panel/plot';
+import { downsample, scorePlot } from '../panel/svgplot';
 import { sortVariables } from '../panel/variables';
 import { PredictionSettings } from '../settings';
 import { PATH, prediction, scores, step } from './fixtures';
@@ -148,6 +148,32 @@ describe('cellView', () => {
       errorReason({ type: 'PredictionSuperseded', message: 'other' }, trans)
     ).toBe('superseded: other');
     expect(isMissed({ type: 'ProviderError', message: '' })).toBe(false);
+  });
+
+  it('tells a missed prediction by its error code, and old records by type', () => {
+    // The code decides when there is one, whatever the class is called.
+    expect(
+      isMissed({ type: 'RenamedSuperseded', message: '', code: 'superseded' })
+    ).toBe(true);
+    expect(
+      isMissed({ type: 'PredictionSuperseded', message: '', code: 'provider' })
+    ).toBe(false);
+    expect(
+      isMissed({ type: 'ModelProcessDied', message: '', code: 'local-model' })
+    ).toBe(false);
+    // Records stored before codes existed: the type.
+    expect(isMissed({ type: 'PredictionSuperseded', message: '' })).toBe(true);
+    expect(isMissed(null)).toBe(false);
+    expect(
+      errorReason(
+        {
+          type: 'Renamed',
+          message: 'the next cell started first',
+          code: 'superseded'
+        },
+        trans
+      )
+    ).toBe('superseded: the next cell started first');
   });
 });
 

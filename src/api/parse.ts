@@ -23,6 +23,7 @@ import type {
   Prediction,
   PredictionContext,
   PredictionError,
+  PredictionErrorCode,
   PredictionSummary,
   PredictionTask,
   RuntimeVariable,
@@ -71,6 +72,20 @@ function isTask(value: unknown): value is PredictionTask {
 
 function isContext(value: unknown): value is PredictionContext {
   return value === 'none' || value === 'full' || value === 'curated';
+}
+
+/**
+ * The closed codes of prediction.schema.json's error_code.
+ */
+const ERROR_CODES: ReadonlySet<unknown> = new Set<PredictionErrorCode>([
+  'superseded',
+  'prompt-too-long',
+  'local-model',
+  'provider'
+]);
+
+function isErrorCode(value: unknown): value is PredictionErrorCode {
+  return ERROR_CODES.has(value);
 }
 
 function unit(value: unknown): number {
@@ -292,9 +307,18 @@ export function toPrediction(value: unknown): LivePrediction | null {
 }
 
 function toPredictionError(value: unknown): PredictionError | null {
-  return isRecord(value)
-    ? { type: str(value.type, 'error'), message: str(value.message) }
-    : null;
+  if (!isRecord(value)) {
+    return null;
+  }
+  const error: PredictionError = {
+    type: str(value.type, 'error'),
+    message: str(value.message)
+  };
+  // Records stored before codes existed have none: reasons.ts reads type then.
+  if (isErrorCode(value.code)) {
+    error.code = value.code;
+  }
+  return error;
 }
 
 /**

@@ -12,6 +12,11 @@
 export type PredictionTask = 'output' | 'next-cell';
 export type PredictionContext = 'none' | 'full' | 'curated';
 /**
+ * What kind of error, closed (type names a class and may change): superseded when it was missed because the next cell started first or a newer request replaced it; prompt-too-long when even the fixed part of the prompt does not fit the model's window; local-model when the embedded model or its process failed (it died, hung, is off, cannot load); provider for any other model call that failed. Absent from records made before it existed: read type then (PredictionSuperseded is superseded).
+ */
+export type PredictionErrorCode =
+  'superseded' | 'prompt-too-long' | 'local-model' | 'provider';
+/**
  * One event of the live stream (GET /themisto/api/events, Server-Sent Events whose event name is the type). Every event but hello names the trajectory, kernel and notebook it is about, so a stream can be filtered by them. Payloads carry only what live consumers read: steps without their structured outputs and state hash, predictions without their prompt and raw answer (GET /themisto/api/predictions/{id}), scores without the prediction they belong to.
  */
 export type LiveEvent =
@@ -248,6 +253,7 @@ export interface PredictionError {
    */
   type: string;
   message: string;
+  code?: PredictionErrorCode;
 }
 /**
  * Each in [0, 1].

@@ -161,29 +161,34 @@ export class HistoryLoader {
     if (!id || this._walking.has(store)) {
       return;
     }
-    this._walking.add(store);
+    const walk = this._walk(store, id, until);
+    this._walking.set(store, walk);
     try {
-      while (store.trajectoryId === id) {
-        const first = store.history.first;
-        const held = store.history.last - first + 1;
-        if (first <= 1 || held >= until) {
-          break;
-        }
-        const since = Math.max(0, first - 1 - HISTORY_PAGE);
-        const page = await this._client.getHistory(
-          id,
-          since,
-          first - 1 - since
-        );
-        if (store.trajectoryId !== id || page.steps.length === 0) {
-          break;
-        }
-        store.addSummaries(page.steps);
-        // Let the page paint and the user act between pages.
-        await new Promise(resolve => setTimeout(resolve, 0));
-      }
+      await walk;
     } finally {
       this._walking.delete(store);
+    }
+  }
+
+  private async _walk(
+    store: NotebookLive,
+    id: string,
+    until: number
+  ): Promise<void> {
+    while (store.trajectoryId === id) {
+      const first = store.history.first;
+      const held = store.history.last - first + 1;
+      if (first <= 1 || held >= until) {
+        break;
+      }
+      const since = Math.max(0, first - 1 - HISTORY_PAGE);
+      const page = await this._client.getHistory(id, since, first - 1 - since);
+      if (store.trajectoryId !== id || page.steps.length === 0) {
+        break;
+      }
+      store.addSummaries(page.steps);
+      // Let the page paint and the user act between pages.
+      await new Promise(resolve => setTimeout(resolve, 0));
     }
   }
 
@@ -195,8 +200,13 @@ export class HistoryLoader {
     if (first === 0 || first <= step) {
       return;
     }
-    while (this._walking.has(store)) {
-      await new Promise(resolve => setTimeout(resolve, 20));
+    // A walk under way is waited for (not polled for): its pages count.
+    for (
+      let walk = this._walking.get(store);
+      walk;
+      walk = this._walking.get(store)
+    ) {
+      await walk.catch(() => undefined);
     }
     await this.backfill(
       store,
@@ -277,7 +287,10 @@ export class HistoryLoader {
     }
   }
 
-  private _walking = new WeakSet<NotebookLive>();
+  /**
+   * The walk of each store reading older pages (`backfill`), while it runs.
+   */
+  private _walking = new WeakMap<NotebookLive, Promise<void>>();
   private _past = new WeakMap<NotebookLive, Promise<void>>();
   private _details = new Map<string, IStepDetail>();
 }

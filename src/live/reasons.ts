@@ -7,13 +7,19 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import type { IPredictorsInfo } from '../api/model';
-import type { PredictionError } from '../api/records';
+import type { PredictionError, PredictionErrorCode } from '../api/records';
 
 /**
- * The error type of a prediction missed because the next cell started
- * first (prediction.schema.json).
+ * The error code of a prediction missed because the next cell started first
+ * (prediction.schema.json, error_code).
  */
-export const SUPERSEDED = 'PredictionSuperseded';
+export const SUPERSEDED: PredictionErrorCode = 'superseded';
+
+/**
+ * The error type that meant the same in records stored before error codes
+ * existed (the server's class name: read only when there is no code).
+ */
+const SUPERSEDED_TYPE = 'PredictionSuperseded';
 
 /**
  * The server's reason for the commonest miss (prediction/live.py).
@@ -24,7 +30,12 @@ const NEXT_CELL_STARTED = 'the next cell started first';
  * Whether a prediction's error says it was missed rather than failed.
  */
 export function isMissed(error: PredictionError | null | undefined): boolean {
-  return error?.type === SUPERSEDED;
+  if (!error) {
+    return false;
+  }
+  return error.code !== undefined
+    ? error.code === SUPERSEDED
+    : error.type === SUPERSEDED_TYPE;
 }
 
 /**

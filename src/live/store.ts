@@ -24,7 +24,7 @@ import type { INotebookLive } from '../tokens';
 import { StepIndex } from './history';
 import { insertSorted, trimFront } from './order';
 import { EarlierTrajectories } from './past';
-import { ScoreBook } from './scorebook';
+import { ScoreBook } from './trajectoryscores';
 import { PredictionSlots } from './slots';
 import type {
   ConnectionState,

@@ -17,7 +17,7 @@ import {
   formatScores,
   formatSeconds,
   SHORT_SCORE
-} from '../live/scores';
+} from '../live/scoreformat';
 import type { ICombo } from '../live/types';
 
 /**

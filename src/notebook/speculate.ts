@@ -9,6 +9,8 @@
  * This module has no JupyterLab dependency so it can be unit tested; the
  * notebook plugin feeds it the active cell.
  */
+import { Debouncer } from '@lumino/polling';
+
 import type { ISpeculationReply, ISpeculationRequest } from '../api/model';
 import type { IPredictionSettings } from '../tokens';
 
@@ -51,21 +53,24 @@ export class Speculator {
    * The active cell's text changed: announce it after the pause.
    */
   edited(): void {
-    this._clear();
-    if (!this._options.settings.settings.speculate) {
+    const { speculate, speculationPause } = this._options.settings.settings;
+    if (!speculate) {
+      this._cancel();
       return;
     }
-    this._timer = setTimeout(() => {
-      this._timer = null;
-      void this.announce();
-    }, this._options.settings.settings.speculationPause);
+    // A debouncer waits a fixed time: a changed pause setting needs another.
+    if (this._pause?.limit !== speculationPause) {
+      this._pause?.dispose();
+      this._pause = new Debouncer(() => this.announce(), speculationPause);
+    }
+    this._pause.invoke().catch(() => undefined); // stopped: another edit or a selection
   }
 
   /**
    * Another cell was selected, or a step landed: announce now.
    */
   selected(): void {
-    this._clear();
+    this._cancel();
     void this.announce();
   }
 
@@ -111,16 +116,20 @@ export class Speculator {
   }
 
   dispose(): void {
-    this._clear();
+    this._pause?.dispose();
+    this._pause = null;
   }
 
-  private _clear(): void {
-    if (this._timer !== null) {
-      clearTimeout(this._timer);
-      this._timer = null;
-    }
+  /**
+   * Forget an announcement waiting for the pause.
+   */
+  private _cancel(): void {
+    void this._pause?.stop();
   }
 
-  private _timer: ReturnType<typeof setTimeout> | null = null;
+  /**
+   * Announces the active cell once its text has not changed for the pause.
+   */
+  private _pause: Debouncer<boolean> | null = null;
   private _sent: string | null = null;
 }

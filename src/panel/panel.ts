@@ -24,9 +24,9 @@ import type {
 } from '../tokens';
 import { h } from './dom';
 import { headerKey, headerView, type IHeaderState } from './header';
-import { plotView } from './plotview';
+import { plotView } from './plotsection';
 import { nextView, type PanelView, previousStep, reviewBar } from './review';
-import { scoreboard } from './scoreboard';
+import { scoreboard } from './scoretable';
 import { type ISection, section, TaskView } from './tasks';
 import { VariablesView } from './variables';
 import { comboLabel } from './views';

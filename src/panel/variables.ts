@@ -9,7 +9,7 @@ import type {
   RuntimeVariable,
   RuntimeVariables
 } from '../api/records';
-import { formatBytes, formatSeconds } from '../live/scores';
+import { formatBytes, formatSeconds } from '../live/scoreformat';
 import { h } from './dom';
 
 /**

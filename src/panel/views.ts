@@ -10,14 +10,14 @@ import {
   formatSeconds,
   SCORE_LABELS,
   scoreTitle
-} from '../live/scores';
+} from '../live/scoreformat';
 import { errorReason, isMissed } from '../live/reasons';
 import type { ICombo, IPredictionSlot } from '../live/types';
 import { diffText, type IDiffResult, type IDiffSegment } from './diff';
 import { button, h } from './dom';
 import { summarizeTraceback } from './traceback';
 
-export { comboLabel, SHORT_SCORE } from '../live/scores';
+export { comboLabel, SHORT_SCORE } from '../live/scoreformat';
 
 /**
  * Characters of one text shown in a card; the rest is cut with a note so a

@@ -11,6 +11,7 @@ import { ICompletionProviderManager } from '@jupyterlab/completer';
 import type { Cell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
+import { Debouncer } from '@lumino/polling';
 
 // These small modules attach to notebooks at activation, so they are
 // needed at once.
@@ -241,15 +242,9 @@ export const inlinePlugin: JupyterFrontEndPlugin<void> = {
     };
     // The completer moves to a new active cell's editor asynchronously and
     // announces nothing when done: wait a moment, once per burst of changes.
-    let timer: ReturnType<typeof setTimeout> | null = null;
+    const ghost = new Debouncer(offer, GHOST_DELAY);
     const offerSoon = (): void => {
-      if (timer !== null) {
-        clearTimeout(timer);
-      }
-      timer = setTimeout(() => {
-        timer = null;
-        offer();
-      }, GHOST_DELAY);
+      ghost.invoke().catch(() => undefined);
     };
     tracker.activeCellChanged.connect(offerSoon);
     const watchMode = (notebook: NotebookPanel): void => {

@@ -15,6 +15,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from themisto_ext.errors import OutputRefused as OutputRefused  # re-exported: raised here
 from themisto_ext.store import SQLITE, StoreURL
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -23,10 +24,6 @@ _HEAD = 64 * 1024
 """Bytes read from an existing file to tell its kind (a step line is usually shorter)."""
 
 KINDS = {"jsonl": "trajectory JSONL", "json": "JSON", "markdown": "text", "png": "PNG image"}
-
-
-class OutputRefused(ValueError):
-    """An output path the command will not write (printed as one line, exit status 1)."""
 
 
 def store_files(url: StoreURL | None) -> list[Path]:

@@ -10,10 +10,6 @@ from themisto_ext.cli import benchmark, migrate, predictions, trajectories
 from themisto_ext.cli.args import Parser
 
 
-class CommandError(Exception):
-    """An error to print as one line, with a non-zero exit."""
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="themisto",

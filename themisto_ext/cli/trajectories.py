@@ -14,9 +14,9 @@ from themisto_ext.cli.args import positive_float
 from themisto_ext.cli.files import check_output
 from themisto_ext.cli.training import export_sft_command, refuse_sft_options, sft_options
 from themisto_ext.contract import default_store_path, default_user, journal_dir_for
+from themisto_ext.errors import ReplayError
 from themisto_ext.records import Step
 from themisto_ext.replay import (
-    ReplayError,
     metadata_disables_recording,
     read_notebook,
     record_notebook,

@@ -39,7 +39,8 @@ def replay(trajectories: Iterable[Iterable[Step]], total: int, notes: list[str],
 def _replay_one(steps: list[Step], work: Path, timeout: float) -> tuple[list[Step], str | None]:
     import nbformat
 
-    from themisto_ext.replay import ReplayError, record_notebook
+    from themisto_ext.errors import ReplayError
+    from themisto_ext.replay import record_notebook
     from themisto_ext.store import open_store
 
     work.mkdir(parents=True)

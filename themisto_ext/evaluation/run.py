@@ -38,13 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from themisto_ext.errors import PredictionSuperseded
 from themisto_ext.evaluation.realism import measure, step_facts
 from themisto_ext.evaluation.sample import Example
 from themisto_ext.prediction.clients import Predictor, make_predictor
 from themisto_ext.prediction.prompts import ANSWER_TOKENS, CONTEXTS, Context, Prompt
 from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.prediction.prompts.window import HistoryPlan, Window, common_history
-from themisto_ext.prediction.run import Superseded, predict
+from themisto_ext.prediction.run import Superseded, predict, prediction_error
 from themisto_ext.prediction.scoring import scored
 from themisto_ext.trajectory.jsonl import iter_jsonl
 
@@ -317,7 +318,7 @@ async def _one(predictor: Predictor, example: Example, context: Context, config:
             min_dropped=plan.dropped if plan else 0)
         if isinstance(outcome, Superseded):  # counted as failed: a rerun retries it
             record = {"task": example["task"], "context": context, "predictor": predictor.name,
-                      "error": {"type": "PredictionSuperseded", "message": outcome.reason}}
+                      "error": prediction_error(PredictionSuperseded(outcome.reason))}
         else:
             record = dict(scored(outcome, target))
     except Exception as exc:  # a bug or an odd example must not stop hundreds of calls

@@ -27,6 +27,7 @@ from typing import IO, Any, NamedTuple
 
 import numpy as np
 
+from themisto_ext.errors import SampleInputError as SampleInputError  # re-exported: raised here
 from themisto_ext.evaluation.realism import StepFacts, Tracker
 from themisto_ext.prediction.prompts import TASKS, Task
 from themisto_ext.records import Step
@@ -47,10 +48,6 @@ ENVIRONMENT_RULES = ("keep", "drop")
 unseeded draw...): re-running the same code gives another output, so even a perfect
 predictor cannot match them. Kept (and flagged) by default, or dropped."""
 Example = dict[str, Any]
-
-
-class SampleInputError(ValueError):
-    """A trajectory file the benchmark cannot be built from."""
 
 
 class _Facts(NamedTuple):

@@ -18,11 +18,14 @@ masking its kept 200 KB costs, and a secret that straddles a cut is still masked
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from themisto_ext.contract import CaptureSettings
+from themisto_ext.contract import CaptureSettings, StepRecord, encode_record
 from themisto_ext.journal import encode
 from themisto_ext.trajectory.text import clip, flatten, omitted_marker
+
+if TYPE_CHECKING:
+    from themisto_ext.records import Step
 
 MARGIN = 10_000      # > the longest secret form (a PEM key is masked up to 8 KiB)
 NAME_LENGTH = 200    # variable names and type names kept in a step
@@ -117,13 +120,17 @@ def fit_step(step: dict[str, Any], code: str, items: list[dict[str, Any]],
     line = b""
     for scale in (1, 2, 4, 8, 16, 32, 64):
         bounded = _bounded(step, code, items, settings, mask, mask_code, scale)
-        line = encode(bounded)
+        line = _line(bounded)
         if len(line) <= settings.step_bytes:
             return line
     bounded["outputs"], bounded["runtime_variables"] = [], {}
     bounded["truncated"]["outputs_dropped"] = len(items)
     bounded["truncated"]["runtime_variables"] = len(step["runtime_variables"])
-    return encode(bounded)
+    return _line(bounded)
+
+
+def _line(step: dict[str, Any]) -> bytes:
+    return encode(encode_record(StepRecord(cast("Step", step))))
 
 
 def _bounded(step: dict[str, Any], code: str, items: list[dict[str, Any]],

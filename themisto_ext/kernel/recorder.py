@@ -27,7 +27,13 @@ from themisto_ext.contract import (
     KERNEL_ID_ENV,
     NOTEBOOK_ENV,
     CaptureSettings,
+    EndRecord,
+    JournalRecord,
+    RecordingRecord,
     RecordingStatus,
+    StartedRecord,
+    TrajectoryRecord,
+    encode_record,
     read_switch,
     status_path,
     switch_path,
@@ -150,11 +156,8 @@ class Recorder:
         self._statm: int | None = None
         if settings.redact:
             self.redactor.learn(environment_secrets(self.redactor.name_is_secret))
-        self._append({
-            "kind": "trajectory", "format_version": FORMAT_VERSION,
-            "trajectory_id": self.trajectory_id, "kernel_id": self.kernel_id,
-            "notebook_path": self.notebook_path, "started_at": _now(), "pid": os.getpid(),
-        })
+        self._append(TrajectoryRecord(self.trajectory_id, self.kernel_id, self.notebook_path,
+                                      _now(), FORMAT_VERSION, os.getpid()))
 
     # ------------------------------------------------------------ lifecycle
 
@@ -182,8 +185,7 @@ class Recorder:
 
     def close(self) -> None:
         self._finish_step()
-        self._append({"kind": "end", "trajectory_id": self.trajectory_id, "at": _now(),
-                      "reason": "shutdown"})
+        self._append(EndRecord(self.trajectory_id, _now(), "shutdown"))
         self.journal.close()
 
     def _learn(self, name: str, value: Any) -> None:
@@ -192,11 +194,12 @@ class Recorder:
 
     # ------------------------------------------------------------ journal and status
 
-    def _append(self, record: dict[str, Any] | bytes) -> None:
+    def _append(self, record: JournalRecord | bytes) -> None:
+        """Append a record (a step comes as its line: ``fit_step`` encoded it to measure it)."""
         if isinstance(record, bytes):
             self.journal.append_line(record)
         else:
-            self.journal.append(record)
+            self.journal.append(encode_record(record))
         self._report()
 
     def _report(self) -> None:
@@ -246,8 +249,7 @@ class Recorder:
     def set_recording(self, on: bool) -> None:
         if on != self._switch:
             self._switch = on
-            self._append({"kind": "recording", "trajectory_id": self.trajectory_id,
-                          "on": on, "at": _now()})
+            self._append(RecordingRecord(self.trajectory_id, on, _now()))
 
     # ------------------------------------------------------------ events
 
@@ -285,9 +287,9 @@ class Recorder:
         # IPython's own transform of the cell (ExecutionInfo has it since IPython 8.?):
         # transforming a 10^5-line cell again cost 3.1 s.
         python = getattr(info, "transformed_cell", None)
-        cell = {"code": code, "cell_id": getattr(info, "cell_id", None),
-                "started_at": _now(), "t0": clock(),
-                "python": python if type(python) is str else None}
+        cell: dict[str, Any] = {"code": code, "cell_id": getattr(info, "cell_id", None),
+                                "started_at": _now(), "t0": clock(),
+                                "python": python if type(python) is str else None}
         self.collector.start()
         if len(code) <= self.settings.code_length:  # parsing a huge cell would cost seconds
             self.redactor.learn_from_code(code)
@@ -295,12 +297,8 @@ class Recorder:
             self.deletions.arm(code)
         masked, _ = clip_masked(code, self.settings.code_length, self._mask_code)
         # Lets the server predict this cell's output while it runs.
-        self._append({
-            "kind": "started", "trajectory_id": self.trajectory_id,
-            "kernel_id": self.kernel_id, "notebook_path": self.notebook_path,
-            "step": self.step + 1, "cell_id": cell["cell_id"],
-            "code": masked, "at": cell["started_at"],
-        })
+        self._append(StartedRecord(self.trajectory_id, self.kernel_id, self.notebook_path,
+                                   self.step + 1, cell["cell_id"], masked, cell["started_at"]))
         return cell
 
     def _after_cell(self, result: Any) -> None:
@@ -364,8 +362,7 @@ class Recorder:
             possibly_mutated(code, python),
         )
         self.step += 1
-        return {
-            "kind": "step",
+        return {  # a records.Step, bounded and encoded by fit_step once its outputs are in
             "format_version": FORMAT_VERSION,
             "trajectory_id": self.trajectory_id,
             "kernel_id": self.kernel_id,

@@ -126,11 +126,11 @@ class LivePredictions:
             begun.add((step["trajectory_id"], int(step["step"])))
         self._score(result.steps)
         for started in result.started:
-            begun.add((started["trajectory_id"], int(started["step"])))
-            if _age(started.get("at")) < FRESH_SECONDS:
-                self.schedule(started["trajectory_id"], "output", int(started["step"]),
-                              code=started["code"], cell_id=started.get("cell_id"),
-                              started_at=_epoch(started.get("at")))
+            begun.add((started.trajectory_id, started.step))
+            if _age(started.at) < FRESH_SECONDS:
+                self.schedule(started.trajectory_id, "output", started.step,
+                              code=started.code, cell_id=started.cell_id,
+                              started_at=_epoch(started.at))
         for step in result.steps:
             if _age(step.get("ended_at")) >= FRESH_SECONDS:
                 continue
@@ -288,8 +288,8 @@ class LivePredictions:
             if self._running.get(tid, 0) <= last:
                 self._running.pop(tid, None)
         for started in result.started:
-            tid, number = started["trajectory_id"], int(started["step"])
-            if number > landed.get(tid, 0) and _age(started.get("at")) < FRESH_SECONDS:
+            tid, number = started.trajectory_id, started.step
+            if number > landed.get(tid, 0) and _age(started.at) < FRESH_SECONDS:
                 self._running[tid] = number
 
     def _landed(self, trajectory_id: str, target_step: int) -> Step | None:

@@ -15,8 +15,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
 
+from themisto_ext.errors import LocalModelError, PromptTooLong, ThemistoError
 from themisto_ext.prediction.clients.base import (
     PredictionRequest,
     PredictionSuperseded,
@@ -26,8 +26,8 @@ from themisto_ext.prediction.clients.base import (
 from themisto_ext.prediction.prompts import ANSWER_TOKENS, Prompt
 from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.prediction.prompts.postprocess import postprocess
-from themisto_ext.prediction.prompts.window import PromptTooLong, fit_prompt
-from themisto_ext.records import Context, Prediction, Step, Task
+from themisto_ext.prediction.prompts.window import fit_prompt
+from themisto_ext.records import Context, ErrorCode, Prediction, PredictionError, Step, Task
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,18 @@ class Superseded:
 
 SUPERSEDED = PredictionSuperseded.__name__
 """The error type of a prediction missed because the next cell started first."""
+
+
+def prediction_error(error: ThemistoError) -> PredictionError:
+    """Why a prediction has no answer, as its record keeps it: the class (``type``, what
+    records made before codes existed have) and its branch of the exception tree as a
+    closed code (``code``), which is what the front end matches on."""
+    code: ErrorCode = (
+        "superseded" if isinstance(error, PredictionSuperseded)
+        else "prompt-too-long" if isinstance(error, PromptTooLong)
+        else "local-model" if isinstance(error, LocalModelError)
+        else "provider")
+    return {"type": type(error).__name__, "message": str(error), "code": code}
 
 
 def blank_record(predictor: str, task: Task, context: Context, *, trajectory_id: str,
@@ -67,7 +79,7 @@ def missed_record(predictor: str, task: Task, context: Context, message: str, *,
     record = blank_record(predictor, task, context, trajectory_id=trajectory_id,
                           target_step=target_step, kernel_id=kernel_id,
                           notebook_path=notebook_path, cell_id=cell_id)
-    record["error"] = {"type": SUPERSEDED, "message": message}
+    record["error"] = prediction_error(PredictionSuperseded(message))
     return record
 
 
@@ -116,7 +128,7 @@ async def predict(
     record["dropped_steps"] = prompt.dropped_steps
     record["raw"] = ""
     if fitting is not None:
-        record["error"] = {"type": type(fitting).__name__, "message": str(fitting)}
+        record["error"] = prediction_error(fitting)
         return record
     start = time.perf_counter()
     try:
@@ -127,7 +139,7 @@ async def predict(
         return Superseded(str(exc))
     except ProviderError as exc:
         record["latency"] = round(time.perf_counter() - start, 4)
-        record["error"] = {"type": type(exc).__name__, "message": str(exc)}
+        record["error"] = prediction_error(exc)
         return record
     record["model"] = completion.model
     record["latency"] = round(completion.latency, 4)
@@ -160,8 +172,3 @@ async def warm(predictor: Predictor, history: Sequence[Step], context: Context, 
     prompt = build(budget_chars) if predictor.window is None \
         else await asyncio.to_thread(fit_prompt, build, budget_chars, predictor.window)
     return int(await warm_up(prompt, session))
-
-
-def without_prompt(record: Prediction) -> dict[str, Any]:
-    """The record as the live stream carries it: no prompt, no raw answer."""
-    return {k: v for k, v in record.items() if k not in ("prompt", "raw")}

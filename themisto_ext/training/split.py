@@ -18,12 +18,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from themisto_ext.errors import SplitSpecError as SplitSpecError  # re-exported: raised here
+
 SPLIT_BY = ("trajectory", "notebook")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
-
-
-class SplitSpecError(ValueError):
-    """A ``--split`` that is not NAME=FRACTION,... with fractions summing to 1."""
 
 
 def parse_split(text: str) -> tuple[tuple[str, float], ...]:

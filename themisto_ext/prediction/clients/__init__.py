@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from themisto_ext.errors import PredictorSpecError
 from themisto_ext.prediction.clients.base import (
     Completion,
     PredictionRequest,
@@ -39,10 +40,6 @@ PREDICTOR_FORMS = ("baseline, copy-previous, hybrid, local, local:PATH.gguf, ope
                    "or anthropic:MODEL")
 API_WINDOW_TOKENS = 16_384
 """A remote model's window unless configured: more than a 24,000-character prompt needs."""
-
-
-class PredictorSpecError(ValueError):
-    """A predictor name that is not one of the documented forms."""
 
 
 class ChatProvider(Protocol):

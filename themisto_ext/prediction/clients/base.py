@@ -7,7 +7,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from themisto_ext.errors import ProviderError
+# Defined in the one exception tree; re-exported here, where the clients raise them.
+from themisto_ext.errors import (
+    PredictionSuperseded,
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderRateLimitError,
+    ProviderRequestError,
+    ProviderResponseError,
+    ProviderServerError,
+    ProviderTimeoutError,
+)
 from themisto_ext.prediction.prompts import Prompt
 from themisto_ext.prediction.prompts.window import Window
 from themisto_ext.records import Step, Task
@@ -49,46 +60,6 @@ class Completion:
     answer: str | None = None
     """A rule-based predictor's final answer, used as it is; a model's ``text`` is
     post-processed instead."""
-
-
-class ProviderConnectionError(ProviderError):
-    """The endpoint could not be reached (refused, DNS, TLS)."""
-
-    retryable = True
-
-
-class ProviderTimeoutError(ProviderError):
-    """No complete answer within the timeout."""
-
-    retryable = True
-
-
-class ProviderAuthError(ProviderError):
-    """401/403: the key is missing, wrong or not allowed to use the model."""
-
-
-class ProviderRateLimitError(ProviderError):
-    """429 after the retries ran out."""
-
-    retryable = True
-
-
-class ProviderServerError(ProviderError):
-    """5xx after the retries ran out."""
-
-    retryable = True
-
-
-class ProviderRequestError(ProviderError):
-    """Another 4xx: the request itself was refused (unknown model, bad parameters)."""
-
-
-class ProviderResponseError(ProviderError):
-    """The answer could not be understood (malformed JSON, missing fields)."""
-
-
-class PredictionSuperseded(ProviderError):
-    """A newer request of the same session replaced this one before it ran to the end."""
 
 
 @dataclass

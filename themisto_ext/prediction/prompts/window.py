@@ -23,16 +23,12 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from themisto_ext.errors import ThemistoError
+from themisto_ext.errors import PromptTooLong as PromptTooLong  # re-exported: raised here
 from themisto_ext.prediction.prompts import Context, Prompt
 
 RUNG = 0.85
 MAX_RUNGS = 24
 """24 rungs reach 2% of the budget: any prompt whose fixed part fits does."""
-
-
-class PromptTooLong(ThemistoError, ValueError):
-    """Even the fixed instructions and the target do not fit the model's window."""
 
 
 @dataclass(frozen=True)

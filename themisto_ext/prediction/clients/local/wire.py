@@ -11,27 +11,18 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
-from themisto_ext.prediction.clients.base import (
+# The errors that cross are in the one exception tree; re-exported under their old home.
+from themisto_ext.errors import (
+    LocalModelError,
+    LocalModelOff,
+    ModelProcessDied,
+    ModelProcessHung,
     PredictionSuperseded,
     ProviderError,
     ProviderRequestError,
 )
 
-
-class LocalModelError(ProviderError):
-    """The local model or llama.cpp is missing, or the model could not be loaded or run."""
-
-
-class ModelProcessDied(LocalModelError):
-    """The model's process ended (a signal, an exit) while it worked on this request."""
-
-
-class ModelProcessHung(LocalModelError):
-    """The model's process stopped answering: it was killed and is restarted."""
-
-
-class LocalModelOff(LocalModelError):
-    """The local model is switched off for this server (it crashed too often)."""
+__all__ = ["LocalModelError", "LocalModelOff", "ModelProcessDied", "ModelProcessHung"]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 /**
  * A small inline SVG line plot of scores over steps (no chart library: a
- * few polylines on a 0–1 scale).
+ * few polylines on a 0–1 scale): the drawing only; plotsection.ts is the
+ * panel section around it.
  */
 import type { ScoreName } from '../api/model';
 import type { IScorePoint } from '../live/types';

@@ -1,6 +1,8 @@
 /**
- * The session scoreboard: running means per predictor × context and task.
- * A row shows the latest step it scored when clicked.
+ * The session scoreboard's table: running means per predictor × context and
+ * task. A row shows the latest step it scored when clicked. (The scores over
+ * steps are plotsection.ts, drawn by svgplot.ts; the means themselves are
+ * kept by live/trajectoryscores.ts.)
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
 
@@ -10,7 +12,7 @@ import {
   SCORE_LABELS,
   scoreTitle,
   SHORT_SCORE
-} from '../live/scores';
+} from '../live/scoreformat';
 import type { IScoreRow } from '../live/types';
 import { h } from './dom';
 

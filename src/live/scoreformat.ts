@@ -1,5 +1,6 @@
 /**
- * Score and column labels, formatting, and running means.
+ * Score and column labels, formatting, and running means: the helpers that
+ * live/trajectoryscores.ts (one trajectory's scores) and the views share.
  *
  * This module is pure: it has no JupyterLab dependency so it can be unit tested.
  */

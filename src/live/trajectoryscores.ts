@@ -6,7 +6,7 @@
  * This module is pure: it has no JupyterLab dependency so it can be unit tested.
  */
 import type { LivePrediction, PredictionTask } from '../api/records';
-import { ScoreMeans, seriesKey } from './scores';
+import { ScoreMeans, seriesKey } from './scoreformat';
 import type { ICombo, IScorePoint, IScoreRow } from './types';
 
 /**

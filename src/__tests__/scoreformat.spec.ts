@@ -4,7 +4,7 @@ import {
   formatScores,
   formatSeconds,
   ScoreMeans
-} from '../live/scores';
+} from '../live/scoreformat';
 
 describe('score formatting', () => {
   it('formats scores with two decimals', () => {

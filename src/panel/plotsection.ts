@@ -1,14 +1,14 @@
 /**
- * The "scores over steps" section: task and score pickers, the plot and its
- * legend.
+ * The "scores over steps" section of the panel: task and score pickers, the
+ * plot (drawn by svgplot.ts) and its legend.
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import type { ScoreName } from '../api/model';
 import type { PredictionTask } from '../api/records';
-import { SCORE_LABELS, scoreTitle } from '../live/scores';
+import { SCORE_LABELS, scoreTitle } from '../live/scoreformat';
 import { h } from './dom';
-import { type IPlotSeries, scorePlot } from './plot';
+import { type IPlotSeries, scorePlot } from './svgplot';
 
 /**
  * What the plot shows and how to change it.
