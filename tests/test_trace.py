@@ -155,3 +155,16 @@ def test_a_long_cell_is_cut_at_the_event_limit(recording_kernel: RecordingKernel
     assert trace["events"][-1] == {"line": EVENTS + 1, "changed": {f"v{EVENTS - 1}":
                                                                    str(EVENTS - 1)}}
     assert step_problems(step) == []
+
+
+def test_a_tracer_that_is_no_python_function_is_left_alone(recording_kernel: RecordingKernel):
+    """coverage's C tracer is not a Python function; nor is a partial, used here."""
+    k = recording_kernel
+    k.run(USER_TRACER.replace("sys.settrace(mine)",
+                              "import functools\ntheirs = functools.partial(mine)\n"
+                              "sys.settrace(theirs)"))
+    k.run("%%themisto_trace\n" + BODY)
+    _, shown = k.run("print(len(seen) > 8, sys.gettrace() is theirs)")
+    assert printed(shown) == "True True\n"
+    trace = k.steps()[-2]["trace"]
+    assert trace == {"events": [], "hits": {}, "truncated": "c-tracer"}

@@ -179,9 +179,9 @@ export interface StepTrace {
   hits: TraceLines;
   omitted?: TraceLines;
   /**
-   * Why the trace stopped before the cell did: its time budget, its event or byte limit, or the cell set a trace function of its own.
+   * Why the trace stopped before the cell did: its time budget, its event or byte limit, the cell set a trace function of its own, or a C-level tracer (coverage's) was on, which the tracer leaves alone (nothing traced).
    */
-  truncated?: 'time' | 'events' | 'bytes' | 'replaced';
+  truncated?: 'time' | 'events' | 'bytes' | 'replaced' | 'c-tracer';
 }
 /**
  * One executed line: its number in the cell, the function it is in (absent at the cell's top level), and the bounded, masked repr of each variable whose value it changed.

@@ -21,6 +21,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from themisto_ext.contract import dumps
 from themisto_ext.kernel.private import clock, get_trace, set_trace
 from themisto_ext.kernel.reprs import render
 from themisto_ext.kernel.safe import is_atom, type_name
@@ -43,6 +44,7 @@ TraceFunction = Callable[[types.FrameType, str, Any], Any]
 _STORES = frozenset(("STORE_GLOBAL", "DELETE_GLOBAL"))
 _UNBOUND = "<unbound>"
 _REDACTED = "<redacted>"
+_PYTHON_FUNCTIONS = (types.FunctionType, types.MethodType)
 _get_instructions = dis.get_instructions  # taken at import: user code cannot replace it
 
 
@@ -103,6 +105,11 @@ class Tracer:
         self.owner = owner
         self._deadline = clock() + SECONDS
         self.active = True
+        if self._user is not None and not isinstance(self._user, _PYTHON_FUNCTIONS):
+            # A C-level tracer (coverage's): set back from Python it would become a slower
+            # Python-level one, so the cell runs untraced and the trace says why.
+            self._truncated, self._off = "c-tracer", True
+            return
         set_trace(self._hook)
 
     def stop(self) -> Trace:
@@ -119,6 +126,11 @@ class Tracer:
         if self._omitted:
             trace["omitted"] = {str(line + self._offset): n
                                 for line, n in sorted(self._omitted.items())}
+        # The running size is an estimate (JSON escapes a control character in six); the
+        # line written is measured, and halved until it fits.
+        while self._events and len(dumps(trace)) > TRACE_BYTES:
+            del self._events[len(self._events) // 2:]
+            self._truncated = "bytes"
         if self._truncated:
             trace["truncated"] = self._truncated
         self._ns = {}
