@@ -168,3 +168,12 @@ def test_a_tracer_that_is_no_python_function_is_left_alone(recording_kernel: Rec
     assert printed(shown) == "True True\n"
     trace = k.steps()[-2]["trace"]
     assert trace == {"events": [], "hits": {}, "truncated": "c-tracer"}
+
+
+def test_the_tracer_holds_no_object_of_the_user(recording_kernel: RecordingKernel):
+    """A value the cell drops is freed when it is dropped, as without the tracer."""
+    k = recording_kernel
+    k.run("class Noisy:\n    def __del__(self):\n        print('freed')")
+    _, shown = k.run("%%themisto_trace\nobj = Noisy()\nobj = None\nprint('after')")
+    assert printed(shown) == "freed\nafter\n"
+    assert k.steps()[-1]["trace"]["events"][1] == {"line": 3, "changed": {"obj": "None"}}

@@ -42,14 +42,26 @@ SECONDS = 1.0
 Trace = dict[str, Any]
 TraceFunction = Callable[[types.FrameType, str, Any], Any]
 _STORES = frozenset(("STORE_GLOBAL", "DELETE_GLOBAL"))
-_UNBOUND = "<unbound>"
+_NAMED = frozenset(("LOAD_NAME", "STORE_NAME", "DELETE_NAME", "LOAD_GLOBAL", *_STORES))
+_UNBOUND = object()  # a name not bound (no user value can be this object)
+_UNKEPT = object()  # what a frame's memory holds for a value it does not keep
 _REDACTED = "<redacted>"
 _PYTHON_FUNCTIONS = (types.FunctionType, types.MethodType)
+_get, _items = dict.get, dict.items
 _get_instructions = dis.get_instructions  # taken at import: user code cannot replace it
 
 
 def _placeholder(value: Any, room: int) -> str:
     return f"<{type_name(type(value))}>"  # its repr would run code the user wrote
+
+
+def _immutable(kind: type) -> bool:
+    return is_atom(kind) and kind is not bytearray
+
+
+def _short(value: Any) -> bool:
+    kind = type(value)
+    return not (kind is str or kind is bytes) or len(value) <= 10_000
 
 
 def safe_repr(value: Any) -> str:
@@ -59,17 +71,39 @@ def safe_repr(value: Any) -> str:
         return f"<{type_name(type(value))}>"
 
 
+class _CodeInfo:
+    """What the bytecode of one of the cell's code objects says, read once a trace."""
+
+    __slots__ = ("by_line", "code", "stores")
+
+    def __init__(self, code: types.CodeType) -> None:
+        self.code = code  # held: a cache by id() must not meet another object at that id
+        by_line: dict[int, set[str]] = {}
+        stores: set[str] = set()
+        for ins in _get_instructions(code):
+            if ins.opname in _STORES:
+                stores.add(ins.argval)
+            where = getattr(ins, "positions", None)  # Python 3.11's; mypy reads 3.10's
+            line = where.lineno if where is not None else None
+            if ins.opname in _NAMED and line is not None:
+                by_line.setdefault(line, set()).add(ins.argval)
+        self.stores = tuple(sorted(stores))
+        self.by_line = {line: tuple(sorted(names)) for line, names in by_line.items()}
+        """The global names each line reads or writes (a top-level line changes these)."""
+
+
 class _Frame:
     """What the tracer remembers of one traced frame between its lines."""
 
-    __slots__ = ("last", "module", "names", "seen", "skipped")
+    __slots__ = ("by_line", "last", "module", "names", "seen", "skipped")
 
-    def __init__(self, frame: types.FrameType, store_globals: tuple[str, ...]) -> None:
+    def __init__(self, frame: types.FrameType, info: _CodeInfo) -> None:
         code = frame.f_code
         self.module = code.co_name == "<module>"
         # A statement of the cell reads and writes globals by name (co_names); a function
         # its locals, and the globals it assigns.
-        self.names = code.co_names if self.module else store_globals
+        self.names = code.co_names if self.module else info.stores
+        self.by_line = info.by_line
         self.last: int | None = None
         self.seen: dict[str, Any] = {}
         self.skipped = False
@@ -87,18 +121,20 @@ class Tracer:
         self.owner: int | None = None
         """The depth of the run that started the trace (``themisto record --trace``), or
         None for ``%%themisto_trace``, which stops it itself."""
-        self._stores: dict[int, tuple[str, ...]] = {}
+        self._codes: dict[int, _CodeInfo] = {}
         self._hook = self._global  # one object: a bound method is made anew at each access
 
     def start(self, namespace: dict[str, Any], line_offset: int = 0,
               owner: int | None = None) -> None:
         self._ns = namespace
+        self._codes = {}
         self._offset = line_offset
         self._file: str | None = None
         self._user: TraceFunction | None = get_trace()
         self._events: list[dict[str, Any]] = []
         self._hits: dict[int, int] = {}
         self._omitted: dict[int, int] = {}
+        self._ends: dict[int, int] = {}
         self._size = 0
         self._truncated: str | None = None
         self._off = False
@@ -151,7 +187,7 @@ class Tracer:
             self._file = code.co_filename
         elif code.co_filename != self._file:
             return chained
-        state = _Frame(frame, () if code.co_name == "<module>" else self._stored(code))
+        state = _Frame(frame, self._code_info(code))
         return self._local(state, chained)
 
     def _local(self, state: _Frame, chained: TraceFunction | None) -> TraceFunction:
@@ -168,13 +204,11 @@ class Tracer:
             return local
         return local
 
-    def _stored(self, code: types.CodeType) -> tuple[str, ...]:
-        names = self._stores.get(id(code))
-        if names is None:
-            names = tuple(sorted({i.argval for i in _get_instructions(code)
-                                  if i.opname in _STORES}))
-            self._stores[id(code)] = names
-        return names
+    def _code_info(self, code: types.CodeType) -> _CodeInfo:
+        info = self._codes.get(id(code))
+        if info is None or info.code is not code:
+            info = self._codes[id(code)] = _CodeInfo(code)
+        return info
 
     # ------------------------------------------------------------ recording
 
@@ -186,19 +220,24 @@ class Tracer:
             return self._cut("time")
         if done is None:
             if state.module:
-                self._changes(state, frame)  # the state before the statement
+                self._changes(state, frame, None)  # the state before the statement
             return None
         hits = self._hits[done] = self._hits.get(done, 0) + 1
-        # A frame that ends after omitted lines (a loop's last iterations) is recorded:
-        # its last event says what those iterations left.
-        if hits > PER_LINE and not (line is None and state.skipped):
-            self._omitted[done] = self._omitted.get(done, 0) + 1
-            state.skipped = True
-            return None
-        state.skipped = False
+        if hits > PER_LINE:
+            # A frame that ends after omitted lines (a loop's last iterations) is recorded:
+            # its last event says what those iterations left; at most PER_LINE such ends
+            # a line (a function called 10^5 times ends 10^5 frames).
+            ends = self._ends.get(done, 0)
+            if not (line is None and state.skipped and ends < PER_LINE):
+                self._omitted[done] = self._omitted.get(done, 0) + 1
+                state.skipped = True
+                return None
+            self._ends[done] = ends + 1
+        # After omitted lines, every name the statement uses: they ran unwatched.
+        full, state.skipped = state.skipped, False
         if len(self._events) >= EVENTS:
             return self._cut("events")
-        changed = self._changes(state, frame)
+        changed = self._changes(state, frame, None if full else done)
         event: dict[str, Any] = {"line": done + self._offset}
         if not state.module:
             event["function"] = frame.f_code.co_name
@@ -212,27 +251,45 @@ class Tracer:
         self._events.append(event)
         return None
 
-    def _changes(self, state: _Frame, frame: types.FrameType) -> dict[str, str]:
-        """Names whose value differs from what the frame's last recorded line left."""
+    def _changes(self, state: _Frame, frame: types.FrameType,
+                 line: int | None) -> dict[str, str]:
+        """Names whose value differs from what the frame's last recorded line left: at the
+        top level those ``line`` uses (a 1,000-line statement checked its 1,000 names at
+        every line: 600 us a line), or all the statement uses (``line`` None)."""
+        # dict's own methods: a namespace or class body may be a dict subclass (a
+        # metaclass's __prepare__) whose get or items the user wrote.
         if state.module:
             scope: dict[str, Any] = self._ns
-            pairs = [(n, scope.get(n, _UNBOUND)) for n in state.names]
+            names = state.names if line is None else state.by_line.get(line, ())
+            pairs = [(n, _get(scope, n, _UNBOUND)) for n in names]
         else:
             local = frame.f_locals
-            pairs = [(n, v) for n, v in local.items() if n[:1] != "."]
-            pairs += [(n, frame.f_globals.get(n, _UNBOUND)) for n in state.names
-                      if n not in local]
+            if type(local) is not dict:
+                local = {}
+            pairs = [(n, v) for n, v in _items(local) if type(n) is str and n[:1] != "."]
+            scope = frame.f_globals
+            pairs += [(n, _get(scope, n, _UNBOUND)) for n in state.names
+                      if type(scope) is dict and n not in local]
         changed: dict[str, str] = {}
         for name, value in pairs:
-            if state.module and name not in state.seen and value is _UNBOUND:
+            if state.module and value is _UNBOUND and name not in state.seen:
                 continue  # an attribute or builtin name, not a variable
-            if isinstance(value, types.ModuleType):
+            if issubclass(type(value), types.ModuleType):  # (isinstance reads __class__)
                 continue
-            text = _UNBOUND if value is _UNBOUND else self._repr(name, value)
-            mark = text if is_atom(type(value)) else (id(value), text)
-            if state.seen.get(name) != mark:
-                state.seen[name] = mark
+            before = state.seen.get(name)
+            kind = type(value)
+            if before is not None and before[0] is value and _immutable(kind):
+                continue  # the same int or str: no repr needed to know it is unchanged
+            text = "<unbound>" if value is _UNBOUND else self._repr(name, value)
+            # An atom by its text (an equal int computed anew is no change), anything
+            # else by identity and text (another object, or one changed in place).
+            mark = text if is_atom(kind) else (id(value), text)
+            if before is None or before[1] != mark:
                 changed[name] = text
+            # Kept only when nothing can tell (an exact int or short str has no finalizer
+            # nor weak references): holding other objects would delay their __del__.
+            kept = value if _immutable(kind) and _short(value) else _UNKEPT
+            state.seen[name] = (kept, mark)
         return changed
 
     def _repr(self, name: str, value: Any) -> str:
