@@ -126,6 +126,8 @@ class Tracer:
 
     def start(self, namespace: dict[str, Any], line_offset: int = 0,
               owner: int | None = None) -> None:
+        if self.active:  # a cell whose end never came: chaining to ourselves would recurse
+            self.stop()
         self._ns = namespace
         self._codes = {}
         self._offset = line_offset
