@@ -177,3 +177,31 @@ def test_the_tracer_holds_no_object_of_the_user(recording_kernel: RecordingKerne
     _, shown = k.run("%%themisto_trace\nobj = Noisy()\nobj = None\nprint('after')")
     assert printed(shown) == "freed\nafter\n"
     assert k.steps()[-1]["trace"]["events"][1] == {"line": 3, "changed": {"obj": "None"}}
+
+
+def test_a_trace_of_long_reprs_is_cut_at_its_byte_limit(recording_kernel: RecordingKernel):
+    k = recording_kernel
+    names = " = ".join(f"a{n}" for n in range(20))
+    lines = "\n".join(f"{names} = 'x' * 300 + '{n}'" for n in range(100))
+    k.run("%%themisto_trace\n" + lines)
+    step = last_step(k)
+    trace = step["trace"]
+    assert trace["truncated"] == "bytes"
+    assert len(json.dumps(trace, ensure_ascii=False)) <= TRACE_BYTES
+    assert 30 < len(trace["events"]) < 100
+    assert len(trace["events"][0]["changed"]) == 20
+    assert all(len(r) <= 200 for r in trace["events"][0]["changed"].values())
+    assert step_problems(step) == []
+
+
+def test_an_exception_in_a_traced_cell_is_shown_and_recorded(
+        recording_kernel: RecordingKernel):
+    k = recording_kernel
+    _, shown = k.run("%%themisto_trace\nx = 1\ny = x / 0\nz = 2")
+    assert any(m["msg_type"] == "error" for m in shown)
+    step = last_step(k)
+    assert step["error"]["ename"] == "ZeroDivisionError"
+    assert step["trace"]["events"] == [{"line": 2, "changed": {"x": "1"}},
+                                       {"line": 3, "changed": {}}]
+    _, shown = k.run("import sys\nprint(sys.gettrace())")
+    assert printed(shown) == "None\n"
