@@ -21,6 +21,8 @@ PAIRS = [
     (records.RuntimeVariable, "step", "/$defs/runtime_variable"),
     (records.StepError, "step", "/$defs/error"),
     (records.StepTruncated, "step", "/$defs/truncated"),
+    (records.StepTrace, "step", "/$defs/trace"),
+    (records.TraceEvent, "step", "/$defs/trace_event"),
     (records.TrajectoryInfo, "trajectory", ""),
     (records.Prediction, "prediction", ""),
     (records.PromptText, "prediction", "/$defs/prompt"),

@@ -170,6 +170,9 @@ class CaptureSettings:
     journal reader takes at once. A step that would be larger has all its text limits
     halved until it fits."""
     redact: bool = True
+    trace: bool = False
+    """Trace every cell line by line (``themisto record --trace``; one cell:
+    ``%%themisto_trace``). Off, the tracer is never installed."""
     name_patterns: list[str] = field(default_factory=lambda: list(DEFAULT_NAME_PATTERNS))
     value_patterns: list[str] = field(default_factory=lambda: list(DEFAULT_VALUE_PATTERNS))
 

@@ -70,6 +70,22 @@ class StepTruncated(TypedDict):
     reprs: NotRequired[int]
 
 
+class TraceEvent(TypedDict):
+    line: int
+    changed: dict[str, str]
+    function: NotRequired[str]
+    more: NotRequired[int]
+
+
+class StepTrace(TypedDict):
+    """A traced cell's lines (``kernel/tracer.py``); keys of the counts are line numbers."""
+
+    events: list[TraceEvent]
+    hits: dict[str, int]
+    omitted: NotRequired[dict[str, int]]
+    truncated: NotRequired[str]
+
+
 class Step(TypedDict):
     format_version: int
     trajectory_id: str
@@ -90,6 +106,7 @@ class Step(TypedDict):
     source: NotRequired[str]
     """How the trajectory was recorded (kernel, record, import): written by exports."""
     truncated: NotRequired[StepTruncated]
+    trace: NotRequired[StepTrace]
 
 
 # ---------------------------------------------------------------- trajectory

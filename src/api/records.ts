@@ -116,6 +116,7 @@ export interface Step {
   hash_index: string;
   error: null | StepError;
   truncated?: StepTruncated;
+  trace?: StepTrace;
 }
 /**
  * One output of the cell as the notebook showed it.
@@ -166,6 +167,41 @@ export interface StepTruncated {
   runtime_variables?: number;
   reprs?: number;
   [k: string]: number | undefined;
+}
+/**
+ * A line-level execution trace of the cell, present only when it was traced (%%themisto_trace, themisto record --trace; docs/format.md): each executed line, in order, with the variables it changed, bounded; the later iterations of a line only counted.
+ */
+export interface StepTrace {
+  /**
+   * @maxItems 1000
+   */
+  events: TraceEvent[];
+  hits: TraceLines;
+  omitted?: TraceLines;
+  /**
+   * Why the trace stopped before the cell did: its time budget, its event or byte limit, the cell set a trace function of its own, or a C-level tracer (coverage's) was on, which the tracer leaves alone (nothing traced).
+   */
+  truncated?: 'time' | 'events' | 'bytes' | 'replaced' | 'c-tracer';
+}
+/**
+ * One executed line: its number in the cell, the function it is in (absent at the cell's top level), and the bounded, masked repr of each variable whose value it changed.
+ */
+export interface TraceEvent {
+  line: number;
+  function?: string;
+  changed: {
+    [k: string]: string;
+  };
+  /**
+   * Changed variables not listed.
+   */
+  more?: number;
+}
+/**
+ * A count per line number of the cell (keys are line numbers).
+ */
+export interface TraceLines {
+  [k: string]: number;
 }
 /**
  * What the store knows about one trajectory (one kernel process): its identity, where it ran and how many steps it has.

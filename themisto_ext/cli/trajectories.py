@@ -13,7 +13,12 @@ from typing import IO, Any
 from themisto_ext.cli.args import positive_float
 from themisto_ext.cli.files import check_output
 from themisto_ext.cli.training import export_sft_command, refuse_sft_options, sft_options
-from themisto_ext.contract import default_store_path, default_user, journal_dir_for
+from themisto_ext.contract import (
+    CaptureSettings,
+    default_store_path,
+    default_user,
+    journal_dir_for,
+)
 from themisto_ext.errors import ReplayError
 from themisto_ext.records import Step
 from themisto_ext.replay import (
@@ -30,6 +35,7 @@ from themisto_ext.store import (
     parse_store_url,
 )
 from themisto_ext.trajectory import file_problems, write_steps
+from themisto_ext.trajectory.trace import trace_records
 
 STORE_HELP = ("trajectory store: a SQLite file, sqlite:///PATH or postgresql://USER@HOST:PORT/DB "
               "(password from PGPASSWORD or ~/.pgpass); default: the SQLite file the Jupyter "
@@ -52,6 +58,8 @@ def register(sub: Any) -> None:
     p.add_argument("--stop-on-error", action="store_true",
                    help="stop at the first cell that raises (default: continue)")
     p.add_argument("--kernel", default="python3", help="kernel name (default python3)")
+    p.add_argument("--trace", action="store_true", help="trace every cell line by line "
+                   "(each step gets a 'trace', docs/format.md)")
     p.add_argument("--ignore-metadata", action="store_true",
                    help="record even if the notebook's metadata turns recording off")
     p.add_argument("--user", default=None, help="record as this user (default: "
@@ -76,9 +84,10 @@ def register(sub: Any) -> None:
     p.add_argument("--out", required=True, help="output file, or - for standard output")
     p.add_argument("--force", action="store_true", help="let --out replace a file that is "
                    "not of the format written (never the store)")
-    p.add_argument("--format", choices=("steps", "sft"), default="steps",
+    p.add_argument("--format", choices=("steps", "sft", "trace"), default="steps",
                    help="steps: the trajectories as benchmark-format JSONL (default); sft: "
-                   "(prompt, answer) training pairs in chat form (docs/format.md)")
+                   "(prompt, answer) training pairs in chat form; trace: the traced steps' "
+                   "execution traces, with an E.T.-style text (docs/format.md)")
     sft_options(p)
     p.set_defaults(run=export)
 
@@ -111,7 +120,8 @@ def record(args: argparse.Namespace) -> int:
     journals = journal_dir_for(url.path if url.engine == SQLITE else default_store_path())
     result = record_notebook(nb_path, store, journals,
                              timeout=args.timeout, stop_on_error=args.stop_on_error,
-                             kernel_name=args.kernel, user=args.user or default_user())
+                             kernel_name=args.kernel, user=args.user or default_user(),
+                             settings=CaptureSettings(trace=True) if args.trace else None)
     ids = result.trajectory_ids
     print(f"recorded {result.steps} steps from {result.code_cells} code cells of {nb_path} "
           f"({result.errors} raised) into trajectory {', '.join(ids)} in {url.display}")
@@ -157,10 +167,12 @@ def _resolve(store: TrajectoryStore, wanted: list[str]) -> list[str]:
     return ids
 
 
-def _export(store: TrajectoryStore, ids: list[str], out: str) -> int:
+def _export(store: TrajectoryStore, ids: list[str], out: str, traces: bool = False) -> int:
     target: AbstractContextManager[IO[str]] = (
         nullcontext(sys.stdout) if out == "-" else open(out, "w", encoding="utf-8"))  # noqa: SIM115
     with target as fh:
+        if traces:
+            return sum(write_steps(trace_records(_with_source(store, tid)), fh) for tid in ids)
         return sum(write_steps(_with_source(store, tid), fh) for tid in ids)
 
 
@@ -189,9 +201,10 @@ def export(args: argparse.Namespace) -> int:
         else _resolve(store, args.ids)
     if args.format == "sft":
         return export_sft_command(args, store, url, ids)
-    count = _export(store, ids, args.out)
+    count = _export(store, ids, args.out, traces=args.format == "trace")
     if args.out != "-":
-        print(f"wrote {count} steps of {len(ids)} trajectories to {args.out}")
+        what = "traced steps" if args.format == "trace" else "steps"
+        print(f"wrote {count} {what} of {len(ids)} trajectories to {args.out}")
     return 0
 
 

@@ -1,10 +1,11 @@
-"""``%themisto on|off|status``: the user's own switch inside the notebook."""
+"""``%themisto on|off|status``: the user's own switch inside the notebook; ``%%themisto_trace``:
+a line-level trace of one cell (``tracer.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from themisto_ext.kernel.recorder import Recorder
 
@@ -25,3 +26,9 @@ class ThemistoMagics(Magics):
             print("usage: %themisto [on|off|status]")
             return
         print(self._recorder.describe())
+
+    @cell_magic
+    def themisto_trace(self, line: str, cell: str) -> None:
+        """%%themisto_trace: run the cell and record, with its step, each line it executed
+        and the variables that line changed."""
+        self._recorder.trace_cell(cell)

@@ -21,6 +21,7 @@ from typing import Any
 _REAL: dict[str, Any] = {
     "repr": builtins.repr, "perf_counter": _time.perf_counter,
     "datetime": _datetime.datetime, "utc": _datetime.timezone.utc,
+    "gettrace": sys.gettrace, "settrace": sys.settrace,
 }
 
 
@@ -39,6 +40,15 @@ def now_iso() -> str:
 def real_repr(obj: Any) -> str:
     text: str = _REAL["repr"](obj)
     return text
+
+
+def get_trace() -> Any:
+    """The thread's trace function (``sys.gettrace`` as it was, whatever the user did)."""
+    return _REAL["gettrace"]()
+
+
+def set_trace(function: Any) -> None:
+    _REAL["settrace"](function)
 
 
 _PYTHON_HOOKS = (types.FunctionType, types.MethodType)

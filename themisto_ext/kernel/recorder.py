@@ -48,6 +48,7 @@ from themisto_ext.kernel.private import clock, now_iso, untraced
 from themisto_ext.kernel.safe import is_atom, is_builtin_type, type_name
 from themisto_ext.kernel.secret_values import environment_secrets, secret_strings
 from themisto_ext.kernel.snapshot import Snapshotter, user_variables
+from themisto_ext.kernel.tracer import TRACE_MAGIC, Tracer, mask_trace
 from themisto_ext.redaction import Redactor, apply_spans
 from themisto_ext.trajectory import FORMAT_VERSION
 
@@ -133,6 +134,7 @@ class Recorder:
         self.snapshotter = Snapshotter(settings, self.redactor)
         self.deletions = SecretDeletions(shell, self.redactor.name_is_secret, self._learn)
         self.collector = OutputCollector()
+        self.tracer = Tracer(self.redactor.name_is_secret, self._learn)
         self.journal = JournalWriter(journal_dir, self.kernel_id, self.trajectory_id)
         self._control = switch_path(journal_dir, self.kernel_id)
         self._control_mtime: float | None = None
@@ -256,10 +258,36 @@ class Recorder:
     def _pre_run_cell(self, info: Any) -> None:
         with untraced():  # first: a user's trace function sees only this frame
             self._before_cell(info)
+        if self.settings.trace and len(self._runs) == 1 and self._runs[0][1] is not None \
+                and not self._runs[0][1]["code"].startswith(TRACE_MAGIC):
+            # After untraced() gave the user's trace function back: the tracer calls it.
+            self.tracer.start(self.shell.user_ns, owner=1)
 
     def _post_run_cell(self, result: Any) -> None:
+        if self.tracer.active and self.tracer.owner == len(self._runs) and self._runs:
+            cell = self._runs[0][1]
+            trace = self.tracer.stop()  # first: the user's trace function back in place
+            if cell is not None:
+                cell["trace"] = trace
         with untraced():
             self._after_cell(result)
+
+    def trace_cell(self, body: str) -> Any:
+        """``%%themisto_trace``: run ``body`` as a cell of its own (as ``%%capture``
+        does), traced, and keep the trace with the step of the cell that holds it."""
+        cell = self._runs[0][1] if self._runs else None
+        if cell is None or self.tracer.active:
+            return self.shell.run_cell(body)  # not recorded, or traced already
+        try:
+            with quiet():
+                self.redactor.learn_from_code(body)  # the body was a string literal
+        except Exception:
+            log.debug("themisto could not read the traced cell", exc_info=True)
+        self.tracer.start(self.shell.user_ns, line_offset=1)  # the magic's line is line 1
+        try:
+            return self.shell.run_cell(body)
+        finally:
+            cell["trace"] = self.tracer.stop()
 
     def _before_cell(self, info: Any) -> None:
         if self._runs:  # a run inside the running cell: part of its step
@@ -379,7 +407,7 @@ class Recorder:
             "runtime_variables": variables,
             "hash_index": hash_index,
             "error": self._error(result),
-        }
+        } | ({"trace": cell["trace"]} if cell.get("trace") is not None else {})
 
     def _finish_step(self) -> None:
         """Attach the outputs, bound and mask the step, and write it.
@@ -406,6 +434,8 @@ class Recorder:
                     # __repr__ raised while it was displayed (pandas 2 without
                     # DataFrame.append); error_in_exec stays None, the user saw an error.
                     step["error"] = {"ename": shown["ename"], "evalue": shown["evalue"]}
+                if "trace" in step:  # after the snapshot: the secrets it learnt masked too
+                    mask_trace(step["trace"], self.redactor.mask)
                 self._append(fit_step(step, self._pending_code, items, self.settings,
                                       self.redactor.mask, self._mask_code))
         except BaseException:

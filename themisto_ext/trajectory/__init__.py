@@ -55,6 +55,10 @@ def step_problems(step: Any, line: int = 0) -> list[FormatProblem]:
     for err in sorted(validator("step").iter_errors(step), key=lambda e: list(e.path)):
         field = ".".join(str(p) for p in err.absolute_path)
         problems.append(FormatProblem(line, field, err.message))
+    if not problems and isinstance(step, dict) and "trace" in step:
+        from themisto_ext.trajectory.trace import trace_problems
+
+        problems += [FormatProblem(line, f, m) for f, m in trace_problems(step["trace"])]
     return problems
 
 
