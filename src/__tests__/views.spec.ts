@@ -1,7 +1,12 @@
 import { nullTranslator } from '@jupyterlab/translation';
 
 import type { PredictionSummary, StepSummary } from '../api/records';
-import { errorReason, isMissed, noPredictionReason } from '../live/reasons';
+import {
+  errorReason,
+  isMissed,
+  isModelProcessError,
+  noPredictionReason
+} from '../live/reasons';
 import { NotebookLive } from '../live/store';
 import { cellView } from '../notebook/cellview';
 import { ghostText, latestNextCell } from '../notebook/inline';
@@ -148,6 +153,26 @@ describe('cellView', () => {
       errorReason({ type: 'PredictionSuperseded', message: 'other' }, trans)
     ).toBe('superseded: other');
     expect(isMissed({ type: 'ProviderError', message: '' })).toBe(false);
+  });
+
+  it("tells the model process's errors by their code, and old records by type", () => {
+    expect(
+      isModelProcessError({ type: 'Renamed', message: '', code: 'local-model' })
+    ).toBe(true);
+    expect(
+      isModelProcessError({
+        type: 'ModelProcessDied',
+        message: '',
+        code: 'provider'
+      })
+    ).toBe(false);
+    expect(isModelProcessError({ type: 'ModelProcessHung', message: '' })).toBe(
+      true
+    );
+    expect(isModelProcessError({ type: 'ProviderError', message: '' })).toBe(
+      false
+    );
+    expect(isModelProcessError(undefined)).toBe(false);
   });
 
   it('tells a missed prediction by its error code, and old records by type', () => {

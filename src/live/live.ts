@@ -22,7 +22,7 @@ import type {
   IThemistoLive
 } from '../tokens';
 import { HistoryLoader } from './loader';
-import { MODEL_PROCESS_ERRORS } from './reasons';
+import { isModelProcessError } from './reasons';
 import { NotebookLive } from './store';
 import type { IStepDetail } from './types';
 
@@ -321,7 +321,7 @@ export class ThemistoLive implements IThemistoLive {
       }
       if (
         event.type === 'prediction' &&
-        MODEL_PROCESS_ERRORS.has(event.prediction.error?.type ?? '')
+        isModelProcessError(event.prediction.error)
       ) {
         // the embedded model's process died, hung or was switched off
         void this._modelNews.invoke();

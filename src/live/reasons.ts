@@ -58,16 +58,32 @@ export function errorReason(
 }
 
 /**
- * Error types of a prediction that the embedded model's process could not
- * make (prediction/clients/local/wire.py): the server's account of that
- * process (`GET predictors`) may have changed.
+ * Error types that meant the same as the `local-model` code in records stored
+ * before error codes existed (prediction/clients/local: read only when there is
+ * no code).
  */
-export const MODEL_PROCESS_ERRORS = new Set([
+const MODEL_PROCESS_TYPES = new Set([
   'LocalModelError',
   'ModelProcessDied',
   'ModelProcessHung',
   'LocalModelOff'
 ]);
+
+/**
+ * Whether a prediction's error comes from the embedded model's process (it
+ * died, hung, cannot start or was switched off): the server's account of that
+ * process (`GET predictors`) may have changed.
+ */
+export function isModelProcessError(
+  error: PredictionError | null | undefined
+): boolean {
+  if (!error) {
+    return false;
+  }
+  return error.code !== undefined
+    ? error.code === 'local-model'
+    : MODEL_PROCESS_TYPES.has(error.type);
+}
 
 /**
  * Why the embedded model gives no predictions for now (it crashed too
