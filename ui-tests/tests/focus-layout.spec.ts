@@ -169,11 +169,18 @@ test.describe('Themisto focus and layout', () => {
       .locator('.themisto-OutputSection .themisto-Actual')
       .first();
     await expect(actual).toContainText('column_9', LIVE);
-    const box = await actual.evaluate(node => ({
-      scroll: node.scrollWidth,
-      client: node.clientWidth,
-      whiteSpace: getComputedStyle(node).whiteSpace
-    }));
+    // Measured on the node shown at the time: the panel may redraw the section
+    // (its scores arriving) between finding the node and measuring it, and a
+    // node taken out of the page has no computed style.
+    const measure = () =>
+      actual.evaluate(node => ({
+        scroll: node.scrollWidth,
+        client: node.clientWidth,
+        whiteSpace: getComputedStyle(node).whiteSpace,
+        attached: node.isConnected
+      }));
+    let box = await measure();
+    await expect.poll(async () => (box = await measure()).attached).toBe(true);
     // Lines are never wrapped by the panel (pandas wraps its own text at
     // 80 characters): a row stays a row, and the box scrolls sideways.
     expect(box.whiteSpace).toBe('pre');
