@@ -13,6 +13,7 @@ at import time, so the kernel can import it cheaply.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import hashlib
 import json
@@ -464,15 +465,10 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-_STEP_FIELDS: frozenset[str] | None = None
-
-
+@functools.cache
 def _step_fields() -> frozenset[str]:
     """The fields every step has (``step.schema.json``'s ``required``), read on first use:
     only the server decodes, and the kernel must not load schemas."""
-    global _STEP_FIELDS
-    if _STEP_FIELDS is None:
-        from themisto_ext.records import schema
+    from themisto_ext.records import schema
 
-        _STEP_FIELDS = frozenset(schema("step")["required"])
-    return _STEP_FIELDS
+    return frozenset(schema("step")["required"])

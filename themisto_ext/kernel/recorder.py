@@ -191,7 +191,8 @@ class Recorder:
         self.journal.close()
 
     def _learn(self, name: str, value: Any) -> None:
-        """A secret-named value about to be deleted: its strings are secrets from now on."""
+        """A secret-named value the snapshot may never see (about to be deleted, or met
+        by the tracer): its strings are secrets from now on."""
         self.redactor.learn(secret_strings(name, value, self.redactor.name_is_secret))
 
     # ------------------------------------------------------------ journal and status

@@ -69,9 +69,9 @@ def run(values: list[Any], render: Callable[[Any], str], per_value: float,
     if pid == 0:  # pragma: no cover - the child never returns
         _child(values, render, per_value, read_end, write_end)
     os.close(write_end)
-    ended, started = False, [-1, 0.0]
+    ended, began, began_at = False, -1, 0.0
     try:
-        ended = _collect(read_end, results, clock() + seconds, started)
+        ended, began, began_at = _collect(read_end, results, clock() + seconds)
     finally:
         os.close(read_end)
         if not ended:
@@ -86,7 +86,7 @@ def run(values: list[Any], render: Callable[[Any], str], per_value: float,
         return results
     if ended:
         results[reached] = CRASHED
-    elif started[0] == reached and clock() - started[1] >= per_value:
+    elif began == reached and clock() - began_at >= per_value:
         # Only a value that had its whole budget is blamed: on a loaded machine the copy
         # may start late, and a value it had barely begun stays pending (measured later).
         results[reached] = TIMED_OUT
@@ -124,23 +124,25 @@ def _reap() -> None:
             _unreaped.remove(pid)
 
 
-def _collect(fd: int, results: list[str | None], until: float, started: list[Any]) -> bool:
-    """Read answers until the child closes the pipe (True) or time runs out (False);
-    ``started`` is set to the value the child last began and when that was seen."""
+def _collect(fd: int, results: list[str | None], until: float) -> tuple[bool, int, float]:
+    """Read answers until the child closes the pipe (True) or time runs out (False), with
+    the value the child last began (-1: none) and when that was seen."""
     buffer = b""
+    began, began_at = -1, 0.0
     while True:
         left = until - clock()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
-            return False
+            return False, began, began_at
         chunk = os.read(fd, 1 << 16)
         if not chunk:
-            return True  # the child is done (or died: what it did not send is missing)
+            # the child is done (or died: what it did not send is missing)
+            return True, began, began_at
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
             index, text = loads(line)
             if text is None:  # the child begins this value
-                started[:] = [index, clock()]
+                began, began_at = index, clock()
             else:
                 results[index] = text
 

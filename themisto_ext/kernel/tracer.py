@@ -25,6 +25,7 @@ from themisto_ext.contract import dumps
 from themisto_ext.kernel.private import clock, get_trace, set_trace
 from themisto_ext.kernel.reprs import render
 from themisto_ext.kernel.safe import is_atom, type_name
+from themisto_ext.redaction import REDACTED
 
 EVENTS = 1_000
 """Line events recorded in a trace, all lines together."""
@@ -45,7 +46,6 @@ _STORES = frozenset(("STORE_GLOBAL", "DELETE_GLOBAL"))
 _NAMED = frozenset(("LOAD_NAME", "STORE_NAME", "DELETE_NAME", "LOAD_GLOBAL", *_STORES))
 _UNBOUND = object()  # a name not bound (no user value can be this object)
 _UNKEPT = object()  # what a frame's memory holds for a value it does not keep
-_REDACTED = "<redacted>"
 _PYTHON_FUNCTIONS = (types.FunctionType, types.MethodType)
 _get, _items = dict.get, dict.items
 _get_instructions = dis.get_instructions  # taken at import: user code cannot replace it
@@ -297,7 +297,7 @@ class Tracer:
     def _repr(self, name: str, value: Any) -> str:
         if self._is_secret(name):
             self._learn(name, value)  # masked wherever it appears from now on
-            return _REDACTED
+            return REDACTED
         return safe_repr(value)
 
     def _cut(self, why: str) -> None:

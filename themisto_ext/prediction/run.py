@@ -38,10 +38,6 @@ class Superseded:
     reason: str
 
 
-SUPERSEDED = PredictionSuperseded.__name__
-"""The error type of a prediction missed because the next cell started first."""
-
-
 def prediction_error(error: ThemistoError) -> PredictionError:
     """Why a prediction has no answer, as its record keeps it: the class (``type``, what
     records made before codes existed have) and its branch of the exception tree as a

@@ -117,15 +117,15 @@ class GuardedStore:
     def events(self, trajectory_id: str) -> list[dict[str, str]]:
         return self._call(lambda s: s.events(trajectory_id))
 
-    def _paged(self, pages: Iterator[T]) -> Iterator[T]:
-        """A lazy read guarded page by page: a failure after the first page is reported
-        (``problem``, the log) like any other call's, not only raised to the reader."""
-        while True:
-            try:
-                item = self._call(lambda _: next(pages))
-            except StopIteration:
-                return
-            yield item
+    def _paged(self, items: Iterator[T]) -> Iterator[T]:
+        """A lazy read, guarded to its end: a failure after its first page is reported
+        (``problem``, the log) like any other call's, not only raised to the reader. It
+        goes on reading the store it began on, even one put aside since."""
+        try:
+            yield from items
+        except StoreUnavailable as exc:
+            self._failed(str(exc))
+            raise
 
     def iter_steps(self, trajectory_id: str, since_step: int = 0,
                    limit: int | None = None) -> Iterator[Step]:
@@ -176,7 +176,9 @@ class GuardedStore:
             self._retired.pop(0).close()
 
     def close(self) -> None:
-        for store in [*self._retired, *([self._store] if self._store is not None else [])]:
+        for store in self._retired:
             store.close()
         self._retired.clear()
-        self._store = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
