@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,13 @@ from jupyter_client.manager import KernelManager
 from pg import PASSWORD, Cluster
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
-from themisto_ext.contract import AUTOLOAD_ARG, CAPTURE_ENV, JOURNAL_DIR_ENV, CaptureSettings
+from themisto_ext.contract import (
+    AUTOLOAD_ARG,
+    CAPTURE_ENV,
+    JOURNAL_DIR_ENV,
+    CaptureSettings,
+    switch_path,
+)
 from themisto_ext.replay import recording_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +66,16 @@ class RecordingKernel:
     def steps(self) -> list[dict[str, Any]]:
         steps = [r for r in read_journal(self.journal_dir) if r["kind"] == "step"]
         return sorted(steps, key=lambda s: s["started_at"])
+
+    def switch(self, on: bool) -> None:
+        """Switch recording as the server does (the kernel's switch file), seen by the
+        hook at the next cell: its mtime is moved on, so two switches in one clock tick
+        are both seen."""
+        path = switch_path(self.journal_dir, self.kernel_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"recording": on}))
+        time.sleep(0.01)
+        path.touch()
 
     def restart(self) -> None:
         self.km.restart_kernel(now=False)  # graceful, as JupyterLab's Restart does

@@ -5,9 +5,7 @@ stopping ingestion."""
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,6 @@ from themisto_ext.contract import (
     TrajectoryRecord,
     decode_record,
     encode_record,
-    switch_path,
 )
 from themisto_ext.ingest import JournalIngestor
 from themisto_ext.journal import JournalWriter
@@ -31,13 +28,9 @@ from themisto_ext.store import SQLiteStore
 def test_every_record_a_real_kernel_writes_round_trips(recording_kernel: RecordingKernel):
     k = recording_kernel
     k.run("a = 1")
-    switch = switch_path(k.journal_dir, k.kernel_id)
-    switch.parent.mkdir(parents=True, exist_ok=True)
-    switch.write_text(json.dumps({"recording": False}))
+    k.switch(False)
     k.run("b = 2")
-    switch.write_text(json.dumps({"recording": True}))
-    time.sleep(0.01)
-    switch.touch()
+    k.switch(True)
     k.run("c = 3")
     k.restart()  # the first trajectory's kernel ends: an ``end`` record
     records = read_journal(k.journal_dir)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from conftest import RecordingKernel, read_journal
 
-from themisto_ext.contract import CaptureSettings, switch_path
+from themisto_ext.contract import CaptureSettings
 from themisto_ext.trajectory import step_problems
 
 
@@ -149,13 +148,9 @@ def test_secrets_never_reach_the_journal(tmp_path: Path):
 def test_recording_switch_and_restart_start_a_new_trajectory(recording_kernel: RecordingKernel):
     k = recording_kernel
     k.run("a = 1")
-    switch = switch_path(k.journal_dir, k.kernel_id)
-    switch.parent.mkdir(parents=True, exist_ok=True)
-    switch.write_text(json.dumps({"recording": False}))
+    k.switch(False)
     k.run("b = 2")
-    switch.write_text(json.dumps({"recording": True}))
-    time.sleep(0.01)
-    switch.touch()
+    k.switch(True)
     k.run("c = 3")
     assert [s["code"] for s in k.steps()] == ["a = 1", "c = 3"]
     k.restart()
