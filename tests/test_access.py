@@ -5,7 +5,9 @@ The two-user JupyterHub deployment is tests/test_jupyterhub.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -18,7 +20,7 @@ from themisto_ext.server.access import AccessPolicy
 
 def add_foreign(jp_serverapp, owner: str = "bob", tid: str = "bob1") -> None:
     """A trajectory another user's server recorded into the same store."""
-    store = jp_serverapp.web_app.settings["themisto"].store
+    store = jp_serverapp.web_app.settings["themisto"].store.sync
     store.apply(interpret_lines([start(tid, "kb", "2026-03-01T00:00:00+00:00"), step(tid, 1),
                            step(tid, 2)], "kernel", user=owner), None)
     store.save_prediction(predicted(tid, 2))
@@ -100,6 +102,29 @@ class TestOnPostgres:
             ("pg1", 3, "alice")]
         steps = body(await api("trajectories/pg1/steps"))["steps"]
         assert [s["step"] for s in steps] == [1, 2, 3]
+
+    async def test_a_request_waiting_for_the_database_holds_up_no_other_request(
+            self, api, jp_serverapp, jp_server_config):
+        import psycopg
+
+        await seed(jp_serverapp, {"pg1": 3})
+        url = jp_server_config["ThemistoExtension"]["store_url"]
+        with psycopg.connect(url) as conn:
+            # Another server's long transaction holds the table: reads of it wait.
+            conn.execute("LOCK TABLE trajectories IN ACCESS EXCLUSIVE MODE")
+            # Released from a thread: a server that waited on its event loop would hold
+            # this test's coroutine too, and only the release could end the wait.
+            release = threading.Timer(10, conn.rollback)
+            release.start()
+            try:
+                waiting = asyncio.ensure_future(api("trajectories/pg1"))
+                await asyncio.sleep(0.5)
+                assert body(await api(""))["api_version"]
+                assert not waiting.done()  # answered while the other still waits
+            finally:
+                release.cancel()
+                conn.rollback()
+        assert body(await waiting)["steps"] == 3
 
 
 class NamedIdentityProvider(IdentityProvider):

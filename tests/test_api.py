@@ -209,7 +209,7 @@ def test_openapi_documents_every_route_and_only_those():
 async def test_every_documented_route_answers_as_documented(api, jp_serverapp):
     await seed(jp_serverapp, {"d1": 2, "p1": 1})
     prediction = predicted("p1", 2)  # of a trajectory the DELETE below leaves alone
-    jp_serverapp.web_app.settings["themisto"].store.save_prediction(prediction)
+    jp_serverapp.web_app.settings["themisto"].store.sync.save_prediction(prediction)
     spec = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
     exercised = set()
     for path, item in spec["paths"].items():
@@ -247,7 +247,7 @@ async def test_every_documented_route_answers_as_documented(api, jp_serverapp):
 
 async def test_history_pages_steps_in_brief_with_their_predictions(api, jp_serverapp):
     await seed(jp_serverapp, {"h1": 30})
-    store = jp_serverapp.web_app.settings["themisto"].store
+    store = jp_serverapp.web_app.settings["themisto"].store.sync
     scored = {**predicted("h1", 12), "reference": "1",
               "scores": {"exact_match": 1.0, "rouge_l": 1.0, "chrf": 1.0}}
     missed = {**predicted("h1", 12), "id": "missed-12", "task": "next-cell",
@@ -278,7 +278,7 @@ async def test_history_pages_steps_in_brief_with_their_predictions(api, jp_serve
 
 async def test_predictions_can_be_read_slim_and_by_window(api, jp_serverapp):
     await seed(jp_serverapp, {"w1": 5})
-    store = jp_serverapp.web_app.settings["themisto"].store
+    store = jp_serverapp.web_app.settings["themisto"].store.sync
     for target in (2, 3, 4, 5):
         store.save_prediction(predicted("w1", target))
     whole = body(await api("trajectories/w1/predictions"))["predictions"]

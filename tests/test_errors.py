@@ -20,7 +20,7 @@ from themisto_ext.errors import (
     ThemistoError,
 )
 from themisto_ext.prediction.run import missed_record, prediction_error
-from themisto_ext.records import ErrorCode, schema, validator
+from themisto_ext.records import ErrorCode, Scope, schema, validator
 
 PACKAGE = Path(errors.__file__).parent
 SIGNALS = {
@@ -107,7 +107,7 @@ def test_a_prediction_error_carries_its_closed_code(error: ThemistoError, code: 
     made = prediction_error(error)
     assert made == {"type": type(error).__name__, "message": str(error), "code": code}
     validator("prediction").validate({**missed_record("p", "output", "none", "m",
-                                                      trajectory_id="t", target_step=1),
+                                                      scope=Scope("t"), target_step=1),
                                       "error": made})
 
 
@@ -117,6 +117,6 @@ def test_the_codes_are_the_schemas():
 
 
 def test_a_record_stored_before_codes_existed_is_still_valid():
-    old = missed_record("p", "output", "none", "m", trajectory_id="t", target_step=1)
+    old = missed_record("p", "output", "none", "m", scope=Scope("t"), target_step=1)
     old["error"] = {"type": "PredictionSuperseded", "message": "m"}
     validator("prediction").validate(old)

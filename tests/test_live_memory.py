@@ -14,7 +14,8 @@ from themisto_ext.prediction.clients import make_predictor
 from themisto_ext.prediction.live import LivePredictions
 from themisto_ext.prediction.prompts.build import build_prompt, cell_limit
 from themisto_ext.server.core import Themisto
-from themisto_ext.store import SQLiteStore
+from themisto_ext.server.settings import ServerSettings
+from themisto_ext.store import AsyncStore, SQLiteStore
 
 
 def big_step(tid: str, n: int) -> dict:
@@ -29,10 +30,10 @@ def big_step(tid: str, n: int) -> dict:
 async def test_histories_hold_outputs_as_prompts_cut_them_and_end_with_the_kernel(
         tmp_path: Path):
     store = SQLiteStore(tmp_path / "s.sqlite3")
-    live = LivePredictions(store, EventBus(), [make_predictor("baseline")], ["none", "full"],
-                           budget_chars=8000)
-    core = Themisto(store=store, journal_dir=tmp_path / "journal", recording=True, live=live,
-                    events=EventBus(), live_predictions=False, max_body_bytes=1000)
+    live = LivePredictions(AsyncStore(store), EventBus(), [make_predictor("baseline")],
+                           ["none", "full"], budget_chars=8000)
+    settings = ServerSettings(journal_dir=tmp_path / "journal", live_predictions=False)
+    core = Themisto(settings=settings, store=live.store, live=live, events=EventBus())
     journal = JournalWriter(tmp_path / "journal", "k", "t")
     journal.append(start("t"))
     for n in range(1, 41):
@@ -48,7 +49,7 @@ async def test_histories_hold_outputs_as_prompts_cut_them_and_end_with_the_kerne
     for context in ("none", "full"):  # the cut changes no prompt
         assert build_prompt(history, "next-cell", context, budget_chars=8000) == \
             build_prompt(whole, "next-cell", context, budget_chars=8000)
-    assert live._landed("t", 40)["output"] == whole[-1]["output"]  # scored against it whole
+    assert (await live._landed("t", 40))["output"] == whole[-1]["output"]  # scored against it whole
     journal.append({"kind": "end", "trajectory_id": "t", "at": "2026-01-01T01:00:00+00:00"})
     await core.ingest_now()  # the kernel shut down: nothing of it stays
     assert live._histories == {}

@@ -26,7 +26,7 @@ def jp_server_config(themisto_config, llm: FakeLLM, monkeypatch: pytest.MonkeyPa
 
 
 def store_of(jp_serverapp):
-    return jp_serverapp.web_app.settings["themisto"].store
+    return jp_serverapp.web_app.settings["themisto"].store.sync
 
 
 async def wait_for(condition, timeout: float = 15):

@@ -41,6 +41,7 @@ from themisto_ext.prediction.prompts import Prompt, Task
 from themisto_ext.prediction.prompts.build import build_prompt, demonstrations, system_text
 from themisto_ext.prediction.prompts.postprocess import postprocess
 from themisto_ext.prediction.run import predict
+from themisto_ext.records import Scope
 
 SYSTEM = "You predict what a Jupyter notebook cell prints. Answer with the output only."
 MAX_TOKENS = 12
@@ -276,7 +277,7 @@ async def test_a_model_that_cannot_load_is_a_recorded_error(tmp_path: Path):
     # fitting the prompt to the window needs the tokenizer: its failure is the record's
     p = LocalPredictor(tmp_path / "absent.gguf")
     try:
-        record = await predict(p, [], "output", "none", trajectory_id="t", target_step=1,
+        record = await predict(p, [], "output", "none", scope=Scope("t"), target_step=1,
                                target_code="1 + 1")
     finally:
         await p.aclose()
@@ -419,7 +420,7 @@ def test_local_and_served_gguf_agree_on_real_examples(llama_server, recorded_not
                 context = "full" if example["task"] == "output" else "curated"
                 code = example["target"]["code"] if example["task"] == "output" else None
                 made = [await predict(p, example["history"], example["task"], context,
-                                      trajectory_id="t", target_step=example["target"]["step"],
+                                      scope=Scope("t"), target_step=example["target"]["step"],
                                       target_code=code) for p in (local, served)]
                 pairs.append((made[0], made[1]))
         finally:
@@ -468,7 +469,7 @@ def test_prompts_are_fitted_to_the_local_window_in_its_tokens():
                for n in range(1, 60)]
     p = LocalPredictor(max_tokens=8)
     try:
-        record = asyncio.run(predict(p, history, "output", "full", trajectory_id="t",  # type: ignore[arg-type]
+        record = asyncio.run(predict(p, history, "output", "full", scope=Scope("t"),  # type: ignore[arg-type]
                                      target_step=60, target_code="frame_59.shape",
                                      budget_chars=24_000))
     finally:

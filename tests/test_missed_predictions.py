@@ -16,7 +16,7 @@ from themisto_ext.ingest import IngestResult
 from themisto_ext.prediction.clients.baseline import BaselinePredictor
 from themisto_ext.prediction.live import NEXT_CELL_STARTED, LivePredictions
 from themisto_ext.records import LiveEvent, validator
-from themisto_ext.store import SQLiteStore
+from themisto_ext.store import AsyncStore, SQLiteStore
 
 TID = "quick"
 
@@ -40,7 +40,8 @@ def live_predictions(tmp_path: Path) -> tuple[LivePredictions, list[LiveEvent], 
     events = EventBus()
     seen: list[LiveEvent] = []
     events.subscribe(seen.append)
-    live = LivePredictions(store, events, [BaselinePredictor()], ["none", "full"], 8000)
+    live = LivePredictions(AsyncStore(store), events, [BaselinePredictor()], ["none", "full"],
+                           8000)
     return live, seen, store
 
 
@@ -59,7 +60,7 @@ async def test_cells_run_in_quick_succession_say_why_they_got_no_next_cell_predi
     live, seen, store = live_predictions(tmp_path)
     # Three cells queued at once land in one ingestion pass: by the time step 1 is read,
     # cells 2 and 3 have started, so predicting them from step 1 would only be late.
-    live.on_ingest(ingested(store, [fresh_step(1), fresh_step(2), fresh_step(3)],
+    await live.on_ingest(ingested(store, [fresh_step(1), fresh_step(2), fresh_step(3)],
                             [started(1), started(2), started(3)]))
     await asyncio.gather(*live._tasks, return_exceptions=True)
     assert missed(store) == [("next-cell", 2, "full"), ("next-cell", 2, "none"),
@@ -80,9 +81,9 @@ async def test_cells_run_in_quick_succession_say_why_they_got_no_next_cell_predi
 
 async def test_a_next_cell_prediction_cancelled_by_the_next_cell_is_recorded(tmp_path: Path):
     live, _, store = live_predictions(tmp_path)
-    live.on_ingest(ingested(store, [fresh_step(1)], [started(1)]))
+    await live.on_ingest(ingested(store, [fresh_step(1)], [started(1)]))
     # Cell 2 starts before the next-cell predictions of step 2 ran: they are dropped.
-    live.on_ingest(IngestResult(started=[started(2)]))
+    await live.on_ingest(IngestResult(started=[started(2)]))
     await asyncio.gather(*live._tasks, return_exceptions=True)
     assert missed(store) == [("next-cell", 2, "full"), ("next-cell", 2, "none")]
     assert [p["task"] for p in store.predictions(TID, target_step=2) if not p["error"]] == [
@@ -91,8 +92,8 @@ async def test_a_next_cell_prediction_cancelled_by_the_next_cell_is_recorded(tmp
 
 async def test_a_next_cell_prediction_that_ran_is_not_missed(tmp_path: Path):
     live, _, store = live_predictions(tmp_path)
-    live.on_ingest(ingested(store, [fresh_step(1)], [started(1)]))
+    await live.on_ingest(ingested(store, [fresh_step(1)], [started(1)]))
     await asyncio.gather(*live._tasks, return_exceptions=True)
-    live.on_ingest(IngestResult(started=[started(2)]))
+    await live.on_ingest(IngestResult(started=[started(2)]))
     await asyncio.gather(*live._tasks, return_exceptions=True)
     assert missed(store) == []

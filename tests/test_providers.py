@@ -38,6 +38,7 @@ from themisto_ext.prediction.prompts import MARKUP, Prompt
 from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.prediction.prompts.postprocess import postprocess
 from themisto_ext.prediction.run import predict
+from themisto_ext.records import Scope
 
 # Naming the fixture too keeps parametrize ids when pytest-jupyter (conftest) collects
 # coroutine tests before anyio's plugin can add it.
@@ -277,7 +278,7 @@ async def test_every_transport_reads_answers_back_the_same_way(llm: FakeLLM, kin
              for n in range(1, 4)]
     try:
         record = await predict(predictor, steps, "output", "none",  # type: ignore[arg-type]
-                               trajectory_id="t", target_step=4, target_code="x4 = 18\nx4")
+                               scope=Scope("t"), target_step=4, target_code="x4 = 18\nx4")
     finally:
         await predictor.aclose()
     assert record["answer"] == answer  # type: ignore[index]

@@ -40,7 +40,7 @@ async def wait_for(check, timeout: float = 30, every: float = 0.1):
 
 
 def codes(jp_serverapp, trajectory_id: str) -> list[tuple[int, str]]:
-    store = themisto_of(jp_serverapp).store
+    store = themisto_of(jp_serverapp).store.sync
     return [(s["step"], s["code"]) for s in store.iter_steps(trajectory_id)]
 
 

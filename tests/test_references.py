@@ -18,7 +18,7 @@ from themisto_ext.prediction.clients import PredictorSpecError, make_predictor
 from themisto_ext.prediction.clients.baseline import visible_state
 from themisto_ext.prediction.run import predict
 from themisto_ext.prediction.scoring import scored
-from themisto_ext.records import Context, Task
+from themisto_ext.records import Context, Scope, Task
 
 
 def run(spec: str, task: Task, context: Context, history: list[dict[str, Any]],
@@ -26,7 +26,7 @@ def run(spec: str, task: Task, context: Context, history: list[dict[str, Any]],
     async def go() -> Any:
         predictor = make_predictor(spec)
         try:
-            return await predict(predictor, history, task, context, trajectory_id="t",  # type: ignore[arg-type]
+            return await predict(predictor, history, task, context, scope=Scope("t"),  # type: ignore[arg-type]
                                  target_step=len(history) + 1, target_code=target)
         finally:
             await predictor.aclose()
@@ -96,7 +96,7 @@ def jp_server_config(themisto_config) -> dict:
 
 async def test_copy_previous_runs_live_as_a_server_setting(jp_fetch, jp_serverapp):
     kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
-    store = jp_serverapp.web_app.settings["themisto"].store
+    store = jp_serverapp.web_app.settings["themisto"].store.sync
     try:
         await client.execute_interactive("print('first')", timeout=30)
         await wait_for_steps(jp_fetch, kernel_id, 1)
@@ -132,7 +132,7 @@ def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
         with FakeLLM(answer="The output:\n<output>\n7\n</output>") as llm:
             hybrid = HybridPredictor(make_predictor("openai:m", base_url=llm.openai_url))
             try:
-                record = await predict(hybrid, steps, task, context, trajectory_id="t",
+                record = await predict(hybrid, steps, task, context, scope=Scope("t"),
                                        target_step=len(steps) + 1, target_code=code)
             finally:
                 await hybrid.aclose()

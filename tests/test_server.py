@@ -50,7 +50,7 @@ async def test_kernels_launched_by_the_server_record(jp_fetch, jp_serverapp, sto
         await client.execute_interactive("print(x + 1)", timeout=30)
         status = await wait_for_steps(jp_fetch, kernel_id, 2)
         assert status["steps"] == 2 and status["recording"] is True
-        store = jp_serverapp.web_app.settings["themisto"].store
+        store = jp_serverapp.web_app.settings["themisto"].store.sync
         steps = list(store.iter_steps(status["trajectory_id"]))
         assert [s["code"] for s in steps] == ["x = 1", "print(x + 1)"]
         assert steps[1]["output"] == "2\n" and steps[1]["kernel_id"] == kernel_id
@@ -121,7 +121,7 @@ async def test_two_kernels_never_mix(jp_fetch, jp_serverapp):
             await asyncio.gather(c1.execute_interactive(f"one = {i}", timeout=30),
                                  c2.execute_interactive(f"two = {i}", timeout=30))
         s1, s2 = await wait_for_steps(jp_fetch, k1, 5), await wait_for_steps(jp_fetch, k2, 5)
-        store = jp_serverapp.web_app.settings["themisto"].store
+        store = jp_serverapp.web_app.settings["themisto"].store.sync
         codes1 = [s["code"] for s in store.iter_steps(s1["trajectory_id"])]
         codes2 = [s["code"] for s in store.iter_steps(s2["trajectory_id"])]
         assert codes1 == [f"one = {i}" for i in range(5)]
@@ -146,7 +146,7 @@ async def test_kernel_restart_starts_a_new_trajectory(jp_fetch, jp_serverapp):
                 break
             assert asyncio.get_running_loop().time() < deadline, second
             await asyncio.sleep(0.05)
-        store = jp_serverapp.web_app.settings["themisto"].store
+        store = jp_serverapp.web_app.settings["themisto"].store.sync
         old = store.get_trajectory(first["trajectory_id"])
         assert old.ended_at is not None
         assert store.get_trajectory(second["trajectory_id"]).restart_of == old.id
@@ -190,7 +190,7 @@ async def test_notebook_path_is_relative_to_the_server_root(jp_fetch, jp_servera
         await client.wait_for_ready(timeout=60)
         await client.execute_interactive("z = 1", timeout=30)
         status = await wait_for_steps(jp_fetch, kernel_id, 1)
-        store = jp_serverapp.web_app.settings["themisto"].store
+        store = jp_serverapp.web_app.settings["themisto"].store.sync
         assert store.get_trajectory(status["trajectory_id"]).notebook_path == \
             "work/analysis.ipynb"
         r = await jp_fetch("themisto", "api", "trajectories",

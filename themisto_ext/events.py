@@ -20,6 +20,7 @@ from themisto_ext.records import (
     Prediction,
     PredictionEvent,
     RecordingEvent,
+    Scope,
     ScoredEvent,
     Step,
     StepEvent,
@@ -35,24 +36,6 @@ Listener = Callable[[LiveEvent], None]
 
 LIVE_STEP_FIELDS = tuple(LiveStep.__annotations__)
 """The step fields the stream carries (``LiveStep`` in the schema)."""
-
-
-class Scope:
-    """What an event is about; built from a trajectory's summary (or just its id)."""
-
-    __slots__ = ("kernel_id", "notebook_path", "trajectory_id")
-
-    def __init__(self, trajectory_id: str, kernel_id: str | None,
-                 notebook_path: str | None) -> None:
-        self.trajectory_id = trajectory_id
-        self.kernel_id = kernel_id
-        self.notebook_path = notebook_path
-
-    @classmethod
-    def of(cls, trajectory: TrajectoryInfo | None, trajectory_id: str) -> Scope:
-        if trajectory is None:
-            return cls(trajectory_id, None, None)
-        return cls(trajectory["id"], trajectory["kernel_id"], trajectory["notebook_path"])
 
 
 def trajectory_event(trajectory: TrajectoryInfo) -> TrajectoryEvent:

@@ -14,6 +14,7 @@ validator is first asked for.
 # No ``from __future__ import annotations``: TypedDict reads NotRequired off evaluated
 # annotations.
 import json
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,6 +29,23 @@ SCHEMA_NAMES = ("step", "trajectory", "prediction", "summary", "live-event")
 Task = Literal["output", "next-cell"]
 ErrorCode = Literal["superseded", "prompt-too-long", "local-model", "provider"]
 Context = Literal["none", "full", "curated"]
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """What a record is about: the trajectory, and the kernel and notebook it was recorded
+    in. A prediction keeps it as three of its fields, a live event as the fields a stream
+    filters on; built from a trajectory's summary (or just its id)."""
+
+    trajectory_id: str
+    kernel_id: "str | None" = None
+    notebook_path: "str | None" = None
+
+    @classmethod
+    def of(cls, trajectory: "TrajectoryInfo | None", trajectory_id: str) -> "Scope":
+        if trajectory is None:
+            return cls(trajectory_id)
+        return cls(trajectory["id"], trajectory["kernel_id"], trajectory["notebook_path"])
 
 
 # ---------------------------------------------------------------- step (step.schema.json)

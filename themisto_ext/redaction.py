@@ -28,7 +28,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from themisto_ext.contract import DEFAULT_NAME_PATTERNS, DEFAULT_VALUE_PATTERNS, dumps
+from themisto_ext.contract import (
+    DEFAULT_NAME_PATTERNS,
+    DEFAULT_VALUE_PATTERNS,
+    CaptureSettings,
+    dumps,
+)
 
 REDACTED = "<redacted>"
 
@@ -130,6 +135,12 @@ def _trie_regex(words: Iterable[str]) -> str:
 
 
 class Redactor:
+    @classmethod
+    def of(cls, settings: CaptureSettings) -> Redactor:
+        """The redactor ``settings`` configure: the kernel's, and the server's for cell
+        text sent before the cell runs (one configuration, masked alike)."""
+        return cls(settings.name_patterns, settings.value_patterns, settings.redact)
+
     def __init__(
         self,
         name_patterns: Iterable[str] = DEFAULT_NAME_PATTERNS,

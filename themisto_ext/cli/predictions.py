@@ -14,7 +14,7 @@ from themisto_ext.cli.args import positive_float, positive_int
 from themisto_ext.prediction.clients import PREDICTOR_FORMS
 from themisto_ext.prediction.prompts import CONTEXTS, TASKS, Prompt
 from themisto_ext.prediction.prompts.build import build_prompt
-from themisto_ext.records import Prediction, Step
+from themisto_ext.records import Prediction, Scope, Step
 from themisto_ext.trajectory import (
     FormatProblem,
     TrajectoryFormatError,
@@ -130,7 +130,7 @@ def predict_command(args: argparse.Namespace) -> int:
         try:
             outcome = await predict(
                 predictor, steps[:index], args.task, args.context,
-                trajectory_id=target["trajectory_id"], target_step=target["step"],
+                scope=Scope(target["trajectory_id"]), target_step=target["step"],
                 target_code=target["code"] if args.task == "output" else None,
                 budget_chars=args.budget)
         finally:

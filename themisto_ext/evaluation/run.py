@@ -47,6 +47,7 @@ from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.prediction.prompts.window import HistoryPlan, Window, common_history
 from themisto_ext.prediction.run import Superseded, predict, prediction_error
 from themisto_ext.prediction.scoring import scored
+from themisto_ext.records import Scope
 from themisto_ext.trajectory.jsonl import iter_jsonl
 
 RESULTS_FILE = "results.jsonl"
@@ -312,7 +313,7 @@ async def _one(predictor: Predictor, example: Example, context: Context, config:
     try:
         outcome = await predict(
             predictor, example["history"], example["task"], context,
-            trajectory_id=_trajectory(example), target_step=int(target["step"]),
+            scope=Scope(_trajectory(example)), target_step=int(target["step"]),
             target_code=_target_code(example), session=session,
             budget_chars=plan.budget_chars if plan else config.budget_chars,
             min_dropped=plan.dropped if plan else 0)

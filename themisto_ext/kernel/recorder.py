@@ -130,7 +130,7 @@ class Recorder:
         self.kernel_id = _kernel_id()
         self.trajectory_id = uuid.uuid4().hex
         self.notebook_path = os.environ.get(NOTEBOOK_ENV) or os.environ.get("JPY_SESSION_NAME")
-        self.redactor = Redactor(settings.name_patterns, settings.value_patterns, settings.redact)
+        self.redactor = Redactor.of(settings)
         self.snapshotter = Snapshotter(settings, self.redactor)
         self.deletions = SecretDeletions(shell, self.redactor.name_is_secret, self._learn)
         self.collector = OutputCollector()

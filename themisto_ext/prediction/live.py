@@ -29,9 +29,9 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import Any
 
+from themisto_ext.errors import ThemistoError
 from themisto_ext.events import (
     EventBus,
-    Scope,
     predicting_event,
     prediction_event,
     scored_event,
@@ -44,8 +44,8 @@ from themisto_ext.prediction.prompts.postprocess import partial_answer
 from themisto_ext.prediction.run import Superseded, missed_record, predict, warm
 from themisto_ext.prediction.scoring import scored
 from themisto_ext.prediction.speculation import Speculation, Speculations
-from themisto_ext.records import Context, Prediction, Step, Task
-from themisto_ext.store import TrajectoryStore
+from themisto_ext.records import Context, Prediction, Scope, Step, Task
+from themisto_ext.store.aio import AsyncStore
 from themisto_ext.trajectory.text import clip
 
 log = logging.getLogger("themisto_ext.live")
@@ -95,7 +95,7 @@ def _epoch(timestamp: str | None) -> float:
 
 
 class LivePredictions:
-    def __init__(self, store: TrajectoryStore, events: EventBus, predictors: list[Predictor],
+    def __init__(self, store: AsyncStore, events: EventBus, predictors: list[Predictor],
                  contexts: Iterable[Context], budget_chars: int,
                  budgets: Mapping[str, int] | None = None) -> None:
         self.store = store
@@ -107,6 +107,8 @@ class LivePredictions:
         """Prompt budgets of particular predictors, by name (others get ``budget_chars``)."""
         self._histories: OrderedDict[tuple[str, int], list[Step]] = OrderedDict()
         """Steps of recent trajectories as prompts read them, by (trajectory, cell limit)."""
+        self._last: dict[str, int] = {}
+        """The newest step that landed of each trajectory, since this server started."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._next_cell: dict[str, Pending] = {}
         """Next-cell predictions still under way, by trajectory."""
@@ -118,13 +120,13 @@ class LivePredictions:
 
     # ------------------------------------------------------------ inputs
 
-    def on_ingest(self, result: IngestResult) -> None:
+    async def on_ingest(self, result: IngestResult) -> None:
         self._track_running(result)
         begun: set[tuple[str, int]] = set()
         for step in result.steps:
             self._remember(step)
             begun.add((step["trajectory_id"], int(step["step"])))
-        self._score(result.steps)
+        await self._score(result.steps)
         for started in result.started:
             begun.add((started.trajectory_id, started.step))
             if _age(started.at) < FRESH_SECONDS:
@@ -140,12 +142,12 @@ class LivePredictions:
             else:
                 self.schedule(trajectory_id, "next-cell", target)
 
-    def score_only(self, result: IngestResult) -> None:
+    async def score_only(self, result: IngestResult) -> None:
         """Keep histories and score on-request predictions, but predict nothing by itself."""
         self._track_running(result)
         for step in result.steps:
             self._remember(step)
-        self._score(result.steps)
+        await self._score(result.steps)
 
     def schedule(self, trajectory_id: str, task: Task, target_step: int, *,
                  code: str | None = None, cell_id: str | None = None,
@@ -161,7 +163,8 @@ class LivePredictions:
             for job, (name, context, target) in self._next_cell.pop(trajectory_id, {}).items():
                 if not job.done():
                     job.cancel()
-                    self._miss(name, context, trajectory_id, "next-cell", target, None)
+                    self._start(self._miss(name, context, trajectory_id, "next-cell",
+                                           target, None))
         count = 0
         for predictor in self.predictors:
             for context in self.contexts:
@@ -222,7 +225,8 @@ class LivePredictions:
                     trajectory_id: str | None) -> None:
         budget = self.budgets.get(predictor.name, self.budget_chars)
         try:
-            history = [] if trajectory_id is None else self._history(trajectory_id, budget)
+            history = [] if trajectory_id is None else await self._history(trajectory_id,
+                                                                           budget)
             await warm(predictor, history, context, budget_chars=budget,
                        session=None if trajectory_id is None else f"{trajectory_id}:{context}")
         except asyncio.CancelledError:
@@ -253,17 +257,25 @@ class LivePredictions:
 
     # ------------------------------------------------------------ work
 
-    def _history(self, trajectory_id: str, budget: int) -> list[Step]:
+    async def _history(self, trajectory_id: str, budget: int) -> list[Step]:
         """The trajectory's steps as prompts of this budget read them (see ``_slim``)."""
         key = (trajectory_id, cell_limit(budget))
         if key not in self._histories:
-            self._histories[key] = [_slim(s, key[1]) for s in self.store.iter_steps(trajectory_id)]
+            for _ in range(3):
+                read = await self.store.steps(trajectory_id)
+                # a step that landed while the store was read is in the read, or it is
+                # read again (a cached history must hold every step up to its last)
+                if (read[-1]["step"] if read else 0) >= self._last.get(trajectory_id, 0):
+                    break
+            self._histories.setdefault(key, [_slim(s, key[1]) for s in read])
             while len(self._histories) > HISTORY_CACHE:
                 self._histories.popitem(last=False)
         self._histories.move_to_end(key)
         return self._histories[key]
 
     def _remember(self, step: Step) -> None:
+        tid = step["trajectory_id"]
+        self._last[tid] = max(self._last.get(tid, 0), int(step["step"]))
         for (trajectory_id, limit), cached in self._histories.items():
             if trajectory_id == step["trajectory_id"] and (
                     not cached or cached[-1]["step"] < step["step"]):
@@ -275,6 +287,7 @@ class LivePredictions:
             del self._histories[key]
         self._next_cell.pop(trajectory_id, None)
         self._running.pop(trajectory_id, None)
+        self._last.pop(trajectory_id, None)
         self.speculations.discard(trajectory_id)
 
     def _track_running(self, result: IngestResult) -> None:
@@ -292,13 +305,13 @@ class LivePredictions:
             if number > landed.get(tid, 0) and _age(started.at) < FRESH_SECONDS:
                 self._running[tid] = number
 
-    def _landed(self, trajectory_id: str, target_step: int) -> Step | None:
+    async def _landed(self, trajectory_id: str, target_step: int) -> Step | None:
         """The target step whole (histories hold cut outputs), if it has landed."""
-        found = next(iter(self.store.iter_steps(trajectory_id, target_step - 1, 1)), None)
-        return found if found is not None and found["step"] == target_step else None
+        found = await self.store.steps(trajectory_id, target_step - 1, 1)
+        return found[0] if found and found[0]["step"] == target_step else None
 
-    def _scope(self, trajectory_id: str) -> Scope:
-        trajectory = self.store.get_trajectory(trajectory_id)
+    async def _scope(self, trajectory_id: str) -> Scope:
+        trajectory = await self.store.get_trajectory(trajectory_id)
         return Scope.of(trajectory.to_json() if trajectory else None, trajectory_id)
 
     async def _predict(self, predictor: Predictor, context: Context, scope: Scope, task: Task,
@@ -308,7 +321,7 @@ class LivePredictions:
         ``speculation`` is shown only once its cell starts (the text written so far then,
         the rest as it comes), and its CPU is booked to it."""
         budget = self.budgets.get(predictor.name, self.budget_chars)
-        history = [s for s in self._history(scope.trajectory_id, budget)
+        history = [s for s in await self._history(scope.trajectory_id, budget)
                    if s["step"] < target_step]
         combo = (predictor.name, context)
         shown = [""]
@@ -328,38 +341,36 @@ class LivePredictions:
                                               target_step, shown_as, text))
 
         return await predict(
-            predictor, history, task, context, trajectory_id=scope.trajectory_id,
-            target_step=target_step, target_code=code,
-            session=f"{scope.trajectory_id}:{context}",
-            budget_chars=budget,
-            kernel_id=scope.kernel_id, notebook_path=scope.notebook_path, cell_id=cell_id,
-            on_text=on_text, speculative=speculation is not None,
+            predictor, history, task, context, scope=scope, target_step=target_step,
+            target_code=code, cell_id=cell_id, session=f"{scope.trajectory_id}:{context}",
+            budget_chars=budget, on_text=on_text, speculative=speculation is not None,
             on_cpu=None if speculation is None else partial(self.speculations.spend,
                                                             speculation))
 
     async def _run(self, predictor: Predictor, context: Context, trajectory_id: str, task: Task,
                    target_step: int, code: str | None, cell_id: str | None) -> None:
         try:
-            scope = self._scope(trajectory_id)
+            scope = await self._scope(trajectory_id)
             self.events.publish(predicting_event(scope, task, context, predictor.name,
                                                  target_step, cell_id))
             outcome = await self._predict(predictor, context, scope, task, target_step, code,
                                           cell_id)
             if isinstance(outcome, Superseded):  # a newer request of the session replaced it
-                self._miss(predictor.name, context, trajectory_id, task, target_step, cell_id)
+                await self._miss(predictor.name, context, trajectory_id, task, target_step,
+                                 cell_id)
                 return
-            self._deliver(scope, outcome)
+            await self._deliver(scope, outcome)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("themisto: live prediction failed")
 
-    def _deliver(self, scope: Scope, record: Prediction) -> None:
+    async def _deliver(self, scope: Scope, record: Prediction) -> None:
         """Store and publish a prediction, scored if its step landed meanwhile."""
-        landed = self._landed(scope.trajectory_id, record["target_step"])
+        landed = await self._landed(scope.trajectory_id, record["target_step"])
         if landed is not None:  # the cell finished while the model was thinking
             record = scored(record, landed)
-        self.store.save_prediction(record)
+        await self.store.save_prediction(record)
         self.events.publish(prediction_event(scope, record))
         if landed is not None:
             self.events.publish(scored_event(scope, record))
@@ -368,7 +379,7 @@ class LivePredictions:
         """Make a speculation's predictions one after the other (one model job at a
         time per kernel), handing each over as it is ready."""
         try:
-            scope = self._scope(speculation.trajectory_id)
+            scope = await self._scope(speculation.trajectory_id)
             for predictor in self.predictors:
                 for context in self.contexts:
                     outcome = await self._predict(  # not shown until its cell starts
@@ -393,7 +404,7 @@ class LivePredictions:
         outcome = speculation.outcomes[combo]
         tid, target = speculation.trajectory_id, speculation.target_step
         try:
-            scope = self._scope(tid)
+            scope = await self._scope(tid)
             if not outcome.done():
                 speculation.running = True
                 shown_as = speculation.running_cell = cell_id or speculation.cell_id
@@ -413,7 +424,7 @@ class LivePredictions:
             record["speculative"] = True
             record["ready_before_start"] = round(started_at - speculation.ready_at[combo], 3)
             record["cell_id"] = cell_id or made["cell_id"]
-            self._deliver(scope, record)
+            await self._deliver(scope, record)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -424,20 +435,22 @@ class LivePredictions:
         arrived: not made (they would only delay that cell's own output prediction)."""
         for predictor in self.predictors:
             for context in self.contexts:
-                self._miss(predictor.name, context, trajectory_id, "next-cell", target_step,
-                           None)
+                self._start(self._miss(predictor.name, context, trajectory_id, "next-cell",
+                                       target_step, None))
 
-    def _miss(self, predictor: str, context: Context, trajectory_id: str, task: Task,
-              target_step: int, cell_id: str | None) -> None:
-        scope = self._scope(trajectory_id)
-        record = missed_record(predictor, task, context, NEXT_CELL_STARTED,
-                               trajectory_id=trajectory_id, target_step=target_step,
-                               kernel_id=scope.kernel_id, notebook_path=scope.notebook_path,
-                               cell_id=cell_id)
-        self.store.save_prediction(record)
+    async def _miss(self, predictor: str, context: Context, trajectory_id: str, task: Task,
+                    target_step: int, cell_id: str | None) -> None:
+        try:
+            scope = await self._scope(trajectory_id)
+            record = missed_record(predictor, task, context, NEXT_CELL_STARTED, scope=scope,
+                                   target_step=target_step, cell_id=cell_id)
+            await self.store.save_prediction(record)
+        except ThemistoError as exc:  # the store is down: the cell says nothing more
+            log.warning("themisto: could not record a missed prediction: %s", exc)
+            return
         self.events.publish(prediction_event(scope, record))
 
-    def _score(self, steps: list[Step]) -> None:
+    async def _score(self, steps: list[Step]) -> None:
         """Score the predictions of steps that landed: one store query per trajectory, not
         per step (a PostgreSQL round trip each: 6,000 per ingested chunk held the server's
         event loop for seconds)."""
@@ -445,13 +458,13 @@ class LivePredictions:
         for step in steps:
             landed.setdefault(step["trajectory_id"], {}).setdefault(step["step"], step)
         for trajectory_id, by_number in landed.items():
-            pending = [p for p in self.store.predictions(
+            pending = [p for p in await self.store.predictions(
                 trajectory_id, since_step=min(by_number) - 1, unscored=True)
                 if p["target_step"] in by_number]
             if not pending:
                 continue
-            scope = self._scope(trajectory_id)
+            scope = await self._scope(trajectory_id)
             for prediction in pending:
                 done: Prediction = scored(prediction, by_number[prediction["target_step"]])
-                self.store.save_prediction(done)
+                await self.store.save_prediction(done)
                 self.events.publish(scored_event(scope, done))

@@ -27,7 +27,15 @@ from themisto_ext.prediction.prompts import ANSWER_TOKENS, Prompt
 from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.prediction.prompts.postprocess import postprocess
 from themisto_ext.prediction.prompts.window import fit_prompt
-from themisto_ext.records import Context, ErrorCode, Prediction, PredictionError, Step, Task
+from themisto_ext.records import (
+    Context,
+    ErrorCode,
+    Prediction,
+    PredictionError,
+    Scope,
+    Step,
+    Task,
+)
 
 
 @dataclass(frozen=True)
@@ -50,13 +58,13 @@ def prediction_error(error: ThemistoError) -> PredictionError:
     return {"type": type(error).__name__, "message": str(error), "code": code}
 
 
-def blank_record(predictor: str, task: Task, context: Context, *, trajectory_id: str,
-                 target_step: int, kernel_id: str | None = None,
-                 notebook_path: str | None = None, cell_id: str | None = None) -> Prediction:
+def blank_record(predictor: str, task: Task, context: Context, *, scope: Scope,
+                 target_step: int, cell_id: str | None = None) -> Prediction:
     """A prediction record with no answer yet."""
     return {
-        "id": uuid.uuid4().hex, "trajectory_id": trajectory_id, "kernel_id": kernel_id,
-        "notebook_path": notebook_path, "cell_id": cell_id, "task": task,
+        "id": uuid.uuid4().hex, "trajectory_id": scope.trajectory_id,
+        "kernel_id": scope.kernel_id, "notebook_path": scope.notebook_path,
+        "cell_id": cell_id, "task": task,
         "context": context, "predictor": predictor, "model": None,
         "target_step": target_step,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
@@ -68,13 +76,11 @@ def blank_record(predictor: str, task: Task, context: Context, *, trajectory_id:
 
 
 def missed_record(predictor: str, task: Task, context: Context, message: str, *,
-                  trajectory_id: str, target_step: int, kernel_id: str | None = None,
-                  notebook_path: str | None = None, cell_id: str | None = None) -> Prediction:
+                  scope: Scope, target_step: int, cell_id: str | None = None) -> Prediction:
     """The record of a prediction missed (dropped, or never made) because the next cell
     started first: stored and shown like a failed one, so a cell says why it has none."""
-    record = blank_record(predictor, task, context, trajectory_id=trajectory_id,
-                          target_step=target_step, kernel_id=kernel_id,
-                          notebook_path=notebook_path, cell_id=cell_id)
+    record = blank_record(predictor, task, context, scope=scope, target_step=target_step,
+                          cell_id=cell_id)
     record["error"] = prediction_error(PredictionSuperseded(message))
     return record
 
@@ -85,20 +91,19 @@ async def predict(
     task: Task,
     context: Context,
     *,
-    trajectory_id: str,
+    scope: Scope,
     target_step: int,
     target_code: str | None = None,
+    cell_id: str | None = None,
     session: str | None = None,
     budget_chars: int = 24_000,
-    kernel_id: str | None = None,
-    notebook_path: str | None = None,
-    cell_id: str | None = None,
     on_text: Callable[[str], None] | None = None,
     on_cpu: Callable[[float], None] | None = None,
     speculative: bool = False,
     min_dropped: int = 0,
 ) -> Prediction | Superseded:
-    """Predict and return the record; a failed model call becomes the record's ``error``.
+    """Predict the ``task`` of ``target_step`` in ``scope`` and return the record; a failed
+    model call becomes the record's ``error``.
     With ``on_text``, a model that streams its answer hands over its raw text so far as it
     writes (the record holds the complete answer). ``on_cpu``: see ``PredictionRequest``.
     ``min_dropped``: at least this many of the oldest cells are left out (a benchmark gives
@@ -117,9 +122,8 @@ async def predict(
             prompt = await asyncio.to_thread(fit_prompt, build, budget_chars, predictor.window)
         except (PromptTooLong, ProviderError) as exc:  # too long; the model cannot load
             prompt, fitting = build(budget_chars), exc
-    record = blank_record(predictor.name, task, context, trajectory_id=trajectory_id,
-                          target_step=target_step, kernel_id=kernel_id,
-                          notebook_path=notebook_path, cell_id=cell_id)
+    record = blank_record(predictor.name, task, context, scope=scope,
+                          target_step=target_step, cell_id=cell_id)
     record["prompt"] = {"system": prompt.system, "user": prompt.user}
     record["dropped_steps"] = prompt.dropped_steps
     record["raw"] = ""

@@ -31,13 +31,13 @@ from themisto_ext.prediction.clients import (
 )
 from themisto_ext.prediction.live import LivePredictions
 from themisto_ext.prediction.prompts import CONTEXTS, Context
-from themisto_ext.redaction import Redactor
 from themisto_ext.server import api
 from themisto_ext.server.access import READ_ALL_SCOPE, AccessPolicy
 from themisto_ext.server.api.events import close_streams
 from themisto_ext.server.core import SETTINGS_KEY, Themisto
 from themisto_ext.server.provisioner import NAME as PROVISIONER_NAME
 from themisto_ext.server.renames import RenameListener
+from themisto_ext.server.settings import ServerSettings, launch_with
 from themisto_ext.store import (
     SQLITE,
     GuardedStore,
@@ -46,8 +46,22 @@ from themisto_ext.store import (
     open_store,
     parse_store_url,
 )
+from themisto_ext.store.aio import AsyncStore
 
 _CAPTURE = CaptureSettings()
+
+CAPTURE_TRAITS = {
+    "recording": "recording", "redact": "redact", "redact_name_patterns": "name_patterns",
+    "redact_value_patterns": "value_patterns", "repr_length": "repr_length",
+    "output_length": "output_length", "cell_budget": "cell_budget",
+    "value_budget": "value_budget",
+}
+"""The traitlets that configure what kernels capture, and the ``CaptureSettings`` field
+each sets (their defaults are that field's)."""
+
+
+def _copy(value: Any) -> Any:
+    return list(value) if isinstance(value, list) else value
 
 
 class ThemistoExtension(ExtensionApp):
@@ -190,14 +204,14 @@ class ThemistoExtension(ExtensionApp):
 
     # ------------------------------------------------------------ setup
 
-    def capture_settings(self) -> CaptureSettings:
-        return CaptureSettings(
-            recording=self.recording, repr_length=self.repr_length,
-            output_length=self.output_length, cell_budget=self.cell_budget,
-            value_budget=self.value_budget, redact=self.redact,
-            name_patterns=list(self.redact_name_patterns),
-            value_patterns=list(self.redact_value_patterns),
-        )
+    def server_settings(self) -> ServerSettings:
+        """The traitlets as the one settings object the core and the provisioner take."""
+        capture = CaptureSettings(**{field: _copy(getattr(self, trait))
+                                     for trait, field in CAPTURE_TRAITS.items()})
+        return ServerSettings(journal_dir=Path(self.journal_dir), capture=capture,
+                              live_predictions=self.live_predictions,
+                              speculation=self.speculation,
+                              max_body_bytes=self.max_body_bytes)
 
     def initialize_settings(self) -> None:
         # Never fails on the store: the server starts whatever state its store is in, and
@@ -217,7 +231,7 @@ class ThemistoExtension(ExtensionApp):
                     pass  # a read-only file: AccessPolicy counts unowned as this user's
             return store
 
-        store = GuardedStore(opener, retry=self.store_retry)
+        store = AsyncStore(GuardedStore(opener, retry=self.store_retry))
         access = AccessPolicy(self.user, frozenset(self.read_all_users), self.read_all_scope,
                               single_user_store=single_user)
         events = EventBus()
@@ -227,23 +241,13 @@ class ThemistoExtension(ExtensionApp):
         contexts = cast("list[Context]", list(self.contexts))  # checked by _valid_contexts
         live = LivePredictions(store, events, predictors, contexts,
                                self.prediction_budget, local)
-        self.themisto = Themisto(store=store, journal_dir=Path(self.journal_dir),
-                                 recording=self.recording, live=live, events=events,
-                                 live_predictions=self.live_predictions,
-                                 max_body_bytes=self.max_body_bytes,
+        settings = self.server_settings()
+        self.themisto = Themisto(settings=settings, store=store, live=live, events=events,
                                  running_kernels=self._running_kernels, access=access,
-                                 speculation=self.speculation,
-                                 notebook_exists=self._notebook_exists(),
-                                 redactor=Redactor(self.redact_name_patterns,
-                                                   self.redact_value_patterns,
-                                                   enabled=self.redact))
+                                 notebook_exists=self._notebook_exists())
         self.settings[SETTINGS_KEY] = self.themisto
         if self.autoload:
-            # Kernels inherit the server's environment: this is how they learn where to
-            # write and what to capture without reading the server's configuration.
-            os.environ[JOURNAL_DIR_ENV] = self.journal_dir
-            os.environ[CAPTURE_ENV] = self.capture_settings().to_env()
-            self._use_provisioner()
+            self._use_provisioner(settings)
         self.log.info("themisto: store %s, journals %s, recording as user %r", url.display,
                       self.journal_dir, self.user)
 
@@ -281,10 +285,11 @@ class ThemistoExtension(ExtensionApp):
                       ", ".join(self.contexts))
         return made
 
-    def _use_provisioner(self) -> None:
+    def _use_provisioner(self, settings: ServerSettings) -> None:
         from jupyter_client.provisioning.factory import KernelProvisionerFactory
 
         assert self.serverapp is not None  # set before extensions initialize
+        launch_with(self.serverapp.kernel_manager, settings)
         factory = KernelProvisionerFactory.instance(parent=self.serverapp.kernel_manager)
         if PROVISIONER_NAME not in factory.provisioners:
             # Running from a source tree that was never installed: no entry point, and a
@@ -299,6 +304,10 @@ class ThemistoExtension(ExtensionApp):
                 "themisto: another default kernel provisioner (%s) is configured; kernels "
                 "will not record unless they run %%load_ext themisto_ext",
                 factory.default_provisioner_name)
+            # Kernels that provisioner starts inherit only the server's environment: it
+            # is the one way their %load_ext learns where to write and what to capture.
+            os.environ[JOURNAL_DIR_ENV] = str(settings.journal_dir)
+            os.environ[CAPTURE_ENV] = settings.capture.to_env()
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(api.routes())

@@ -15,23 +15,18 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from themisto_ext.contract import read_status, read_switch, status_path, switch_path, write_switch
 from themisto_ext.errors import JournalUnavailable, NotFound, StoreUnavailable, ThemistoError
-from themisto_ext.events import (
-    EventBus,
-    Scope,
-    recording_event,
-    step_event,
-    trajectory_event,
-)
+from themisto_ext.events import EventBus, recording_event, step_event, trajectory_event
 from themisto_ext.ingest import IngestResult, JournalIngestor, moved_path
 from themisto_ext.journal import SUFFIX
 from themisto_ext.prediction.live import LivePredictions
+from themisto_ext.records import Scope
 from themisto_ext.redaction import Redactor
 from themisto_ext.server.access import AccessPolicy
-from themisto_ext.store import TrajectoryStore
+from themisto_ext.server.settings import ServerSettings
+from themisto_ext.store.aio import AsyncStore
 
 log = logging.getLogger("themisto_ext.server")
 
@@ -67,31 +62,25 @@ class KernelState:
 
 
 class Themisto:
-    def __init__(self, *, store: TrajectoryStore, journal_dir: Path, recording: bool,
-                 live: LivePredictions, events: EventBus, live_predictions: bool,
-                 max_body_bytes: int, access: AccessPolicy | None = None,
+    def __init__(self, *, settings: ServerSettings, store: AsyncStore, live: LivePredictions,
+                 events: EventBus, access: AccessPolicy | None = None,
                  running_kernels: Callable[[], Iterable[str]] | None = None,
-                 speculation: bool = True,
-                 notebook_exists: Callable[[str], bool] | None = None,
-                 redactor: Redactor | None = None) -> None:
+                 notebook_exists: Callable[[str], bool] | None = None) -> None:
+        self.settings = settings
         self.store = store
-        self.redactor = redactor or Redactor()
+        """The store as handlers and the live scheduler use it: every call off the event
+        loop (``store/aio.py``); ingestion, in a thread of its own, uses ``store.sync``."""
+        self.redactor = Redactor.of(settings.capture)
         """Masks secrets in cell text the front end sends before the cell runs."""
         self.access = access or AccessPolicy(server_user="")
         self.user = self.access.server_user
         """The owner of every trajectory this server's kernels record."""
-        self.journal_dir = journal_dir
-        self.recording_default = recording
+        self.journal_dir = settings.journal_dir
         self.live = live
         self.events = events
-        self.live_predictions = live_predictions
-        self.speculation = speculation
-        """Whether cells' outputs are predicted from their text before they run, when the
-        front end asks (``POST /speculations``)."""
-        self.max_body_bytes = max_body_bytes
         self.running_kernels = running_kernels
         """The ids of the kernels this server runs (None: unknown, e.g. without Jupyter)."""
-        self.ingestor = JournalIngestor(journal_dir, store, user=self.user)
+        self.ingestor = JournalIngestor(self.journal_dir, store.sync, user=self.user)
         self.ingestor.windows_per_pass = 1  # the loop comes back 50 ms later for the rest
         if notebook_exists is not None:
             self.ingestor.notebook_exists = notebook_exists
@@ -122,7 +111,7 @@ class Themisto:
             await self._ingest_once()
             if loop.time() >= next_status:
                 next_status = loop.time() + STATUS_EVERY
-                self.publish_changes()
+                await self.publish_changes()
                 # trimmed while steps keep coming, and once more when they stop
                 busy, self._tick_bytes = self._tick_bytes, 0
                 if self._untrimmed >= TRIM_AFTER or (self._untrimmed and not busy):
@@ -154,20 +143,20 @@ class Themisto:
         async with self._ingest_lock:
             result = await asyncio.to_thread(self.ingestor.poll)
         for tid in result.new_trajectories:
-            trajectory = self.store.get_trajectory(tid)
+            trajectory = await self.store.get_trajectory(tid)
             if trajectory is not None:
                 self.events.publish(trajectory_event(trajectory.to_json()))
         for step in result.steps:
             self.events.publish(step_event(step))
         for switch in result.switches:
-            trajectory = self.store.get_trajectory(switch.trajectory_id)
+            trajectory = await self.store.get_trajectory(switch.trajectory_id)
             if trajectory is not None:
                 scope = Scope.of(trajectory.to_json(), trajectory.id)
                 self.events.publish(recording_event(trajectory.kernel_id, switch.on, scope))
-        if self.live_predictions:
-            self.live.on_ingest(result)
+        if self.settings.live_predictions:
+            await self.live.on_ingest(result)
         else:
-            self.live.score_only(result)
+            await self.live.score_only(result)
         for tid in result.ended:
             self.live.forget(tid)
         self._untrimmed += result.read_bytes
@@ -179,7 +168,7 @@ class Themisto:
     def kernel_recording(self, kernel_id: str) -> bool:
         """The kernel's switch (its own, else the configured default)."""
         switched = read_switch(switch_path(self.journal_dir, kernel_id))
-        return self.recording_default if switched is None else switched
+        return self.settings.capture.recording if switched is None else switched
 
     def kernel_state(self, kernel_id: str) -> KernelState:
         """Recorded or not, and why not when it should be: the API never says a kernel is
@@ -209,10 +198,9 @@ class Themisto:
 
     def store_problem(self) -> str | None:
         """Why what kernels record cannot reach the store now, if it cannot."""
-        problem: str | None = getattr(self.store, "problem", None) or self._ingest_problem
-        return problem
+        return self.store.problem or self._ingest_problem
 
-    def publish_changes(self) -> None:
+    async def publish_changes(self) -> None:
         """Publish a ``recording`` event for every running kernel whose state changed."""
         if self.running_kernels is None:
             return
@@ -226,17 +214,17 @@ class Themisto:
                 known = kernel_id in self._published
                 self._published[kernel_id] = state
                 if known or state.reason is not None:
-                    self._publish_state(kernel_id, state)
+                    await self._publish_state(kernel_id, state)
 
-    def _publish_state(self, kernel_id: str, state: KernelState) -> None:
+    async def _publish_state(self, kernel_id: str, state: KernelState) -> None:
         try:
-            latest = self.store.latest_for_kernel(kernel_id, self.user)
+            latest = await self.store.latest_for_kernel(kernel_id, self.user)
         except StoreUnavailable:
             latest = None
         scope = Scope.of(latest.to_json(), latest.id) if latest else None
         self.events.publish(recording_event(kernel_id, state.recording, scope, state.reason))
 
-    def set_kernel_recording(self, kernel_id: str, on: bool) -> KernelState:
+    async def set_kernel_recording(self, kernel_id: str, on: bool) -> KernelState:
         if self.running_kernels is not None and kernel_id not in set(self.running_kernels()):
             # No switch file for a kernel that does not exist (it would lie there forever).
             raise NotFound(f"no kernel {kernel_id} is running on this server")
@@ -247,16 +235,16 @@ class Themisto:
                 f"cannot switch recording: {self.journal_problem() or exc.strerror}") from exc
         state = self.kernel_state(kernel_id)
         self._published[kernel_id] = state
-        self._publish_state(kernel_id, state)
+        await self._publish_state(kernel_id, state)
         return state
 
-    def warm(self, kernel_id: str) -> None:
+    async def warm(self, kernel_id: str) -> None:
         """A notebook opened its live stream: the model sessions its kernel's predictions
         use are warmed in the background (``LivePredictions.warm``)."""
-        if not self.live_predictions:
+        if not self.settings.live_predictions:
             return
         try:
-            latest = self.store.latest_for_kernel(kernel_id, self.user)
+            latest = await self.store.latest_for_kernel(kernel_id, self.user)
         except ThemistoError:
             return  # the stream says why the store cannot be read
         if latest is None or latest.ended_at is None:
@@ -300,9 +288,9 @@ class Themisto:
         ended is removed.
         """
         async with self._ingest_lock:
-            trajectory = self.store.get_trajectory(trajectory_id)
+            trajectory = await self.store.get_trajectory(trajectory_id)
             ended = trajectory is not None and trajectory.ended_at is not None
-            self.store.delete_trajectory(trajectory_id)
+            await self.store.delete_trajectory(trajectory_id)
             for journal in self.journal_dir.glob(f"*--{glob.escape(trajectory_id)}{SUFFIX}"):
                 try:
                     if ended:

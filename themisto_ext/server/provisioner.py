@@ -13,7 +13,8 @@ from typing import Any
 
 from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 
-from themisto_ext.contract import AUTOLOAD_ARG, JOURNAL_DIR_ENV, CaptureSettings, launch_env
+from themisto_ext.contract import AUTOLOAD_ARG, launch_env
+from themisto_ext.server.settings import launching
 
 NAME = "themisto-provisioner"
 
@@ -26,23 +27,28 @@ class ThemistoProvisioner(LocalProvisioner):
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         kwargs = await super().pre_launch(**kwargs)
         cmd: list[str] = list(kwargs.get("cmd") or [])
-        # The server extension sets the journal directory only when it is enabled and
-        # autoloading; without it this provisioner behaves exactly like the local one.
-        journal_dir = os.environ.get(JOURNAL_DIR_ENV)
-        if journal_dir and is_ipykernel(cmd) and AUTOLOAD_ARG not in cmd:
+        # The server extension hands its settings to the server's kernel manager only
+        # when it is enabled and autoloading; without them this provisioner behaves
+        # exactly like the local one.
+        settings = launching(self._kernels())
+        if settings is not None and is_ipykernel(cmd) and AUTOLOAD_ARG not in cmd:
             kwargs["cmd"] = [*cmd, AUTOLOAD_ARG]
             env = kwargs.get("env") or os.environ
-            kwargs["env"] = launch_env(env, journal_dir, str(self.kernel_id),
+            kwargs["env"] = launch_env(env, settings.journal_dir, str(self.kernel_id),
                                        self._notebook_path(env.get("JPY_SESSION_NAME")),
-                                       CaptureSettings.from_env(os.environ))
+                                       settings.capture)
         return kwargs
+
+    def _kernels(self) -> Any:
+        """The server's multi-kernel manager (the parent of this kernel's manager)."""
+        return getattr(self.parent, "parent", None)
 
     def _notebook_path(self, session_name: str | None) -> str | None:
         """The notebook relative to the server root, as the front end and API name it
         (jupyter_server hands kernels an absolute path)."""
         if not session_name:
             return None
-        root = getattr(getattr(self.parent, "parent", None), "root_dir", None)
+        root = getattr(self._kernels(), "root_dir", None)
         if root and os.path.isabs(session_name):
             relative = os.path.relpath(session_name, root)
             if not relative.startswith(".."):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from themisto_ext.store.aio import AsyncStore
 from themisto_ext.store.base import (
     Applied,
     NewStep,
@@ -38,7 +39,7 @@ def open_store(location: str | Path | StoreURL, readonly: bool = False) -> Traje
     return SQLiteStore(url.path, readonly=readonly)
 
 
-__all__ = ["POSTGRESQL", "SQLITE", "Applied", "GuardedStore", "NewStep", "NewTrajectory",
-           "NotebookMoved", "RecordingSwitched", "SQLiteStore", "StoreError", "StoreURL",
-           "StoreUnavailable", "Trajectory", "TrajectoryEnded", "TrajectoryFilter",
+__all__ = ["POSTGRESQL", "SQLITE", "Applied", "AsyncStore", "GuardedStore", "NewStep",
+           "NewTrajectory", "NotebookMoved", "RecordingSwitched", "SQLiteStore", "StoreError",
+           "StoreURL", "StoreUnavailable", "Trajectory", "TrajectoryEnded", "TrajectoryFilter",
            "TrajectoryStore", "Write", "open_store", "parse_store_url"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import astuple, replace
 from typing import Any, TypeVar
 
@@ -30,18 +30,11 @@ from themisto_ext.store.base import (
     StoreUnavailable,
     Trajectory,
     TrajectoryEnded,
-    TrajectoryFilter,
     Write,
     step_summaries_of,
 )
-from themisto_ext.store.schema import (
-    COLUMNS,
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    move_statement,
-    predictions_clause,
-    where_clause,
-)
+from themisto_ext.store.schema import COLUMNS, MIGRATIONS, SCHEMA_VERSION, move_statement
+from themisto_ext.store.sql import SharedQueries
 from themisto_ext.store.url import StoreURL
 from themisto_ext.trajectory import dumps_step
 
@@ -68,11 +61,12 @@ _COUNT_STEPS = """
 """
 
 
-def _trajectory(row: tuple[Any, ...]) -> Trajectory:
-    return Trajectory(*row)
+class PostgresStore(SharedQueries):
+    MARK = "%s"
+    ORDER = "seq"
+    PAGE = 2000
+    SLIM_DATA = "(data::jsonb - 'prompt' - 'raw')::text"
 
-
-class PostgresStore:
     def __init__(self, url: StoreURL, *, pool_size: int = 4, connect_timeout: float = 10) -> None:
         self.url = url
         options = {"autocommit": True, "connect_timeout": max(1, round(connect_timeout))}
@@ -138,6 +132,9 @@ class PostgresStore:
                 return conn.execute(sql, params).fetchall()
         except (psycopg.Error, PoolTimeout) as exc:
             raise _store_error(self.url, exc) from None
+
+    def _execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> int:
+        return self._transaction(lambda conn: conn.execute(sql, params).rowcount)
 
     # ------------------------------------------------------------ writes
 
@@ -225,74 +222,12 @@ class PostgresStore:
             (tid, at, kind, detail, tid))
         return cur.rowcount > 0
 
-    def delete_trajectory(self, trajectory_id: str) -> bool:
-        return self._transaction(lambda conn: conn.execute(
-            "DELETE FROM trajectories WHERE id = %s", (trajectory_id,)).rowcount > 0)
-
-    def forget_journal(self, journal: str) -> None:
-        self._transaction(lambda conn: conn.execute(
-            "DELETE FROM journal_cursors WHERE journal = %s", (journal,)))
-
     # ------------------------------------------------------------ reads
 
     def journal_cursors(self, prefix: str = "") -> dict[str, int]:
         rows = self._query('SELECT journal, "offset" FROM journal_cursors '
                            "WHERE starts_with(journal, %s)", (prefix,))
         return {key: int(offset) for key, offset in rows}
-
-    def list_trajectories(
-        self, where: TrajectoryFilter | None = None, limit: int = 100, offset: int = 0
-    ) -> list[Trajectory]:
-        clause, params = where_clause(where, "%s")
-        sql = (f"SELECT {COLUMNS} FROM trajectories{clause} "
-               "ORDER BY started_at, id LIMIT %s OFFSET %s")
-        return [_trajectory(r) for r in self._query(sql, (*params, limit, offset))]
-
-    def count_trajectories(self, where: TrajectoryFilter | None = None) -> int:
-        clause, params = where_clause(where, "%s")
-        return int(self._query(f"SELECT count(*) FROM trajectories{clause}", params)[0][0])
-
-    def get_trajectory(self, trajectory_id: str) -> Trajectory | None:
-        rows = self._query(f"SELECT {COLUMNS} FROM trajectories WHERE id = %s",
-                           (trajectory_id,))
-        return _trajectory(rows[0]) if rows else None
-
-    def latest_for_kernel(self, kernel_id: str, user: str | None = None) -> Trajectory | None:
-        clause, params = where_clause(TrajectoryFilter(kernel_id=kernel_id, user=user), "%s")
-        rows = self._query(f"SELECT {COLUMNS} FROM trajectories{clause} "
-                           "ORDER BY started_at DESC LIMIT 1", params)
-        return _trajectory(rows[0]) if rows else None
-
-    def events(self, trajectory_id: str) -> list[dict[str, str]]:
-        rows = self._query("SELECT at, kind, detail FROM events WHERE trajectory_id = %s "
-                           "ORDER BY seq", (trajectory_id,))
-        return [{"at": at, "kind": kind, "detail": detail} for at, kind, detail in rows]
-
-    def iter_step_lines(
-        self, trajectory_id: str, since_step: int = 0, limit: int | None = None,
-        page: int = 2000,
-    ) -> Iterator[tuple[int, str]]:
-        """Steps after ``since_step`` in order, a page per query (keyset paging: every page
-        is an index range scan, so memory stays flat whatever the export's size)."""
-        last, left = since_step, limit
-        while left is None or left > 0:
-            size = page if left is None else min(page, left)
-            rows = self._query("SELECT step, data FROM steps WHERE trajectory_id = %s "
-                               "AND step > %s ORDER BY step LIMIT %s",
-                               (trajectory_id, last, size))
-            for step, data in rows:
-                yield step, data
-                last = step
-            if left is not None:
-                left -= len(rows)
-            if len(rows) < size:
-                return
-
-    def iter_steps(
-        self, trajectory_id: str, since_step: int = 0, limit: int | None = None
-    ) -> Iterator[Step]:
-        for _, line in self.iter_step_lines(trajectory_id, since_step, limit):
-            yield json.loads(line)
 
     # ------------------------------------------------------------ predictions
 
@@ -309,17 +244,6 @@ class PostgresStore:
             "target_step = excluded.target_step, task = excluded.task, "
             "scored = excluded.scored, data = excluded.data, seq = DEFAULT", row)
             .rowcount > 0)  # a replaced record goes last, as SQLite's REPLACE does
-
-    def predictions(
-        self, trajectory_id: str, since_step: int = 0, target_step: int | None = None,
-        unscored: bool = False, until_step: int | None = None, slim: bool = False,
-    ) -> list[Prediction]:
-        column = "(data::jsonb - 'prompt' - 'raw')::text" if slim else "data"
-        clause, params = predictions_clause(trajectory_id, since_step, target_step,
-                                            until_step, unscored, "%s")
-        rows = self._query(f"SELECT {column} FROM predictions{clause} "
-                           "ORDER BY target_step, seq", params)
-        return [json.loads(data) for (data,) in rows]
 
     def step_summaries(
         self, trajectory_id: str, since_step: int = 0, limit: int = 500
@@ -339,17 +263,6 @@ class PostgresStore:
             "AND target_step <= %s) p ORDER BY target_step, seq",
             (trajectory_id, since_step, rows[-1][0]))
         return step_summaries_of(rows, predicted)
-
-    def get_prediction(self, prediction_id: str) -> Prediction | None:
-        rows = self._query("SELECT data FROM predictions WHERE id = %s", (prediction_id,))
-        found: Prediction | None = json.loads(rows[0][0]) if rows else None
-        return found
-
-    # ------------------------------------------------------------ owners and copies
-
-    def adopt_unowned(self, user: str) -> int:
-        return self._transaction(lambda conn: conn.execute(
-            "UPDATE trajectories SET user_name = %s WHERE user_name = ''", (user,)).rowcount)
 
     def import_trajectory(self, trajectory: Trajectory, events: list[dict[str, str]]) -> bool:
         def work(conn: psycopg.Connection[Any]) -> bool:

@@ -7,7 +7,7 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import astuple, replace
 from pathlib import Path
 from typing import Any
@@ -22,28 +22,14 @@ from themisto_ext.store.base import (
     StoreUnavailable,
     Trajectory,
     TrajectoryEnded,
-    TrajectoryFilter,
     Write,
     step_summaries_of,
 )
-from themisto_ext.store.schema import (
-    COLUMNS,
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    move_statement,
-    predictions_clause,
-    where_clause,
-)
+from themisto_ext.store.schema import COLUMNS, MIGRATIONS, SCHEMA_VERSION, move_statement
+from themisto_ext.store.sql import SharedQueries
 from themisto_ext.trajectory import dumps_step
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
-
-_COLUMNS = COLUMNS
-
-
-def _row_to_trajectory(row: tuple[Any, ...]) -> Trajectory:
-    return Trajectory(*row)
-
 
 _HEADER = b"SQLite format 3\x00"
 
@@ -121,7 +107,8 @@ def _unwritable_side_file(path: Path) -> str | None:
     return None
 
 
-class SQLiteStore:
+class SQLiteStore(SharedQueries):
+    SLIM_DATA = "json_remove(data, '$.prompt', '$.raw')"
     """``readonly``: for commands that only read: nothing is created, migrated or written
     (a missing store is an error, not a new empty one)."""
 
@@ -278,7 +265,7 @@ class SQLiteStore:
             (kernel_id, start.user, started)).fetchone()
         restart_of = previous[0] if previous else None
         db.execute(
-            f"INSERT INTO trajectories ({_COLUMNS}) VALUES (?, ?, ?, ?, NULL, NULL, ?, 0, ?, ?)",
+            f"INSERT INTO trajectories ({COLUMNS}) VALUES (?, ?, ?, ?, NULL, NULL, ?, 0, ?, ?)",
             (tid, kernel_id, start.notebook_path, started, restart_of, start.source, start.user))
         if restart_of:
             # A kernel restart ends the previous process's trajectory and starts this one.
@@ -292,85 +279,23 @@ class SQLiteStore:
         db.execute("INSERT INTO events (trajectory_id, at, kind, detail) VALUES (?, ?, ?, ?)",
                    (tid, at, kind, detail))
 
-    def delete_trajectory(self, trajectory_id: str) -> bool:
-        def work(db: sqlite3.Connection) -> bool:
-            return db.execute("DELETE FROM trajectories WHERE id = ?",
-                              (trajectory_id,)).rowcount > 0
-
-        deleted: bool = self._transaction(work)
-        return deleted
-
     # ------------------------------------------------------------ reads
 
-    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str,
+               params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
                 return self._db.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 raise _failure(self.path, exc) from exc
 
+    def _execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> int:
+        changed: int = self._transaction(lambda db: db.execute(sql, params).rowcount)
+        return changed
+
     def journal_cursors(self, prefix: str = "") -> dict[str, int]:
         return dict(self._query("SELECT journal, offset FROM journal_cursors "
                                 "WHERE substr(journal, 1, ?) = ?", (len(prefix), prefix)))
-
-    def forget_journal(self, journal: str) -> None:
-        self._transaction(lambda db: db.execute(
-            "DELETE FROM journal_cursors WHERE journal = ?", (journal,)))
-
-    @staticmethod
-    def _where(where: TrajectoryFilter | None) -> tuple[str, list[Any]]:
-        return where_clause(where, "?")
-
-    def list_trajectories(
-        self, where: TrajectoryFilter | None = None, limit: int = 100, offset: int = 0
-    ) -> list[Trajectory]:
-        clause, params = self._where(where)
-        sql = (f"SELECT {_COLUMNS} FROM trajectories{clause} "
-               "ORDER BY started_at, id LIMIT ? OFFSET ?")
-        return [_row_to_trajectory(r) for r in self._query(sql, (*params, limit, offset))]
-
-    def count_trajectories(self, where: TrajectoryFilter | None = None) -> int:
-        clause, params = self._where(where)
-        count: int = self._query(f"SELECT count(*) FROM trajectories{clause}", tuple(params))[0][0]
-        return count
-
-    def get_trajectory(self, trajectory_id: str) -> Trajectory | None:
-        rows = self._query(f"SELECT {_COLUMNS} FROM trajectories WHERE id = ?", (trajectory_id,))
-        return _row_to_trajectory(rows[0]) if rows else None
-
-    def latest_for_kernel(self, kernel_id: str, user: str | None = None) -> Trajectory | None:
-        clause, params = self._where(TrajectoryFilter(kernel_id=kernel_id, user=user))
-        rows = self._query(f"SELECT {_COLUMNS} FROM trajectories{clause} "
-                           "ORDER BY started_at DESC LIMIT 1", tuple(params))
-        return _row_to_trajectory(rows[0]) if rows else None
-
-    def events(self, trajectory_id: str) -> list[dict[str, str]]:
-        rows = self._query("SELECT at, kind, detail FROM events WHERE trajectory_id = ? "
-                           "ORDER BY rowid", (trajectory_id,))
-        return [{"at": at, "kind": kind, "detail": detail} for at, kind, detail in rows]
-
-    def iter_step_lines(
-        self, trajectory_id: str, since_step: int = 0, limit: int | None = None, page: int = 500
-    ) -> Iterator[tuple[int, str]]:
-        """Steps after ``since_step`` in order, fetched in pages so exports stay small in memory."""
-        last, left = since_step, limit
-        while left is None or left > 0:
-            size = page if left is None else min(page, left)
-            rows = self._query("SELECT step, data FROM steps WHERE trajectory_id = ? AND step > ? "
-                               "ORDER BY step LIMIT ?", (trajectory_id, last, size))
-            for step, data in rows:
-                yield step, data
-                last = step
-            if left is not None:
-                left -= len(rows)
-            if len(rows) < size:
-                return
-
-    def iter_steps(
-        self, trajectory_id: str, since_step: int = 0, limit: int | None = None
-    ) -> Iterator[Step]:
-        for _, line in self.iter_step_lines(trajectory_id, since_step, limit):
-            yield json.loads(line)
 
     # ------------------------------------------------------------ predictions
 
@@ -388,18 +313,6 @@ class SQLiteStore:
 
         saved: bool = self._transaction(work)
         return saved
-
-    def predictions(
-        self, trajectory_id: str, since_step: int = 0, target_step: int | None = None,
-        unscored: bool = False, until_step: int | None = None, slim: bool = False,
-    ) -> list[Prediction]:
-        # Slim rows drop the prompt in SQLite: a prompt is most of a record (~8 kB).
-        column = "json_remove(data, '$.prompt', '$.raw')" if slim else "data"
-        clause, params = predictions_clause(trajectory_id, since_step, target_step,
-                                            until_step, unscored, "?")
-        rows = self._query(f"SELECT {column} FROM predictions{clause} "
-                           "ORDER BY target_step, rowid", tuple(params))
-        return [json.loads(data) for (data,) in rows]
 
     def step_summaries(
         self, trajectory_id: str, since_step: int = 0, limit: int = 500
@@ -419,26 +332,11 @@ class SQLiteStore:
             (trajectory_id, since_step, rows[-1][0]))
         return step_summaries_of(rows, predicted)
 
-    def get_prediction(self, prediction_id: str) -> Prediction | None:
-        rows = self._query("SELECT data FROM predictions WHERE id = ?", (prediction_id,))
-        found: Prediction | None = json.loads(rows[0][0]) if rows else None
-        return found
-
-    # ------------------------------------------------------------ owners and copies
-
-    def adopt_unowned(self, user: str) -> int:
-        def work(db: sqlite3.Connection) -> int:
-            return db.execute("UPDATE trajectories SET user_name = ? WHERE user_name = ''",
-                              (user,)).rowcount
-
-        adopted: int = self._transaction(work)
-        return adopted
-
     def import_trajectory(self, trajectory: Trajectory, events: list[dict[str, str]]) -> bool:
         def work(db: sqlite3.Connection) -> bool:
             row = astuple(replace(trajectory, steps=0))
             marks = ", ".join("?" * len(row))
-            if not db.execute(f"INSERT OR IGNORE INTO trajectories ({_COLUMNS}) "
+            if not db.execute(f"INSERT OR IGNORE INTO trajectories ({COLUMNS}) "
                               f"VALUES ({marks})", row).rowcount:
                 return False
             for event in events:

@@ -62,7 +62,7 @@ class ThemistoHandler(APIHandler):
 
     async def prepare(self) -> None:  # type: ignore[override]  # jupyter_server's is untyped
         await super().prepare()
-        limit = self.themisto.max_body_bytes
+        limit = self.themisto.settings.max_body_bytes
         declared = self.request.headers.get("Content-Length")
         if (declared and declared.isdigit() and int(declared) > limit) or \
                 len(self.request.body or b"") > limit:

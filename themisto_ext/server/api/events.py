@@ -85,7 +85,7 @@ class EventsHandler(ThemistoHandler):
 
         self._gone = gone
         if "kernel_id" in filters:  # a notebook opened: its predictions come sooner
-            self.themisto.warm(filters["kernel_id"])
+            await self.themisto.warm(filters["kernel_id"])
         self.set_header("Content-Type", "text/event-stream")
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")

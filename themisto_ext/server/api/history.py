@@ -9,8 +9,6 @@ one (``benchmarks/history_open.py``).
 
 from __future__ import annotations
 
-import asyncio
-
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
@@ -26,11 +24,10 @@ class HistoryHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, trajectory_id: str) -> None:
-        known_trajectory(self, trajectory_id)
+        await known_trajectory(self, trajectory_id)
         since = self.int_argument("since_step", 0)
         limit = self.int_argument("limit", DEFAULT_PAGE, 1, MAX_PAGE)
-        steps = await asyncio.to_thread(self.themisto.store.step_summaries, trajectory_id,
-                                        since, limit)
+        steps = await self.themisto.store.step_summaries(trajectory_id, since, limit)
         more = steps[-1]["step"] if len(steps) == limit else None
         self.send_json({"trajectory_id": trajectory_id, "steps": steps,
                         "next_since_step": more})

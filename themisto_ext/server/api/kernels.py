@@ -14,9 +14,9 @@ from themisto_ext.server.core import KernelState
 
 
 class KernelHandler(ThemistoHandler):
-    def _model(self, kernel_id: str, state: KernelState) -> dict[str, Any]:
+    async def _model(self, kernel_id: str, state: KernelState) -> dict[str, Any]:
         try:
-            latest = self.themisto.store.latest_for_kernel(kernel_id, self.themisto.user)
+            latest = await self.themisto.store.latest_for_kernel(kernel_id, self.themisto.user)
         except StoreUnavailable:
             latest = None  # the state says why
         return {
@@ -34,7 +34,7 @@ class KernelHandler(ThemistoHandler):
             await self.themisto.ingest_now()
         except StoreUnavailable:
             pass  # answered below: not recorded, and why
-        self.send_json(self._model(kernel_id, self.themisto.kernel_state(kernel_id)))
+        self.send_json(await self._model(kernel_id, self.themisto.kernel_state(kernel_id)))
 
     @web.authenticated
     @authorized
@@ -42,5 +42,5 @@ class KernelHandler(ThemistoHandler):
         recording = self.json_body().get("recording")
         if not isinstance(recording, bool):
             raise bad_request("recording", "must be true or false")
-        state = self.themisto.set_kernel_recording(kernel_id, recording)
-        self.send_json(self._model(kernel_id, state))
+        state = await self.themisto.set_kernel_recording(kernel_id, recording)
+        self.send_json(await self._model(kernel_id, state))

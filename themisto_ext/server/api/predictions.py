@@ -3,7 +3,6 @@ prompts, for a notebook's history), one prediction whole, and predictions on req
 
 from __future__ import annotations
 
-import asyncio
 from http import HTTPStatus
 from typing import Any
 
@@ -26,7 +25,8 @@ def body_kernel_id(body: dict[str, Any]) -> str:
 async def kernel_trajectory(handler: ThemistoHandler, kernel_id: str) -> Trajectory:
     """The kernel's current trajectory with everything its journal holds; 404 without."""
     await handler.themisto.ingest_now()
-    trajectory = handler.themisto.store.latest_for_kernel(kernel_id, handler.themisto.user)
+    trajectory = await handler.themisto.store.latest_for_kernel(kernel_id,
+                                                                handler.themisto.user)
     if trajectory is None:
         raise web.HTTPError(HTTPStatus.NOT_FOUND, f"kernel {kernel_id!r} has recorded nothing")
     return trajectory
@@ -39,7 +39,8 @@ class PredictorsHandler(ThemistoHandler):
         live = self.themisto.live
         speculations = live.speculations
         self.send_json({"predictors": [p.name for p in live.predictors],
-                        "contexts": live.contexts, "live": self.themisto.live_predictions,
+                        "contexts": live.contexts,
+                        "live": self.themisto.settings.live_predictions,
                         "speculation": {
                             "made": speculations.made, "used": speculations.used,
                             "cpu_seconds_used": round(speculations.cpu_seconds["used"], 3),
@@ -52,13 +53,13 @@ class TrajectoryPredictionsHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, trajectory_id: str) -> None:
-        known_trajectory(self, trajectory_id)
+        await known_trajectory(self, trajectory_id)
         since = self.int_argument("since_step", 0)
         until = (self.int_argument("until_step", 0)
                  if self.get_argument("until_step", None) is not None else None)
         slim = self.bool_argument("slim")
-        found = await asyncio.to_thread(self.themisto.store.predictions, trajectory_id, since,
-                                        until_step=until, slim=slim)
+        found = await self.themisto.store.predictions(trajectory_id, since, until_step=until,
+                                                      slim=slim)
         self.send_json({"predictions": found})
 
 
@@ -69,8 +70,8 @@ class PredictionHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, prediction_id: str) -> None:
-        found = self.themisto.store.get_prediction(prediction_id)
-        owner = found and self.themisto.store.get_trajectory(found["trajectory_id"])
+        found = await self.themisto.store.get_prediction(prediction_id)
+        owner = found and await self.themisto.store.get_trajectory(found["trajectory_id"])
         if not found or not owner or not self.access.may_read(owner.user):
             raise web.HTTPError(HTTPStatus.NOT_FOUND, f"no prediction {prediction_id!r}")
         self.send_json(found)
@@ -113,7 +114,7 @@ class SpeculationsHandler(ThemistoHandler):
         if cell_id is not None and not isinstance(cell_id, str):
             raise bad_request("cell_id", "must be a cell id or null")
         trajectory = await kernel_trajectory(self, kernel_id)
-        reason = "speculation is off on this server" if not self.themisto.speculation \
+        reason = "speculation is off on this server" if not self.themisto.settings.speculation \
             else "the cell is empty" if not code.strip() \
             else self.themisto.live.speculate(trajectory.id, self.themisto.mask_cell(code),
                                               trajectory.steps, cell_id)

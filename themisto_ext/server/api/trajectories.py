@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from datetime import datetime
 from http import HTTPStatus
@@ -12,9 +11,11 @@ from tornado import web
 
 from themisto_ext import __version__
 from themisto_ext.server.api.base import API_VERSION, ThemistoHandler, bad_request
-from themisto_ext.store import Trajectory, TrajectoryFilter, TrajectoryStore
+from themisto_ext.store import Trajectory, TrajectoryFilter
 
 MAX_PAGE = 1000
+EXPORT_PAGE = 2000
+"""Steps an export reads at once (held in memory, then written and flushed)."""
 NDJSON = "application/x-ndjson; charset=utf-8"
 _FILENAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,120}\.jsonl")
 """Matched whole (``fullmatch``: a ``$`` would let a final line break into the header)."""
@@ -51,18 +52,18 @@ class TrajectoriesHandler(ThemistoHandler):
         limit = self.int_argument("limit", 100, 1, MAX_PAGE)
         offset = self.int_argument("offset", 0)
         store = self.themisto.store
-        rows = store.list_trajectories(where, limit=limit, offset=offset)
+        rows = await store.list_trajectories(where, limit=limit, offset=offset)
         self.send_json({
             "trajectories": [t.to_json() for t in rows],
-            "total": store.count_trajectories(where),
+            "total": await store.count_trajectories(where),
             "limit": limit,
             "offset": offset,
         })
 
 
-def known_trajectory(handler: ThemistoHandler, trajectory_id: str) -> Trajectory:
+async def known_trajectory(handler: ThemistoHandler, trajectory_id: str) -> Trajectory:
     """The trajectory if this request may read it, else 404 (unknown or another user's)."""
-    return handler.access.readable(handler.themisto.store.get_trajectory(trajectory_id),
+    return handler.access.readable(await handler.themisto.store.get_trajectory(trajectory_id),
                                    trajectory_id)
 
 
@@ -70,14 +71,14 @@ class TrajectoryHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, trajectory_id: str) -> None:
-        trajectory = known_trajectory(self, trajectory_id)
+        trajectory = await known_trajectory(self, trajectory_id)
         self.send_json({**trajectory.to_json(),
-                        "events": self.themisto.store.events(trajectory_id)})
+                        "events": await self.themisto.store.events(trajectory_id)})
 
     @web.authenticated
     @authorized
     async def delete(self, trajectory_id: str) -> None:
-        if not self.access.owns(known_trajectory(self, trajectory_id).user):
+        if not self.access.owns((await known_trajectory(self, trajectory_id)).user):
             raise web.HTTPError(HTTPStatus.FORBIDDEN, "only its owner may delete a trajectory")
         await self.themisto.delete_trajectory(trajectory_id)
         self.set_status(HTTPStatus.NO_CONTENT)
@@ -88,10 +89,10 @@ class StepsHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, trajectory_id: str) -> None:
-        known_trajectory(self, trajectory_id)
+        await known_trajectory(self, trajectory_id)
         since = self.int_argument("since_step", 0)
         limit = self.int_argument("limit", 100, 1, MAX_PAGE)
-        rows = list(self.themisto.store.iter_step_lines(trajectory_id, since, limit))
+        rows = await self.themisto.store.step_lines(trajectory_id, since, limit)
         more = str(rows[-1][0]) if len(rows) == limit else "null"
         # The stored lines are already the benchmark format: splice, don't re-encode.
         steps = ",".join(line for _, line in rows)
@@ -100,17 +101,13 @@ class StepsHandler(ThemistoHandler):
                     f'"next_since_step":{more}}}')
 
 
-def _page(store: TrajectoryStore, trajectory_id: str, since: int) -> list[tuple[int, str]]:
-    return list(store.iter_step_lines(trajectory_id, since, 2000))
-
-
 _EXPORT_ARGUMENTS = {"trajectory", "notebook", "all", "user", "filename", "token", "_xsrf"}
 
 
 class ExportHandler(ThemistoHandler):
     """``GET /export?trajectory=ID[&trajectory=ID...] | notebook=PATH | all=true``."""
 
-    def _ids(self) -> list[str]:
+    async def _ids(self) -> list[str]:
         store = self.themisto.store
         unknown = sorted(name for name in self.request.arguments
                          if name not in _EXPORT_ARGUMENTS and not name.isdigit())
@@ -125,11 +122,11 @@ class ExportHandler(ThemistoHandler):
             raise bad_request("trajectory", "give trajectory ids, notebook=PATH or all=true")
         if ids:
             for tid in ids:
-                known_trajectory(self, tid)
+                await known_trajectory(self, tid)
             return ids
         where = TrajectoryFilter(notebook_path=notebook,
                                  user=self.access.owner_filter(self.get_argument("user", None)))
-        return [t.id for t in store.list_trajectories(where, limit=10**9)]
+        return [t.id for t in await store.list_trajectories(where, limit=10**9)]
 
     @web.authenticated
     @authorized
@@ -137,14 +134,14 @@ class ExportHandler(ThemistoHandler):
         filename = self.get_argument("filename", "themisto-trajectories.jsonl")
         if not _FILENAME.fullmatch(filename):
             raise bad_request("filename", "must be a plain file name ending in .jsonl")
-        ids = self._ids()
+        ids = await self._ids()
         self.set_header("Content-Type", NDJSON)
         self.set_header("Content-Disposition", f'attachment; filename="{filename}"')
         store = self.themisto.store
         for tid in ids:
             since = 0
             while True:
-                page = await asyncio.to_thread(_page, store, tid, since)
+                page = await store.step_lines(tid, since, EXPORT_PAGE)
                 if not page:
                     break
                 self.write("".join(line + "\n" for _, line in page))

@@ -1,0 +1,130 @@
+"""The queries SQLite and PostgreSQL run alike, written once.
+
+Both drivers keep the same tables (``schema.py``) and differ only in plumbing (a locked
+connection vs a pool), in their parameter mark (``?`` vs ``%s``), in the column that
+keeps insertion order (``rowid`` vs ``seq``) and in how they write in bulk and read JSON
+in the database. What they share is here; each driver adds its own ``_query`` and
+``_execute`` and the engine-specific statements (writes of ``apply``, JSON extraction).
+Queries are written with ``?``; ``_sql`` gives them the driver's mark.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from themisto_ext.records import Prediction, Step
+from themisto_ext.store.base import Trajectory, TrajectoryFilter
+from themisto_ext.store.schema import COLUMNS, predictions_clause, where_clause
+
+
+class SharedQueries:
+    MARK = "?"
+    """The driver's parameter mark."""
+    ORDER = "rowid"
+    """The column that orders events and predictions as they were inserted."""
+    PAGE = 500
+    """Steps a lazy read fetches per query."""
+    SLIM_DATA = "data"
+    """A prediction's JSON without its prompt and raw answer (``slim`` reads)."""
+
+    def _query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> int:
+        """Run one statement in a transaction of its own; returns the rows it changed."""
+        raise NotImplementedError
+
+    def _sql(self, text: str) -> str:
+        return text if self.MARK == "?" else text.replace("?", self.MARK)
+
+    # ------------------------------------------------------------ trajectories
+
+    def list_trajectories(
+        self, where: TrajectoryFilter | None = None, limit: int = 100, offset: int = 0
+    ) -> list[Trajectory]:
+        clause, params = where_clause(where, self.MARK)
+        sql = self._sql(f"SELECT {COLUMNS} FROM trajectories{clause} "
+                        "ORDER BY started_at, id LIMIT ? OFFSET ?")
+        return [Trajectory(*r) for r in self._query(sql, (*params, limit, offset))]
+
+    def count_trajectories(self, where: TrajectoryFilter | None = None) -> int:
+        clause, params = where_clause(where, self.MARK)
+        return int(self._query(f"SELECT count(*) FROM trajectories{clause}", params)[0][0])
+
+    def get_trajectory(self, trajectory_id: str) -> Trajectory | None:
+        rows = self._query(self._sql(f"SELECT {COLUMNS} FROM trajectories WHERE id = ?"),
+                           (trajectory_id,))
+        return Trajectory(*rows[0]) if rows else None
+
+    def latest_for_kernel(self, kernel_id: str, user: str | None = None) -> Trajectory | None:
+        clause, params = where_clause(TrajectoryFilter(kernel_id=kernel_id, user=user),
+                                      self.MARK)
+        rows = self._query(f"SELECT {COLUMNS} FROM trajectories{clause} "
+                           "ORDER BY started_at DESC LIMIT 1", params)
+        return Trajectory(*rows[0]) if rows else None
+
+    def events(self, trajectory_id: str) -> list[dict[str, str]]:
+        rows = self._query(self._sql("SELECT at, kind, detail FROM events WHERE "
+                                     f"trajectory_id = ? ORDER BY {self.ORDER}"),
+                           (trajectory_id,))
+        return [{"at": at, "kind": kind, "detail": detail} for at, kind, detail in rows]
+
+    def delete_trajectory(self, trajectory_id: str) -> bool:
+        return self._execute(self._sql("DELETE FROM trajectories WHERE id = ?"),
+                             (trajectory_id,)) > 0
+
+    def adopt_unowned(self, user: str) -> int:
+        return self._execute(self._sql("UPDATE trajectories SET user_name = ? "
+                                       "WHERE user_name = ''"), (user,))
+
+    def forget_journal(self, journal: str) -> None:
+        self._execute(self._sql("DELETE FROM journal_cursors WHERE journal = ?"), (journal,))
+
+    # ------------------------------------------------------------ steps
+
+    def iter_step_lines(
+        self, trajectory_id: str, since_step: int = 0, limit: int | None = None
+    ) -> Iterator[tuple[int, str]]:
+        """Steps after ``since_step`` in order, a page per query (keyset paging: every page
+        is an index range scan, so memory stays flat whatever the export's size)."""
+        sql = self._sql("SELECT step, data FROM steps WHERE trajectory_id = ? AND step > ? "
+                        "ORDER BY step LIMIT ?")
+        last, left = since_step, limit
+        while left is None or left > 0:
+            size = self.PAGE if left is None else min(self.PAGE, left)
+            rows = self._query(sql, (trajectory_id, last, size))
+            for step, data in rows:
+                yield step, data
+                last = step
+            if left is not None:
+                left -= len(rows)
+            if len(rows) < size:
+                return
+
+    def iter_steps(
+        self, trajectory_id: str, since_step: int = 0, limit: int | None = None
+    ) -> Iterator[Step]:
+        for _, line in self.iter_step_lines(trajectory_id, since_step, limit):
+            yield json.loads(line)
+
+    # ------------------------------------------------------------ predictions
+
+    def predictions(
+        self, trajectory_id: str, since_step: int = 0, target_step: int | None = None,
+        unscored: bool = False, until_step: int | None = None, slim: bool = False,
+    ) -> list[Prediction]:
+        # Slim rows leave the prompt in the database: a prompt is most of a record (~8 kB).
+        column = self.SLIM_DATA if slim else "data"
+        clause, params = predictions_clause(trajectory_id, since_step, target_step,
+                                            until_step, unscored, self.MARK)
+        rows = self._query(f"SELECT {column} FROM predictions{clause} "
+                           f"ORDER BY target_step, {self.ORDER}", params)
+        return [json.loads(data) for (data,) in rows]
+
+    def get_prediction(self, prediction_id: str) -> Prediction | None:
+        rows = self._query(self._sql("SELECT data FROM predictions WHERE id = ?"),
+                           (prediction_id,))
+        found: Prediction | None = json.loads(rows[0][0]) if rows else None
+        return found
