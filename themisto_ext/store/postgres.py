@@ -20,7 +20,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from themisto_ext.records import Prediction, Step, StepSummary
+from themisto_ext.records import Prediction, Step
 from themisto_ext.store.base import (
     Applied,
     NewStep,
@@ -31,7 +31,6 @@ from themisto_ext.store.base import (
     Trajectory,
     TrajectoryEnded,
     Write,
-    step_summaries_of,
 )
 from themisto_ext.store.schema import COLUMNS, MIGRATIONS, SCHEMA_VERSION, move_statement
 from themisto_ext.store.sql import SharedQueries
@@ -66,6 +65,17 @@ class PostgresStore(SharedQueries):
     ORDER = "seq"
     PAGE = 2000
     SLIM_DATA = "(data::jsonb - 'prompt' - 'raw')::text"
+    # The few fields are read by the server (jsonb), not by decoding whole steps here.
+    STEP_BRIEFS = (
+        "SELECT step, jsonb_build_array(d->'cell_id', d->'execution_time', "
+        "d->'memory_bytes', d->'error'->'ename')::text FROM (SELECT step, data::jsonb AS d "
+        "FROM steps WHERE trajectory_id = %s AND step > %s ORDER BY step LIMIT %s) s "
+        "ORDER BY step")
+    PREDICTION_BRIEFS = (
+        "SELECT target_step, jsonb_build_array(d->'id', d->'task', d->'predictor', "
+        "d->'context', d->'scores', d->'error')::text FROM (SELECT target_step, seq, "
+        "data::jsonb AS d FROM predictions WHERE trajectory_id = %s AND target_step > %s "
+        "AND target_step <= %s) p ORDER BY target_step, seq")
 
     def __init__(self, url: StoreURL, *, pool_size: int = 4, connect_timeout: float = 10) -> None:
         self.url = url
@@ -244,25 +254,6 @@ class PostgresStore(SharedQueries):
             "target_step = excluded.target_step, task = excluded.task, "
             "scored = excluded.scored, data = excluded.data, seq = DEFAULT", row)
             .rowcount > 0)  # a replaced record goes last, as SQLite's REPLACE does
-
-    def step_summaries(
-        self, trajectory_id: str, since_step: int = 0, limit: int = 500
-    ) -> list[StepSummary]:
-        # The few fields are read by the server (jsonb), not by decoding whole steps here.
-        rows = self._query(
-            "SELECT step, jsonb_build_array(d->'cell_id', d->'execution_time', "
-            "d->'memory_bytes', d->'error'->'ename')::text FROM (SELECT step, data::jsonb AS d "
-            "FROM steps WHERE trajectory_id = %s AND step > %s ORDER BY step LIMIT %s) s "
-            "ORDER BY step", (trajectory_id, since_step, limit))
-        if not rows:
-            return []
-        predicted = self._query(
-            "SELECT target_step, jsonb_build_array(d->'id', d->'task', d->'predictor', "
-            "d->'context', d->'scores', d->'error')::text FROM (SELECT target_step, seq, "
-            "data::jsonb AS d FROM predictions WHERE trajectory_id = %s AND target_step > %s "
-            "AND target_step <= %s) p ORDER BY target_step, seq",
-            (trajectory_id, since_step, rows[-1][0]))
-        return step_summaries_of(rows, predicted)
 
     def import_trajectory(self, trajectory: Trajectory, events: list[dict[str, str]]) -> bool:
         def work(conn: psycopg.Connection[Any]) -> bool:

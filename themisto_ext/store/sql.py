@@ -14,8 +14,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from themisto_ext.records import Prediction, Step
-from themisto_ext.store.base import Trajectory, TrajectoryFilter
+from themisto_ext.records import Prediction, Step, StepSummary
+from themisto_ext.store.base import Trajectory, TrajectoryFilter, step_summaries_of
 from themisto_ext.store.schema import COLUMNS, predictions_clause, where_clause
 
 
@@ -28,6 +28,11 @@ class SharedQueries:
     """Steps a lazy read fetches per query."""
     SLIM_DATA = "data"
     """A prediction's JSON without its prompt and raw answer (``slim`` reads)."""
+    STEP_BRIEFS = ""
+    """Steps in brief (``step_summaries_of`` reads the rows), read in the database: the
+    parameters are the trajectory, the step after which and how many."""
+    PREDICTION_BRIEFS = ""
+    """Predictions in brief, oldest first: the trajectory and a range of target steps."""
 
     def _query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
@@ -122,6 +127,16 @@ class SharedQueries:
         rows = self._query(f"SELECT {column} FROM predictions{clause} "
                            f"ORDER BY target_step, {self.ORDER}", params)
         return [json.loads(data) for (data,) in rows]
+
+    def step_summaries(
+        self, trajectory_id: str, since_step: int = 0, limit: int = 500
+    ) -> list[StepSummary]:
+        rows = self._query(self.STEP_BRIEFS, (trajectory_id, since_step, limit))
+        if not rows:
+            return []
+        predicted = self._query(self.PREDICTION_BRIEFS,
+                                (trajectory_id, since_step, rows[-1][0]))
+        return step_summaries_of(rows, predicted)
 
     def get_prediction(self, prediction_id: str) -> Prediction | None:
         rows = self._query(self._sql("SELECT data FROM predictions WHERE id = ?"),
