@@ -138,3 +138,24 @@ def test_no_import_circles():
         if module not in state:
             walk(module, [module])
     assert circles == []
+
+
+EVENT_LOOP = ("themisto_ext.server.api", "themisto_ext.server.core",
+              "themisto_ext.server.renames", "themisto_ext.prediction.live")
+"""Code that runs on the server's event loop: it reaches the store only through the async
+facade (``store/aio.py``), never the synchronous store behind it (``.sync``)."""
+
+
+def test_event_loop_code_reaches_the_store_only_through_the_async_facade():
+    found = []
+    for module, path in modules().items():
+        if not within(module, *EVENT_LOOP):
+            continue
+        tree = ast.parse(path.read_text("utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "sync" and not (
+                    # the one hand-off to a thread: ingestion polls in asyncio.to_thread
+                    module == "themisto_ext.server.core"
+                    and isinstance(node.value, ast.Name) and node.value.id == "store"):
+                found.append(f"{module}:{node.lineno}")
+    assert found == []
