@@ -168,7 +168,7 @@ def test_types(code, expected):
         ("print(f'{name!r:>9}|')", "  'alice'|"),
         ("print('start')\nresult = compute(df)\nprint('done')", "start\ndone"),
         ("print('Shape:', df.shape)\ndf.head()", "Shape: (100000, 2)"),
-        ("total = 3\nprint(total * 2)\nprint(n)", "1000"),  # the product is not evaluated
+        ("total = 3\nprint(total * 2)\nprint(n)", "6\n1000"),
         ("msg = f'{n} rows'\nprint(msg)\nmsg", "1000 rows\n'1000 rows'"),
     ],
 )
@@ -207,7 +207,6 @@ def test_nothing_is_predicted_when_nothing_is_determined(code):
     "code",
     [
         "xs.append(40)\nlen(xs)",  # the call may change xs
-        "n = n + 1\nn",
         "df = df.dropna()\ndf.shape",
         "for xs in [[1]]:\n    pass\nxs",
         "del name\nname",
@@ -215,6 +214,52 @@ def test_nothing_is_predicted_when_nothing_is_determined(code):
 )
 def test_a_variable_the_cell_touches_is_no_longer_known(code):
     assert output(code) == ""
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("n + 1", "1001"),
+        ("n = n + 1\nn", "1001"),  # x = <known value> keeps it known
+        ("print(n * 2, ratio + 0.5)", "2000 0.75"),
+        ("len(xs) * 2", "6"),
+        ("xs + [40]", "[10, 20, 30, 40]"),
+        ("-n", "-1000"),
+        ("not xs", "False"),
+        ("0 < ratio < 1", "True"),
+        ("n > 10 and name", "'alice'"),  # the operand that decided, as Python gives it
+        ("sum(xs) / len(xs)", "20.0"),
+        ("f'{n // 3} left {n % 3}'", "'333 left 1'"),
+    ],
+)
+def test_arithmetic_over_values_the_snapshot_holds(code, expected):
+    assert output(code) == expected
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "2 ** 10**9",  # bounded before it runs: no guess may take the time the cell would
+        "'x' * 10**12",
+        "1 << 10**9",
+        "n ** n",
+        "mean + 1",  # a NumPy scalar: its arithmetic is not Python's
+        "model + 1",  # an object's __add__ is the user's code
+        "n / 0",  # would raise
+        "ages.sum() + 1",  # the data is not in the snapshot
+    ],
+)
+def test_arithmetic_the_baseline_cannot_know_predicts_nothing(code):
+    assert output(code) == ""
+
+
+def test_a_value_computed_in_one_cell_is_used_by_the_next():
+    """The issue's trajectory: ``a = 6`` / ``b = a * 7; b`` / ``print(b + 1)``."""
+    history = [step(1, "a = 6", {"a": {**VARIABLES["n"], "repr": "6"}})]
+    assert output("b = a * 7\nb", history) == "42"
+    history.append(step(2, "b = a * 7\nb", {"a": {**VARIABLES["n"], "repr": "6"},
+                                            "b": {**VARIABLES["n"], "repr": "42"}}))
+    assert output("print(b + 1)", history) == "43"
 
 
 def test_values_the_cell_assigns_are_known():

@@ -34,6 +34,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from themisto_ext.prediction.clients import operators
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.prompts.state import curated_selection
 from themisto_ext.records import Context, RuntimeVariable, Step
@@ -270,6 +271,23 @@ class _State:
         if isinstance(node, ast.Tuple | ast.List):
             items = [self.value(element) for element in node.elts]
             return tuple(items) if isinstance(node, ast.Tuple) else items
+        if isinstance(node, ast.BinOp):  # arithmetic over what the snapshot holds
+            return operators.binary(node.op, self.value(node.left), self.value(node.right))
+        if isinstance(node, ast.UnaryOp):
+            return operators.unary(node.op, self.value(node.operand))
+        if isinstance(node, ast.Compare):
+            return operators.compare(self.value(node.left), node.ops,
+                                     [self.value(c) for c in node.comparators])
+        if isinstance(node, ast.BoolOp):  # short-circuits as Python does
+            result: Any = None
+            for operand in node.values:
+                result = self.value(operand)
+                if not operators.plain(result) or (
+                        bool(result) if isinstance(node.op, ast.Or) else not result):
+                    break
+            if not operators.plain(result):
+                raise _Undetermined
+            return result
         raise _Undetermined
 
     def _call(self, function: str, arguments: list[ast.expr]) -> Any:
