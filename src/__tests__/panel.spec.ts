@@ -138,6 +138,7 @@ describe('PredictionPanel', () => {
     (details as HTMLDetailsElement).open = true;
     details.dispatchEvent(new Event('toggle'));
     await new Promise(resolve => setTimeout(resolve, 0));
+    panel.flush();
     expect(actions.fetched).toEqual(['output-2-baseline-none']);
     expect(details.querySelector('.themisto-PromptSystem')?.textContent).toBe(
       'You predict outputs.'
@@ -146,13 +147,15 @@ describe('PredictionPanel', () => {
       'print(x)'
     );
 
-    // A redraw (the step landed) keeps it open, without fetching again.
+    // A redraw (the step landed) keeps it open, without fetching again:
+    // the virtual DOM keeps the node itself in place.
     store!.apply(stepEvent(2));
     panel.flush();
     const [again] = qa('.themisto-OutputSection .themisto-Prompt');
-    expect(again).not.toBe(details);
+    expect(again).toBe(details);
     expect((again as HTMLDetailsElement).open).toBe(true);
     await new Promise(resolve => setTimeout(resolve, 0));
+    panel.flush();
     expect(again.querySelector('.themisto-PromptUser')?.textContent).toBe(
       'print(x)'
     );
@@ -170,6 +173,7 @@ describe('PredictionPanel', () => {
     (details as HTMLDetailsElement).open = true;
     details.dispatchEvent(new Event('toggle'));
     await new Promise(resolve => setTimeout(resolve, 0));
+    panel.flush();
     expect(details.querySelector('[role="alert"]')?.textContent).toContain(
       'Unknown prediction missing'
     );
@@ -192,6 +196,7 @@ describe('PredictionPanel', () => {
     expect(actions.replaced).toEqual(['y = 2']);
     expect(actions.copied).toEqual(['y = 2']);
     // Copy says it copied; every click gives the focus back.
+    panel.flush();
     expect(card.querySelector('.themisto-Copy')?.textContent).toBe('Copied');
     expect(actions.focusReturns).toBe(3);
     // A press on a button never takes the focus from the notebook.
@@ -422,8 +427,10 @@ describe('PredictionPanel', () => {
       qa('.themisto-VariablesTable tbody tr').map(r => r.dataset.name);
     expect(names()).toEqual(['a', 'b']);
     click(qa('.themisto-Sort[data-key="size"]')[0]);
+    panel.flush();
     expect(names()).toEqual(['a', 'b']);
     click(qa('.themisto-Sort[data-key="size"]')[0]);
+    panel.flush();
     expect(names()).toEqual(['b', 'a']);
     panel.dispose();
   });

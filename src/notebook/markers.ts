@@ -12,6 +12,12 @@ import {
 } from '@jupyterlab/notebook';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import type { IDisposable } from '@lumino/disposable';
+import {
+  type IMessageHandler,
+  type Message,
+  MessageLoop
+} from '@lumino/messaging';
+import { Widget } from '@lumino/widgets';
 
 import { noPredictionReason } from '../live/reasons';
 import type { LiveChange } from '../live/types';
@@ -42,7 +48,7 @@ interface IDecoration {
 /**
  * Badges and footers of one notebook's executed cells, matched by cell id.
  */
-export class CellMarkers implements IDisposable {
+export class CellMarkers implements IDisposable, IMessageHandler {
   constructor(
     private readonly _panel: NotebookPanel,
     private readonly _live: IThemistoLive,
@@ -77,8 +83,15 @@ export class CellMarkers implements IDisposable {
     this._panel.content.model?.cells.changed.disconnect(this._schedule, this);
     NotebookActions.executionScheduled.disconnect(this._onScheduled, this);
     NotebookActions.executed.disconnect(this._onExecuted, this);
-    if (this._frame !== null) {
-      cancelAnimationFrame(this._frame);
+    MessageLoop.clearData(this);
+  }
+
+  /**
+   * Update on Lumino's update requests.
+   */
+  processMessage(msg: Message): void {
+    if (msg.type === 'update-request' && !this._disposed) {
+      this.update();
     }
   }
 
@@ -284,21 +297,18 @@ export class CellMarkers implements IDisposable {
   }
 
   /**
-   * Update at most once a frame.
+   * Update at most once a frame: update requests are conflated by Lumino's
+   * message loop, as a widget's are.
    */
   private _schedule(): void {
-    if (this._frame === null && !this._disposed) {
-      this._frame = requestAnimationFrame(() => {
-        this._frame = null;
-        this.update();
-      });
+    if (!this._disposed) {
+      MessageLoop.postMessage(this, Widget.Msg.UpdateRequest);
     }
   }
 
   private _store: INotebookLive | null = null;
   private _decorations = new WeakMap<Cell, IDecoration>();
   private _running = new Map<string, number>();
-  private _frame: number | null = null;
   private _disposed = false;
 }
 

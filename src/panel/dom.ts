@@ -1,47 +1,24 @@
 /**
- * A tiny DOM builder for the panel (no framework: the panel redraws small
- * sections on its own schedule).
+ * Small helpers over Lumino's virtual DOM for the panel's views: a button,
+ * and attributes that may be absent (the virtual DOM writes every attribute
+ * it is given, so `disabled: 'false'` would disable).
  */
+import { type ElementAttrs, h, type VirtualElement } from '@lumino/virtualdom';
 
 /**
- * Attributes: `class`, `data-*`, `title`, ARIA and other string attributes;
- * `false`/`undefined` leave an attribute out.
+ * Attributes without their `undefined` and `false` entries; `true` is an
+ * empty (present) attribute.
  */
-export type Attrs = Record<string, string | number | boolean | undefined>;
-
-/**
- * Children: nodes or text; `null`/`false` are skipped.
- */
-export type Child = Node | string | null | false | undefined;
-
-/**
- * Create an HTML element.
- */
-export function h<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  attrs: Attrs = {},
-  ...children: Child[]
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  setAttrs(node, attrs);
-  append(node, children);
-  return node;
-}
-
-const SVG_NS = 'http://www.w3.org/2000/svg';
-
-/**
- * Create an SVG element.
- */
-export function svg<K extends keyof SVGElementTagNameMap>(
-  tag: K,
-  attrs: Attrs = {},
-  ...children: Child[]
-): SVGElementTagNameMap[K] {
-  const node = document.createElementNS(SVG_NS, tag);
-  setAttrs(node, attrs);
-  append(node, children);
-  return node;
+export function attrs(
+  all: Record<string, string | number | boolean | undefined>
+): ElementAttrs {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(all)) {
+    if (value !== undefined && value !== false) {
+      out[name] = value === true ? '' : String(value);
+    }
+  }
+  return out as ElementAttrs;
 }
 
 /**
@@ -50,30 +27,15 @@ export function svg<K extends keyof SVGElementTagNameMap>(
 export function button(
   label: string,
   onClick: () => void,
-  attrs: Attrs = {}
-): HTMLButtonElement {
-  const extra = attrs.class ? ` ${attrs.class}` : '';
-  const node = h(
-    'button',
-    { type: 'button', ...attrs, class: `themisto-Button${extra}` },
+  extra: Record<string, string | boolean | undefined> = {}
+): VirtualElement {
+  const { className, ...rest } = extra;
+  return h.button(
+    {
+      ...attrs({ type: 'button', ...rest }),
+      className: `themisto-Button${className ? ` ${className}` : ''}`,
+      onclick: onClick
+    },
     label
   );
-  node.addEventListener('click', onClick);
-  return node;
-}
-
-function setAttrs(node: Element, attrs: Attrs): void {
-  for (const [name, value] of Object.entries(attrs)) {
-    if (value !== undefined && value !== false) {
-      node.setAttribute(name, value === true ? '' : String(value));
-    }
-  }
-}
-
-function append(node: Element, children: Child[]): void {
-  for (const child of children) {
-    if (child !== null && child !== false && child !== undefined) {
-      node.append(child);
-    }
-  }
 }

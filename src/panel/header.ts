@@ -4,11 +4,12 @@
  * empty panel (no notebook, recording off, no predictor, server errors).
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
+import { h, type VirtualElement } from '@lumino/virtualdom';
 
 import type { IPredictorsInfo } from '../api/model';
 import { localModelDown } from '../live/reasons';
 import type { INotebookLive } from '../tokens';
-import { button, h } from './dom';
+import { button } from './dom';
 
 /**
  * What the header shows besides the store.
@@ -29,23 +30,6 @@ export interface IHeaderActions {
 }
 
 /**
- * A key that changes whenever the header would look different.
- */
-export function headerKey(
-  store: INotebookLive | null,
-  state: IHeaderState
-): string {
-  return JSON.stringify([
-    store?.path,
-    store?.stepCount,
-    store?.connection,
-    store?.recording,
-    store?.kernelId,
-    state
-  ]);
-}
-
-/**
  * The header's content.
  */
 export function headerView(
@@ -53,20 +37,20 @@ export function headerView(
   state: IHeaderState,
   actions: IHeaderActions,
   trans: TranslationBundle
-): HTMLElement[] {
+): VirtualElement[] {
   if (!store) {
     return [
       h(
         'p',
-        { class: 'themisto-Empty' },
+        { className: 'themisto-Empty' },
         trans.__("Open a notebook to see Themisto's predictions.")
       )
     ];
   }
-  const banners: HTMLElement[] = [];
-  const banner = (kind: string, ...content: (Node | string)[]): void => {
+  const banners: VirtualElement[] = [];
+  const banner = (kind: string, ...content: h.Child[]): void => {
     banners.push(
-      h('div', { class: 'themisto-Banner', 'data-kind': kind }, ...content)
+      h('div', { className: 'themisto-Banner', dataset: { kind } }, ...content)
     );
   };
   if (store.recording === false) {
@@ -120,23 +104,23 @@ export function headerView(
   return [
     h(
       'div',
-      { class: 'themisto-Header-line' },
-      h('span', { class: 'themisto-Header-name', title: store.path }, name),
+      { className: 'themisto-Header-line' },
+      h('span', { className: 'themisto-Header-name', title: store.path }, name),
       h(
         'span',
-        { class: 'themisto-Header-steps', 'data-steps': steps },
+        { className: 'themisto-Header-steps', dataset: { steps: `${steps}` } },
         trans._n('%1 step', '%1 steps', steps)
       ),
       h(
         'span',
         {
-          class: 'themisto-Header-connection',
-          'data-connection': store.connection
+          className: 'themisto-Header-connection',
+          dataset: { connection: store.connection }
         },
         connection
       ),
       button(trans.__('Predict next cell'), () => actions.predictNow(), {
-        class: 'themisto-PredictNow',
+        className: 'themisto-PredictNow',
         title: trans.__('Predict the next cell now'),
         disabled: !store.kernelId || state.predictors?.predictors.length === 0
       })

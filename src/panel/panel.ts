@@ -2,8 +2,14 @@
  * The prediction panel: follows the active notebook's live store, or shows
  * one step under review (badge, scoreboard row or plot point clicked; the
  * review commands step back and forth).
+ *
+ * A model (the store followed, what is shown) emits on every change; the
+ * widget asks for an update, which Lumino runs at most once a frame, and
+ * renders the whole panel with Lumino's virtual DOM: nodes that stay the
+ * same stay in place, so a redraw never replaces a button under the
+ * pointer.
  */
-import { Notification } from '@jupyterlab/apputils';
+import { Notification, VDomModel } from '@jupyterlab/apputils';
 import {
   type ITranslator,
   nullTranslator,
@@ -11,6 +17,7 @@ import {
 } from '@jupyterlab/translation';
 import { Message } from '@lumino/messaging';
 import { type ISignal, Signal } from '@lumino/signaling';
+import { h, VirtualDOM, type VirtualElement } from '@lumino/virtualdom';
 import { Widget } from '@lumino/widgets';
 
 import type { ScoreName } from '../api/model';
@@ -22,13 +29,12 @@ import type {
   IPredictionSettings,
   IThemistoLive
 } from '../tokens';
-import { h } from './dom';
-import { headerKey, headerView, type IHeaderState } from './header';
+import { headerView } from './header';
 import { plotView } from './plotsection';
 import { nextView, type PanelView, previousStep, reviewBar } from './review';
 import { scoreboard } from './scoretable';
-import { type ISection, section, TaskView } from './tasks';
-import { VariablesView } from './variables';
+import { section, TaskView } from './tasks';
+import { type ISort, nextSort, type SortKey, variablesView } from './variables';
 import { comboLabel } from './views';
 
 export const PANEL_CLASS = 'themisto-PredictionPanel';
@@ -62,37 +68,177 @@ export interface IPanelActions {
   returnFocus(): void;
 }
 
-type Section =
-  'header' | 'review' | 'output' | 'next' | 'scores' | 'plot' | 'runtime';
-
-const ALL: readonly Section[] = [
-  'header',
-  'review',
-  'output',
-  'next',
-  'scores',
-  'plot',
-  'runtime'
-];
-
-/**
- * Sections to redraw after each kind of change.
- */
-const AFFECTS: Record<LiveChange, readonly Section[]> = {
-  trajectory: ALL,
-  history: ['header', 'review', 'scores', 'plot'],
-  steps: ['header', 'review', 'output', 'next', 'runtime'],
-  predictions: ['output', 'next'],
-  scores: ['output', 'next', 'scores', 'plot'],
-  connection: ['header'],
-  recording: ['header']
-};
-
 /**
  * Elements that act when clicked: they must not take the keyboard focus
  * from the notebook.
  */
 const ACTIONABLE = 'button, summary, [data-step]';
+
+/**
+ * What the panel shows: the active notebook's store, live or at one step,
+ * and the panel's own choices (plot, sort order).
+ */
+export class PanelModel extends VDomModel {
+  constructor(
+    private readonly _live: IThemistoLive,
+    settings: IPredictionSettings
+  ) {
+    super();
+    _live.currentChanged.connect(this._onCurrentChanged, this);
+    _live.predictorsChanged.connect(this._changed, this);
+    settings.changed.connect(this._changed, this);
+    this._onCurrentChanged();
+  }
+
+  get store(): INotebookLive | null {
+    return this._store;
+  }
+
+  get view(): PanelView {
+    return this._view;
+  }
+
+  /**
+   * The step under review as read from the server (`null` until read).
+   */
+  get detail(): IStepDetail | null {
+    return this._view.mode === 'review' ? this._detail : null;
+  }
+
+  /**
+   * Emitted when the panel starts or stops reviewing a step.
+   */
+  get viewChanged(): ISignal<this, PanelView> {
+    return this._viewChanged;
+  }
+
+  plotTask: PredictionTask = 'output';
+  plotScore: ScoreName = 'rouge_l';
+  sort: ISort = { key: 'name', ascending: true };
+
+  /**
+   * Change the panel's own choices.
+   */
+  set(choice: {
+    plotTask?: PredictionTask;
+    plotScore?: ScoreName;
+    sort?: ISort;
+  }): void {
+    Object.assign(this, choice);
+    this._changed();
+  }
+
+  /**
+   * The last step of the trajectory shown.
+   */
+  lastStep(): number {
+    const store = this._store;
+    const view = this._view;
+    if (!store) {
+      return 0;
+    }
+    if (view.mode === 'review' && !view.current && view.trajectory) {
+      return store.historyOf(view.trajectory)?.last ?? view.step;
+    }
+    return store.lastStep;
+  }
+
+  showStep(step: number, trajectory?: string | null): void {
+    const store = this._store;
+    if (!store || step < 1) {
+      return;
+    }
+    const id =
+      trajectory ??
+      (this._view.mode === 'review' ? this._view.trajectory : null) ??
+      store.trajectoryId;
+    const current = id === store.trajectoryId;
+    this._setView({ mode: 'review', step, trajectory: id, current });
+    const showing = (): boolean =>
+      store === this._store &&
+      this._view.mode === 'review' &&
+      this._view.step === step;
+    this._live.loadStep(store, step, id).then(
+      detail => {
+        if (showing()) {
+          this._detail = detail;
+          this._changed();
+        }
+      },
+      (error: unknown) => {
+        if (showing()) {
+          this._detail = {
+            trajectoryId: id,
+            step,
+            whole: null,
+            next: null,
+            predictions: []
+          };
+          this._changed();
+          console.warn('themisto: could not read step', step, error);
+        }
+      }
+    );
+  }
+
+  showLive(): void {
+    this._setView({ mode: 'live' });
+  }
+
+  showPrevious(): void {
+    const step = previousStep(this._view, this.lastStep());
+    if (step !== null) {
+      this.showStep(step);
+    }
+  }
+
+  showNext(): void {
+    const next = nextView(this._view, this.lastStep());
+    if (next?.mode === 'review') {
+      this.showStep(next.step, next.trajectory);
+    } else if (next) {
+      this.showLive();
+    }
+  }
+
+  private _setView(view: PanelView): void {
+    this._view = view;
+    this._detail = null;
+    this._changed();
+    this._viewChanged.emit(view);
+  }
+
+  private _onCurrentChanged(): void {
+    this._store?.changed.disconnect(this._onStoreChanged, this);
+    this._store = this._live.current;
+    this._store?.changed.connect(this._onStoreChanged, this);
+    if (this._view.mode !== 'live') {
+      this._setView({ mode: 'live' });
+    }
+    this._changed();
+  }
+
+  private _onStoreChanged(store: INotebookLive, change: LiveChange): void {
+    if (
+      change === 'trajectory' &&
+      this._view.mode === 'review' &&
+      this._view.trajectory !== store.trajectoryId
+    ) {
+      // A kernel restart: the step shown is of an earlier kernel now.
+      this._view = { ...this._view, current: false };
+    }
+    this._changed();
+  }
+
+  private _changed(): void {
+    this.stateChanged.emit();
+  }
+
+  private _store: INotebookLive | null = null;
+  private _view: PanelView = { mode: 'live' };
+  private _detail: IStepDetail | null = null;
+  private _viewChanged = new Signal<this, PanelView>(this);
+}
 
 /**
  * The prediction panel: follows the active notebook and shows the
@@ -106,65 +252,42 @@ export class PredictionPanel extends Widget {
     this._settings = options.settings;
     this._actions = options.actions;
     this._trans = (options.translator ?? nullTranslator).load('themisto_ext');
-    const trans = this._trans;
-    this._variables = new VariablesView(trans);
-    this._output = section(
-      trans.__('Predicted output'),
-      'themisto-OutputSection'
-    );
-    this._next = section(
-      trans.__('Predicted next cell'),
-      'themisto-NextSection'
-    );
-    this._scores = section(trans.__('Scoreboard'), 'themisto-ScoreSection');
-    this._plot = section(trans.__('Scores over steps'), 'themisto-PlotSection');
-    this._runtime = section(trans.__('Runtime'), 'themisto-RuntimeSection');
+    this.model = new PanelModel(this._live, this._settings);
     this._tasks = new TaskView(
       this._live,
       this._settings,
       this._actions,
       {
         request: (task, code) => this._request(task, code),
-        show: step => this.showStep(step)
+        changed: () => this.update()
       },
-      trans
+      this._trans
     );
     this.addClass(PANEL_CLASS);
     this.node.tabIndex = -1;
-    this._stepView.append(
-      this._output.node,
-      this._next.node,
-      this._runtime.node
-    );
-    this.node.append(
-      this._header,
-      this._reviewBar,
-      this._stepView,
-      this._scores.node,
-      this._plot.node
-    );
-    this._runtime.body.append(this._variables.node);
     this.node.addEventListener('mousedown', this._onMouseDown);
     this.node.addEventListener('click', this._onClick);
     this.node.addEventListener('change', this._onClick);
-    this._live.currentChanged.connect(this._onCurrentChanged, this);
-    this._live.predictorsChanged.connect(this._onSettings, this);
-    this._settings.changed.connect(this._onSettings, this);
-    this._onCurrentChanged(this._live, this._live.current);
+    // `toggle` does not bubble: a prompt opened or closed is heard on the
+    // way down.
+    this.node.addEventListener('toggle', this._onToggle, true);
+    this.model.stateChanged.connect(this._onModelChanged, this);
   }
+
+  readonly model: PanelModel;
 
   /**
    * What the panel shows.
    */
   get view(): PanelView {
-    return this._view;
+    return this.model.view;
   }
 
   /**
    * Emitted when the panel starts or stops reviewing a step.
    */
-  get viewChanged(): ISignal<this, PanelView> {
-    return this._viewChanged;
+  get viewChanged(): ISignal<PanelModel, PanelView> {
+    return this.model.viewChanged;
   }
 
   /**
@@ -172,129 +295,182 @@ export class PredictionPanel extends Widget {
    * next cell predicted after it, and the runtime after it.
    */
   showStep(step: number, trajectory?: string | null): void {
-    const store = this._store;
-    if (!store || step < 1) {
-      return;
-    }
-    const id =
-      trajectory ??
-      (this._view.mode === 'review' ? this._view.trajectory : null) ??
-      store.trajectoryId;
-    const current = id === store.trajectoryId;
-    this._setView({ mode: 'review', step, trajectory: id, current });
-    this._detail = null;
-    this._live.loadStep(store, step, id).then(
-      detail => {
-        if (this._isShowing(store, step)) {
-          this._detail = detail;
-          this._markDirty(['output', 'next', 'runtime']);
-        }
-      },
-      (error: unknown) => {
-        if (this._isShowing(store, step)) {
-          this._detail = {
-            trajectoryId: id,
-            step,
-            whole: null,
-            next: null,
-            predictions: []
-          };
-          this._markDirty(['output', 'next', 'runtime']);
-          console.warn('themisto: could not read step', step, error);
-        }
-      }
-    );
+    this.model.showStep(step, trajectory);
   }
 
   /**
    * Follow the notebook live again.
    */
   showLive(): void {
-    this._setView({ mode: 'live' });
+    this.model.showLive();
   }
 
   /**
    * Review the step before (from live: the latest step).
    */
   showPrevious(): void {
-    const step = previousStep(this._view, this._lastStep());
-    if (step !== null) {
-      this.showStep(step);
-    }
+    this.model.showPrevious();
   }
 
   /**
    * Review the step after (after the latest: live).
    */
   showNext(): void {
-    const next = nextView(this._view, this._lastStep());
-    if (next?.mode === 'review') {
-      this.showStep(next.step, next.trajectory);
-    } else if (next) {
-      this.showLive();
-    }
+    this.model.showNext();
   }
 
   dispose(): void {
     if (this.isDisposed) {
       return;
     }
-    this._store?.changed.disconnect(this._onStoreChanged, this);
-    this._live.currentChanged.disconnect(this._onCurrentChanged, this);
-    this._live.predictorsChanged.disconnect(this._onSettings, this);
-    this._settings.changed.disconnect(this._onSettings, this);
-    if (this._frame !== null) {
-      cancelAnimationFrame(this._frame);
-    }
+    this.model.dispose();
     super.dispose();
   }
 
   /**
-   * Redraw every dirty section now (tests; the panel redraws by itself).
+   * Render now (tests; the panel renders on its update requests).
    */
   flush(): void {
-    if (this._frame !== null) {
-      cancelAnimationFrame(this._frame);
-      this._frame = null;
+    const store = this.model.store;
+    const view = this.model.view;
+    this.node.dataset.layout = this._settings.settings.layout;
+    this.node.dataset.state = store ? 'notebook' : 'no-notebook';
+    this.node.dataset.view = view.mode;
+    VirtualDOM.render(this._render(store, view), this.node);
+  }
+
+  /**
+   * Not while hidden: showing the panel asks for an update.
+   */
+  protected onUpdateRequest(msg: Message): void {
+    if (this.isVisible) {
+      this.flush();
     }
-    this._render();
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    this.update();
   }
 
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
-    this._schedule();
+    this.update();
   }
 
-  /**
-   * The last step of the trajectory shown.
-   */
-  private _lastStep(): number {
-    const store = this._store;
-    const view = this._view;
-    if (!store) {
-      return 0;
-    }
-    if (view.mode === 'review' && !view.current && view.trajectory) {
-      return store.historyOf(view.trajectory)?.last ?? view.step;
-    }
-    return store.lastStep;
+  private _onModelChanged(): void {
+    this.update();
   }
 
-  private _isShowing(store: INotebookLive, step: number): boolean {
-    return (
-      store === this._store &&
-      this._view.mode === 'review' &&
-      this._view.step === step
+  private _render(
+    store: INotebookLive | null,
+    view: PanelView
+  ): VirtualElement[] {
+    const trans = this._trans;
+    const model = this.model;
+    const header = h.div(
+      { className: 'themisto-Header' },
+      headerView(
+        store,
+        {
+          predictors: this._live.predictors,
+          predictorsError: this._live.predictorsError,
+          autoPredict: this._settings.settings.autoPredict
+        },
+        {
+          predictNow: () => this._request('next-cell'),
+          toggleRecording: () => void this._actions.toggleRecording(),
+          refreshPredictors: () => void this._live.refreshPredictors()
+        },
+        trans
+      )
     );
-  }
-
-  private _setView(view: PanelView): void {
-    this._view = view;
-    if (view.mode === 'live') {
-      this._detail = null;
+    if (!store) {
+      return [header];
     }
-    this._markDirty(['review', 'output', 'next', 'runtime', 'plot']);
-    this._viewChanged.emit(view);
+    const combos = visibleCombos(
+      this._live.predictors,
+      store.seenCombos,
+      this._settings.settings
+    );
+    const detail = model.detail;
+    const show = (step: number) => this.showStep(step, store.trajectoryId);
+    const keys = new Set(combos.map(key));
+    const rows = store.scoreRows.filter(row => keys.has(key(row)));
+    const latest = (row: (typeof rows)[number]): number | null => {
+      const points = store.series(row.task, row);
+      return points.length ? points[points.length - 1].step : null;
+    };
+    const step =
+      view.mode === 'review'
+        ? (detail?.whole ?? (view.current ? store.getStep(view.step) : null))
+        : store.latestStep;
+    const loading = view.mode === 'review' && !step && !detail;
+    const series = combos.map(combo => ({
+      label: comboLabel(combo),
+      points: store.series(model.plotTask, combo)
+    }));
+    return [
+      header,
+      h.div(
+        { className: 'themisto-ReviewBar' },
+        reviewBar(
+          view,
+          model.lastStep(),
+          {
+            previous: () => this.showPrevious(),
+            next: () => this.showNext(),
+            live: () => this.showLive()
+          },
+          trans
+        )
+      ),
+      h.div(
+        {
+          className: 'themisto-StepView',
+          dataset:
+            view.mode === 'review'
+              ? { 'themisto-view-step': String(view.step) }
+              : {}
+        },
+        this._tasks.render('output', store, combos, view, detail),
+        this._tasks.render('next-cell', store, combos, view, detail),
+        section(
+          'themisto-RuntimeSection',
+          step
+            ? trans.__('Runtime after step %1', step.step)
+            : trans.__('Runtime'),
+          [
+            variablesView(
+              loading ? 'loading' : step,
+              model.sort,
+              (by: SortKey) => model.set({ sort: nextSort(model.sort, by) }),
+              trans
+            )
+          ]
+        )
+      ),
+      section('themisto-ScoreSection', trans.__('Scoreboard'), [
+        scoreboard(rows, trans, latest, show)
+      ]),
+      section(
+        'themisto-PlotSection',
+        trans.__('Scores over steps'),
+        plotView(
+          series,
+          {
+            task: model.plotTask,
+            score: model.plotScore,
+            shown: view.mode === 'review' && view.current ? view.step : null,
+            source: `${store.path}\u0000${store.trajectoryId}`,
+            onTask: plotTask => model.set({ plotTask }),
+            onScore: plotScore => model.set({ plotScore }),
+            onStep: show
+          },
+          trans
+        )
+      )
+    ];
   }
 
   /**
@@ -315,228 +491,13 @@ export class PredictionPanel extends Widget {
     }
   };
 
-  private _onCurrentChanged(
-    live: IThemistoLive,
-    store: INotebookLive | null
-  ): void {
-    this._store?.changed.disconnect(this._onStoreChanged, this);
-    this._store = store;
-    store?.changed.connect(this._onStoreChanged, this);
-    if (this._view.mode !== 'live') {
-      this._setView({ mode: 'live' });
+  private _onToggle = (event: Event): void => {
+    const target = event.target as HTMLDetailsElement;
+    const id = target.dataset?.prediction;
+    if (id && target.classList.contains('themisto-Prompt')) {
+      this._tasks.setPromptOpen(id, target.open);
     }
-    this._markDirty(ALL);
-  }
-
-  private _onStoreChanged(store: INotebookLive, change: LiveChange): void {
-    if (
-      change === 'trajectory' &&
-      this._view.mode === 'review' &&
-      this._view.trajectory !== store.trajectoryId
-    ) {
-      // A kernel restart: the step shown is of an earlier kernel now.
-      this._view = { ...this._view, current: false };
-    }
-    this._markDirty(AFFECTS[change]);
-  }
-
-  private _onSettings(): void {
-    this._markDirty(ALL.filter(s => s !== 'runtime'));
-  }
-
-  private _markDirty(sections: readonly Section[]): void {
-    for (const name of sections) {
-      this._dirty.add(name);
-    }
-    this._schedule();
-  }
-
-  /**
-   * Redraw at most once a frame, and not while hidden: a burst of events
-   * (history of a long trajectory) costs one redraw.
-   */
-  private _schedule(): void {
-    if (this._frame !== null || !this.isVisible) {
-      return;
-    }
-    this._frame = requestAnimationFrame(() => {
-      this._frame = null;
-      this._render();
-    });
-  }
-
-  private _render(): void {
-    const dirty = this._dirty;
-    this._dirty = new Set();
-    const store = this._store;
-    const settings = this._settings.settings;
-    const view = this._view;
-    this.node.dataset.layout = settings.layout;
-    this.node.dataset.state = store ? 'notebook' : 'no-notebook';
-    this.node.dataset.view = view.mode;
-    if (view.mode === 'review') {
-      this._stepView.dataset.themistoViewStep = String(view.step);
-    } else {
-      delete this._stepView.dataset.themistoViewStep;
-    }
-    const combos = visibleCombos(
-      this._live.predictors,
-      store ? store.seenCombos : [],
-      settings
-    );
-    const header = this._headerState();
-    if (
-      dirty.has('header') &&
-      this._fresh('header', headerKey(store, header))
-    ) {
-      this._header.replaceChildren(
-        ...headerView(
-          store,
-          header,
-          {
-            predictNow: () => this._request('next-cell'),
-            toggleRecording: () => void this._actions.toggleRecording(),
-            refreshPredictors: () => void this._live.refreshPredictors()
-          },
-          this._trans
-        )
-      );
-    }
-    for (const node of [
-      this._reviewBar,
-      this._stepView,
-      this._scores.node,
-      this._plot.node
-    ]) {
-      node.hidden = !store;
-    }
-    if (!store) {
-      return;
-    }
-    const lastStep = this._lastStep();
-    if (
-      dirty.has('review') &&
-      this._fresh('review', JSON.stringify([view, lastStep]))
-    ) {
-      this._reviewBar.replaceChildren(
-        ...reviewBar(
-          view,
-          lastStep,
-          {
-            previous: () => this.showPrevious(),
-            next: () => this.showNext(),
-            live: () => this.showLive()
-          },
-          this._trans
-        )
-      );
-    }
-    const detail = view.mode === 'review' ? this._detail : null;
-    if (dirty.has('output')) {
-      this._tasks.render(this._output, 'output', store, combos, view, detail);
-    }
-    if (dirty.has('next')) {
-      this._tasks.render(this._next, 'next-cell', store, combos, view, detail);
-    }
-    const keys = new Set(combos.map(key));
-    const rows = store.scoreRows.filter(row => keys.has(key(row)));
-    const counts = rows.map(r => `${key(r)}:${r.task}:${r.means.count}`);
-    if (dirty.has('scores') && this._fresh('scores', counts.join())) {
-      this._scores.body.replaceChildren(
-        scoreboard(
-          rows,
-          this._trans,
-          row => {
-            const points = store.series(row.task, row);
-            return points.length ? points[points.length - 1].step : null;
-          },
-          step => this.showStep(step, store.trajectoryId)
-        )
-      );
-    }
-    const shown = view.mode === 'review' && view.current ? view.step : null;
-    const plotKey = [this._plotTask, this._plotScore, shown, ...counts].join();
-    if (dirty.has('plot') && this._fresh('plot', plotKey)) {
-      this._renderPlot(store, combos, shown);
-    }
-    this._renderRuntime(dirty, store, detail);
-  }
-
-  private _renderRuntime(
-    dirty: Set<Section>,
-    store: INotebookLive,
-    detail: IStepDetail | null
-  ): void {
-    const view = this._view;
-    const step =
-      view.mode === 'review'
-        ? (detail?.whole ?? (view.current ? store.getStep(view.step) : null))
-        : store.latestStep;
-    const signature = `${store.trajectoryId}:${view.mode}:${step?.step}:${!!detail}`;
-    if (!dirty.has('runtime') || !this._fresh('runtime', signature)) {
-      return;
-    }
-    if (view.mode === 'review' && !step && !detail) {
-      this._variables.loading();
-    } else {
-      this._variables.render(step);
-    }
-    this._runtime.title.textContent = step
-      ? this._trans.__('Runtime after step %1', step.step)
-      : this._trans.__('Runtime');
-  }
-
-  /**
-   * Whether a section's content changed since it was drawn. Redrawing the
-   * same content would replace buttons under the pointer and lose clicks,
-   * and close an open select.
-   */
-  private _fresh(name: Section, signature: string): boolean {
-    if (this._signatures.get(name) === signature) {
-      return false;
-    }
-    this._signatures.set(name, signature);
-    return true;
-  }
-
-  private _headerState(): IHeaderState {
-    return {
-      predictors: this._live.predictors,
-      predictorsError: this._live.predictorsError,
-      autoPredict: this._settings.settings.autoPredict
-    };
-  }
-
-  private _renderPlot(
-    store: INotebookLive,
-    combos: ReturnType<typeof visibleCombos>,
-    shown: number | null
-  ): void {
-    const series = combos.map(combo => ({
-      label: comboLabel(combo),
-      points: store.series(this._plotTask, combo)
-    }));
-    this._plot.body.replaceChildren(
-      ...plotView(
-        series,
-        {
-          task: this._plotTask,
-          score: this._plotScore,
-          shown,
-          onTask: task => {
-            this._plotTask = task;
-            this._markDirty(['plot']);
-          },
-          onScore: score => {
-            this._plotScore = score;
-            this._markDirty(['plot']);
-          },
-          onStep: step => this.showStep(step, store.trajectoryId)
-        },
-        this._trans
-      )
-    );
-  }
+  };
 
   private _request(task: PredictionTask, code?: string): void {
     this._live
@@ -556,25 +517,7 @@ export class PredictionPanel extends Widget {
   private _settings: IPredictionSettings;
   private _actions: IPanelActions;
   private _trans: TranslationBundle;
-  private _store: INotebookLive | null = null;
-  private _view: PanelView = { mode: 'live' };
-  private _detail: IStepDetail | null = null;
-  private _viewChanged = new Signal<this, PanelView>(this);
-  private _dirty = new Set<Section>(ALL);
-  private _signatures = new Map<Section, string>();
-  private _frame: number | null = null;
-  private _plotTask: PredictionTask = 'output';
-  private _plotScore: ScoreName = 'rouge_l';
-  private _header = h('div', { class: 'themisto-Header' });
-  private _reviewBar = h('div', { class: 'themisto-ReviewBar' });
-  private _stepView = h('div', { class: 'themisto-StepView' });
-  private _output: ISection;
-  private _next: ISection;
-  private _scores: ISection;
-  private _plot: ISection;
-  private _runtime: ISection;
   private _tasks: TaskView;
-  private _variables: VariablesView;
 }
 
 export namespace PredictionPanel {

@@ -3,11 +3,12 @@
  * plot (drawn by svgplot.ts) and its legend.
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
+import { h, type VirtualElement } from '@lumino/virtualdom';
 
 import type { ScoreName } from '../api/model';
 import type { PredictionTask } from '../api/records';
 import { SCORE_LABELS, scoreTitle } from '../live/scoreformat';
-import { h } from './dom';
+import { attrs } from './dom';
 import { type IPlotSeries, scorePlot } from './svgplot';
 
 /**
@@ -20,6 +21,10 @@ export interface IPlotChoice {
    * The step under review, marked on the plot.
    */
   shown: number | null;
+  /**
+   * Whose scores these are (the notebook and trajectory).
+   */
+  source: string;
   onTask(task: PredictionTask): void;
   onScore(score: ScoreName): void;
   /**
@@ -29,16 +34,20 @@ export interface IPlotChoice {
 }
 
 /**
+ * What each plot box shows now.
+ */
+const DRAWN = new WeakMap<HTMLElement, string>();
+
+/**
  * The section's content for the series with points.
  */
 export function plotView(
   series: IPlotSeries[],
   choice: IPlotChoice,
   trans: TranslationBundle
-): Element[] {
-  const controls = h(
-    'div',
-    { class: 'themisto-Plot-controls' },
+): VirtualElement[] {
+  const controls = h.div(
+    { className: 'themisto-Plot-controls' },
     select(
       trans.__('Task'),
       [
@@ -64,35 +73,47 @@ export function plotView(
   if (shown.length === 0) {
     return [
       controls,
-      h('p', { class: 'themisto-Muted' }, trans.__('No scores to plot yet.'))
+      h.p({ className: 'themisto-Muted' }, trans.__('No scores to plot yet.'))
     ];
   }
-  const legend = h('ul', { class: 'themisto-Legend' });
-  shown.forEach((s, i) =>
-    legend.append(
-      h(
-        'li',
-        {},
-        h('span', { class: `themisto-Swatch themisto-Series-${i % 6}` }),
+  const legend = h.ul(
+    { className: 'themisto-Legend' },
+    shown.map((s, i) =>
+      h.li(
+        h.span({ className: `themisto-Swatch themisto-Series-${i % 6}` }),
         s.label
       )
     )
   );
   const long = scoreTitle(choice.score, trans);
-  return [
-    controls,
-    scorePlot(
-      shown,
-      choice.score,
-      trans.__('%1 of %2 predictions over steps', long, choice.task),
-      {
-        shown: choice.shown,
-        onStep: choice.onStep,
-        stepLabel: step => trans.__('step %1', step)
+  const title = trans.__('%1 of %2 predictions over steps', long, choice.task);
+  // What the drawing depends on: the points are appended to (or, past
+  // their bound, shifted in) the same arrays.
+  const drawn = JSON.stringify([
+    choice.source,
+    choice.score,
+    choice.shown,
+    title,
+    shown.map(s => {
+      const p = s.points;
+      return [s.label, p.length, p[0].step, p[p.length - 1].step];
+    })
+  ]);
+  const renderer = {
+    render: (host: HTMLElement) => {
+      if (DRAWN.get(host) !== drawn) {
+        DRAWN.set(host, drawn);
+        host.replaceChildren(
+          scorePlot(shown, choice.score, title, {
+            shown: choice.shown,
+            onStep: step => choice.onStep(step),
+            stepLabel: step => trans.__('step %1', step)
+          })
+        );
       }
-    ),
-    legend
-  ];
+    }
+  };
+  return [controls, h.div({ className: 'themisto-PlotBox' }, renderer), legend];
 }
 
 function select(
@@ -100,13 +121,22 @@ function select(
   options: Array<[string, string]>,
   value: string,
   onChange: (value: string) => void
-): HTMLElement {
-  const node = h('select', { class: 'jp-mod-styled', 'aria-label': label });
-  for (const [optionValue, text] of options) {
-    const option = h('option', { value: optionValue }, text);
-    option.selected = optionValue === value;
-    node.append(option);
-  }
-  node.addEventListener('change', () => onChange(node.value));
-  return h('label', { class: 'themisto-Select' }, `${label} `, node);
+): VirtualElement {
+  return h.label(
+    { className: 'themisto-Select' },
+    `${label} `,
+    h.select(
+      {
+        className: 'jp-mod-styled',
+        'aria-label': label,
+        onchange: event => onChange((event.target as HTMLSelectElement).value)
+      },
+      options.map(([optionValue, text]) =>
+        h.option(
+          attrs({ value: optionValue, selected: optionValue === value }),
+          text
+        )
+      )
+    )
+  );
 }

@@ -6,8 +6,9 @@
  * from the step whole, the one after it and the predictions of both.
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
+import { h, type VirtualElement } from '@lumino/virtualdom';
 
-import { button, h } from './dom';
+import { attrs, button } from './dom';
 
 /**
  * What the panel shows: the live notebook, or one step.
@@ -66,9 +67,9 @@ export function reviewBar(
   lastStep: number,
   actions: IReviewActions,
   trans: TranslationBundle
-): HTMLElement[] {
+): VirtualElement[] {
   const previous = button(trans.__('◀ Previous'), () => actions.previous(), {
-    class: 'themisto-Review-previous',
+    className: 'themisto-Review-previous',
     title: trans.__('Review the step before (Alt+Shift+↑)'),
     disabled: previousStep(view, lastStep) === null
   });
@@ -76,7 +77,7 @@ export function reviewBar(
     return [
       h(
         'span',
-        { class: 'themisto-Review-where', 'data-view': 'live' },
+        { className: 'themisto-Review-where', dataset: { view: 'live' } },
         trans.__('Live')
       ),
       previous
@@ -86,11 +87,13 @@ export function reviewBar(
     h(
       'span',
       {
-        class: 'themisto-Review-where',
-        'data-view': 'review',
-        title: view.current
-          ? undefined
-          : trans.__('A step of an earlier kernel of this notebook')
+        ...attrs({
+          title: view.current
+            ? undefined
+            : trans.__('A step of an earlier kernel of this notebook')
+        }),
+        className: 'themisto-Review-where',
+        dataset: { view: 'review' }
       },
       view.current
         ? trans.__('Step %1 of %2', view.step, lastStep)
@@ -98,12 +101,12 @@ export function reviewBar(
     ),
     previous,
     button(trans.__('Next ▶'), () => actions.next(), {
-      class: 'themisto-Review-next',
+      className: 'themisto-Review-next',
       title: trans.__('Review the step after (Alt+Shift+↓)'),
       disabled: nextView(view, lastStep) === null
     }),
     button(trans.__('Back to live'), () => actions.live(), {
-      class: 'themisto-Review-live',
+      className: 'themisto-Review-live',
       title: trans.__('Follow the notebook live again (Alt+Shift+L)')
     })
   ];

@@ -5,6 +5,7 @@
  * kept by live/trajectoryscores.ts.)
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
+import { h, type VirtualElement } from '@lumino/virtualdom';
 
 import {
   comboLabel,
@@ -14,7 +15,7 @@ import {
   SHORT_SCORE
 } from '../live/scoreformat';
 import type { IScoreRow } from '../live/types';
-import { h } from './dom';
+import { attrs } from './dom';
 
 /**
  * The session scoreboard: running means per predictor × context, grouped
@@ -25,54 +26,47 @@ export function scoreboard(
   trans: TranslationBundle,
   latestStep: (row: IScoreRow) => number | null = () => null,
   onRow: (step: number) => void = () => undefined
-): HTMLElement {
+): VirtualElement {
   if (rows.length === 0) {
-    return h(
-      'p',
-      { class: 'themisto-Muted' },
+    return h.p(
+      { className: 'themisto-Muted' },
       trans.__(
         'No scored prediction yet: scores appear when a predicted cell finishes.'
       )
     );
   }
-  const head = h(
-    'tr',
-    {},
-    h('th', { scope: 'col' }, trans.__('Predictor · context')),
-    h(
-      'th',
+  const head = h.tr(
+    h.th({ scope: 'col' }, trans.__('Predictor · context')),
+    h.th(
       {
         scope: 'col',
-        class: 'themisto-Num themisto-Col-n',
+        className: 'themisto-Num themisto-Col-n',
         title: trans.__('Scored predictions')
       },
       'n'
     ),
-    ...SCORE_LABELS.map(({ name }) =>
-      h(
-        'th',
+    SCORE_LABELS.map(({ name }) =>
+      h.th(
         {
           scope: 'col',
-          class: 'themisto-Num themisto-Col-score',
+          className: 'themisto-Num themisto-Col-score',
           title: scoreTitle(name, trans)
         },
         SHORT_SCORE[name]
       )
     )
   );
-  const body = h('tbody');
+  const body: VirtualElement[] = [];
   for (const task of ['output', 'next-cell'] as const) {
     const group = rows.filter(row => row.task === task);
     if (group.length === 0) {
       continue;
     }
-    body.append(
-      h(
-        'tr',
-        { class: 'themisto-Group' },
-        h(
-          'th',
-          { scope: 'rowgroup', colspan: 5 },
+    body.push(
+      h.tr(
+        { className: 'themisto-Group' },
+        h.th(
+          { scope: 'rowgroup', colspan: '5' },
           task === 'output' ? trans.__('Output') : trans.__('Next cell')
         )
       )
@@ -81,38 +75,39 @@ export function scoreboard(
       const mean = row.means.mean();
       const label = comboLabel(row);
       const step = latestStep(row);
-      const tr = h(
-        'tr',
-        {
-          'data-task': row.task,
-          'data-predictor': row.predictor,
-          'data-context': row.context,
-          'data-step': step ?? undefined,
-          class: step !== null ? 'themisto-mod-clickable' : undefined,
-          title:
-            step !== null
-              ? trans.__(
-                  'Click to review step %1, the latest this row scored',
-                  step
-                )
-              : undefined
-        },
-        h('th', { scope: 'row', title: label }, label),
-        h('td', { class: 'themisto-Num' }, String(row.means.count)),
-        ...SCORE_LABELS.map(({ name }) =>
-          h('td', { class: 'themisto-Num' }, formatScore(mean?.[name]))
+      const clickable = step !== null;
+      body.push(
+        h.tr(
+          {
+            ...attrs({
+              'data-step': step ?? undefined,
+              class: clickable ? 'themisto-mod-clickable' : undefined,
+              title: clickable
+                ? trans.__(
+                    'Click to review step %1, the latest this row scored',
+                    step
+                  )
+                : undefined
+            }),
+            dataset: {
+              task: row.task,
+              predictor: row.predictor,
+              context: row.context
+            },
+            onclick: step !== null ? () => onRow(step) : undefined
+          },
+          h.th({ scope: 'row', title: label }, label),
+          h.td({ className: 'themisto-Num' }, String(row.means.count)),
+          SCORE_LABELS.map(({ name }) =>
+            h.td({ className: 'themisto-Num' }, formatScore(mean?.[name]))
+          )
         )
       );
-      if (step !== null) {
-        tr.addEventListener('click', () => onRow(step));
-      }
-      body.append(tr);
     }
   }
-  return h(
-    'table',
-    { class: 'themisto-Table themisto-Scoreboard' },
-    h('thead', {}, head),
-    body
+  return h.table(
+    { className: 'themisto-Table themisto-Scoreboard' },
+    h.thead(head),
+    h.tbody(body)
   );
 }

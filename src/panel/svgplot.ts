@@ -5,7 +5,25 @@
  */
 import type { ScoreName } from '../api/model';
 import type { IScorePoint } from '../live/types';
-import { svg } from './dom';
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/**
+ * An SVG element (Lumino's virtual DOM makes HTML elements only: the plot
+ * is drawn directly, and redrawn whole when its points change).
+ */
+function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string | number> = {},
+  ...children: (Node | string)[]
+): SVGElementTagNameMap[K] {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    node.setAttribute(name, String(value));
+  }
+  node.append(...children);
+  return node;
+}
 
 /**
  * A plotted point: a step and a value in [0, 1].

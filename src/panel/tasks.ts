@@ -4,8 +4,9 @@
  * cards per predictor × context, and what a card without a prediction says.
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
+import { h, type VirtualElement } from '@lumino/virtualdom';
 
-import type { LiveStep, PredictionTask, PromptText } from '../api/records';
+import type { LiveStep, PredictionTask } from '../api/records';
 import { noPredictionReason } from '../live/reasons';
 import { shownTarget } from '../live/store';
 import type { ICombo, IPredictionSlot, IStepDetail } from '../live/types';
@@ -14,15 +15,14 @@ import type {
   IPredictionSettings,
   IThemistoLive
 } from '../tokens';
-import { h } from './dom';
 import type { IPanelActions } from './panel';
 import type { PanelView } from './review';
 import {
   type ICardActions,
-  type IPromptActions,
   type Missing,
   nextCellCard,
   outputCard,
+  type PromptState,
   textPre
 } from './views';
 
@@ -31,20 +31,25 @@ import {
  */
 const PROMPTS_KEPT = 16;
 
-export interface ISection {
-  node: HTMLElement;
-  title: HTMLElement;
-  body: HTMLElement;
-}
+/**
+ * How long "Copied" shows on a Copy button.
+ */
+const COPIED_MS = 1500;
 
-export function section(title: string, cls: string): ISection {
-  const heading = h('h3', { class: 'themisto-Section-title' }, title);
-  const body = h('div', { class: 'themisto-Section-body' });
-  return {
-    node: h('section', { class: `themisto-Section ${cls}` }, heading, body),
-    title: heading,
-    body
-  };
+/**
+ * A titled section of the panel.
+ */
+export function section(
+  cls: string,
+  title: string,
+  body: h.Child[],
+  dataset: Record<string, string> = {}
+): VirtualElement {
+  return h.section(
+    { className: `themisto-Section ${cls}`, dataset },
+    h.h3({ className: 'themisto-Section-title' }, title),
+    h.div({ className: 'themisto-Section-body' }, ...body)
+  );
 }
 
 /**
@@ -52,7 +57,10 @@ export function section(title: string, cls: string): ISection {
  */
 export interface ITaskHost {
   request(task: PredictionTask, code?: string): void;
-  show(step: number): void;
+  /**
+   * Something the sections show changed (a prompt was read, "Copied").
+   */
+  changed(): void;
 }
 
 /**
@@ -83,69 +91,84 @@ export class TaskView {
   ) {}
 
   /**
-   * Draw one section (unless what it shows did not change).
+   * One section: the target a task shows, its cards.
    */
   render(
-    target: ISection,
     task: PredictionTask,
     store: INotebookLive,
     combos: ICombo[],
     view: PanelView,
     detail: IStepDetail | null
-  ): void {
+  ): VirtualElement {
+    const trans = this._trans;
+    const cls =
+      task === 'output' ? 'themisto-OutputSection' : 'themisto-NextSection';
     const shown =
       view.mode === 'review'
         ? this._reviewed(task, store, combos, view, detail)
         : this._latest(task, store, combos);
-    target.node.dataset.targetStep = shown ? String(shown.target) : '';
+    const dataset = { 'target-step': shown ? String(shown.target) : '' };
     if (!shown || combos.length === 0) {
-      this._empty(target, task);
-      return;
+      const none = this._live.predictors?.predictors.length === 0;
+      const title =
+        task === 'output'
+          ? trans.__('Predicted output')
+          : trans.__('Predicted next cell');
+      const text = none
+        ? trans.__('Nothing is predicted: no predictor is configured.')
+        : task === 'output'
+          ? trans.__('Run a cell: its predicted output appears here.')
+          : trans.__('The predicted next cell appears after a cell runs.');
+      return section(
+        cls,
+        title,
+        [h.p({ className: 'themisto-Muted' }, text)],
+        dataset
+      );
     }
-    const signature = JSON.stringify([
-      shown.target,
-      shown.review,
-      shown.retryable,
-      shown.landed?.step,
-      shown.actual,
-      shown.missing,
-      shown.note,
-      combos.map((combo, i) => {
-        const p = shown.slots[i]?.prediction;
-        return [
-          combo.predictor,
-          combo.context,
-          shown.slots[i]?.state,
-          shown.slots[i]?.partial,
-          p?.id,
-          p?.answer,
-          p?.scores,
-          p?.error
-        ];
-      })
-    ]);
-    if (target.node.dataset.signature === signature) {
-      return;
-    }
-    target.node.dataset.signature = signature;
-    target.title.textContent = shown.title;
-    const grid = h('div', { class: 'themisto-Cards' });
-    combos.forEach((combo, i) => {
-      grid.append(this._card(task, combo, shown, shown.slots[i]));
-    });
     const code =
       task === 'output' && shown.review && shown.landed
         ? h(
             'details',
-            { class: 'themisto-StepCode' },
-            h('summary', {}, this._trans.__('Code of step %1', shown.target)),
-            textPre(shown.landed.code, 'themisto-Code', this._trans)
+            { className: 'themisto-StepCode' },
+            h.summary(trans.__('Code of step %1', shown.target)),
+            textPre(shown.landed.code, 'themisto-Code', trans)
           )
         : null;
     const note = shown.note
-      ? h('p', { class: 'themisto-Muted themisto-Note' }, shown.note)
+      ? h.p({ className: 'themisto-Muted themisto-Note' }, shown.note)
       : null;
-    target.body.replaceChildren(...[code, note, grid].filter(n => n !== null));
+    const cards = combos.map((combo, i) =>
+      this._card(task, combo, shown, shown.slots[i])
+    );
+    return section(
+      cls,
+      shown.title,
+      [code, note, h.div({ className: 'themisto-Cards' }, cards)],
+      dataset
+    );
+  }
+
+  /**
+   * A prompt disclosure was opened or closed: the first opening reads the
+   * prompt; closing one that could not be read lets the next try again.
+   */
+  setPromptOpen(predictionId: string, open: boolean): void {
+    if (open === this._openPrompts.has(predictionId)) {
+      return;
+    }
+    if (!open) {
+      this._openPrompts.delete(predictionId);
+      if (this._prompts.get(predictionId)?.kind === 'failed') {
+        this._prompts.delete(predictionId);
+      }
+    } else {
+      this._openPrompts.add(predictionId);
+      if (!this._prompts.has(predictionId)) {
+        this._loadPrompt(predictionId);
+      }
+    }
+    this._host.changed();
   }
 
   private _card(
@@ -153,8 +176,9 @@ export class TaskView {
     combo: ICombo,
     shown: ITarget,
     slot: IPredictionSlot | null
-  ): HTMLElement {
+  ): VirtualElement {
     const trans = this._trans;
+    const prompt = (id: string) => this._prompt(id);
     if (task === 'output') {
       return outputCard(
         combo,
@@ -162,7 +186,7 @@ export class TaskView {
         slot,
         shown.landed,
         {
-          ...this._promptActions,
+          prompt,
           retry: shown.retryable
             ? s => {
                 const code = s?.cellId
@@ -177,10 +201,11 @@ export class TaskView {
       );
     }
     const actions: ICardActions = {
-      ...this._promptActions,
+      prompt,
       insertBelow: text => this._actions.insertBelow(text),
       replaceActive: text => this._actions.replaceActive(text),
-      copy: text => this._actions.copy(text),
+      copy: (text, id) => this._copy(text, id),
+      copied: id => this._copied === id,
       retry: shown.retryable ? () => this._host.request('next-cell') : null
     };
     return nextCellCard(
@@ -193,29 +218,15 @@ export class TaskView {
     );
   }
 
-  private _empty(target: ISection, task: PredictionTask): void {
-    const trans = this._trans;
-    const none = this._live.predictors?.predictors.length === 0;
-    const signature = `empty:${none}`;
-    if (target.node.dataset.signature === signature) {
-      return;
-    }
-    target.node.dataset.signature = signature;
-    target.title.textContent =
-      task === 'output'
-        ? trans.__('Predicted output')
-        : trans.__('Predicted next cell');
-    target.body.replaceChildren(
-      h(
-        'p',
-        { class: 'themisto-Muted' },
-        none
-          ? trans.__('Nothing is predicted: no predictor is configured.')
-          : task === 'output'
-            ? trans.__('Run a cell: its predicted output appears here.')
-            : trans.__('The predicted next cell appears after a cell runs.')
-      )
-    );
+  private _copy(text: string, predictionId: string): void {
+    this._actions.copy(text);
+    this._copied = predictionId;
+    window.clearTimeout(this._copiedTimer);
+    this._copiedTimer = window.setTimeout(() => {
+      this._copied = null;
+      this._host.changed();
+    }, COPIED_MS);
+    this._host.changed();
   }
 
   /**
@@ -342,42 +353,42 @@ export class TaskView {
     };
   }
 
-  /**
-   * The prompt of a prediction, fetched once (the stream does not carry
-   * prompts); a failed read is tried again next time.
-   */
-  private _loadPrompt(predictionId: string): Promise<PromptText | null> {
-    let prompt = this._prompts.get(predictionId);
-    if (!prompt) {
-      prompt = this._actions
-        .getPrediction(predictionId)
-        .then(prediction => prediction.prompt ?? null);
-      prompt.catch(() => this._prompts.delete(predictionId));
-      this._prompts.set(predictionId, prompt);
-      if (this._prompts.size > PROMPTS_KEPT) {
-        const oldest = this._prompts.keys().next();
-        if (!oldest.done) {
-          this._prompts.delete(oldest.value);
-        }
-      }
+  private _prompt(predictionId: string): PromptState {
+    if (!this._openPrompts.has(predictionId)) {
+      return { kind: 'closed' };
     }
-    return prompt;
+    return this._prompts.get(predictionId) ?? { kind: 'loading' };
   }
 
-  private _promptActions: IPromptActions = {
-    loadPrompt: id => this._loadPrompt(id),
-    isPromptOpen: id => this._openPrompts.has(id),
-    setPromptOpen: (id, open) => {
-      if (open) {
-        this._openPrompts.add(id);
-      } else {
-        this._openPrompts.delete(id);
+  /**
+   * Read a prompt (the stream does not carry prompts); a few are kept.
+   */
+  private _loadPrompt(predictionId: string): void {
+    this._prompts.set(predictionId, { kind: 'loading' });
+    if (this._prompts.size > PROMPTS_KEPT) {
+      const oldest = this._prompts.keys().next();
+      if (!oldest.done) {
+        this._prompts.delete(oldest.value);
       }
     }
-  };
+    this._actions.getPrediction(predictionId).then(
+      prediction => {
+        const prompt = prediction.prompt ?? null;
+        this._prompts.set(predictionId, { kind: 'read', prompt });
+        this._host.changed();
+      },
+      (error: unknown) => {
+        const message = error instanceof Error ? error.message : String(error);
+        this._prompts.set(predictionId, { kind: 'failed', message });
+        this._host.changed();
+      }
+    );
+  }
 
-  private _prompts = new Map<string, Promise<PromptText | null>>();
+  private _prompts = new Map<string, PromptState>();
   private _openPrompts = new Set<string>();
+  private _copied: string | null = null;
+  private _copiedTimer = 0;
 }
 
 /**

@@ -3,6 +3,7 @@
  * own names (`_`, `_i3`, `Out`, ...); full names and values on hover.
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
+import { h, type VirtualElement } from '@lumino/virtualdom';
 
 import type {
   LiveStep,
@@ -10,7 +11,6 @@ import type {
   RuntimeVariables
 } from '../api/records';
 import { formatBytes, formatSeconds } from '../live/scoreformat';
-import { h } from './dom';
 
 /**
  * Rows drawn at most: a namespace of thousands of names stays quick, the
@@ -87,140 +87,106 @@ function columns(
 }
 
 /**
- * The snapshot view; keeps its sort order across steps.
+ * The snapshot of a step (`'loading'` while it is read; `null`: the empty
+ * state), sorted as asked.
  */
-export class VariablesView {
-  constructor(private readonly _trans: TranslationBundle) {}
-
-  readonly node = h('div', { class: 'themisto-Variables' });
-
-  get sort(): ISort {
-    return this._sort;
+export function variablesView(
+  step: LiveStep | null | 'loading',
+  sort: ISort,
+  onSort: (key: SortKey) => void,
+  trans: TranslationBundle
+): VirtualElement {
+  const muted = (text: string) => h.p({ className: 'themisto-Muted' }, text);
+  const view = (...content: h.Child[]) =>
+    h.div({ className: 'themisto-Variables' }, ...content);
+  if (step === 'loading') {
+    return view(muted(trans.__('loading…')));
   }
-
-  /**
-   * Say that a step's snapshot is being read.
-   */
-  loading(): void {
-    this._step = null;
-    this.node.replaceChildren(
-      h('p', { class: 'themisto-Muted' }, this._trans.__('loading…'))
-    );
+  if (!step) {
+    return view(muted(trans.__('No cell recorded yet.')));
   }
-
-  /**
-   * Draw the snapshot of a step (or the empty state).
-   */
-  render(step: LiveStep | null): void {
-    const trans = this._trans;
-    this._step = step;
-    this.node.replaceChildren();
-    if (!step) {
-      this.node.append(
-        h('p', { class: 'themisto-Muted' }, trans.__('No cell recorded yet.'))
-      );
-      return;
-    }
-    this.node.append(
-      h(
-        'div',
-        { class: 'themisto-Runtime-summary' },
-        trans.__(
-          'Step %1 · ran %2 · kernel memory %3',
-          step.step,
-          formatSeconds(step.execution_time),
-          formatBytes(step.memory_bytes)
-        )
-      )
-    );
-    const rows = sortVariables(step.runtime_variables, this._sort);
-    if (rows.length === 0) {
-      this.node.append(
-        h('p', { class: 'themisto-Muted' }, trans.__('No variables.'))
-      );
-      return;
-    }
-    const head = h(
-      'tr',
-      {},
-      ...columns(trans).map(({ key, label }) => {
-        const active = this._sort.key === key;
-        const th = h(
-          'th',
+  const summary = h.div(
+    { className: 'themisto-Runtime-summary' },
+    trans.__(
+      'Step %1 · ran %2 · kernel memory %3',
+      step.step,
+      formatSeconds(step.execution_time),
+      formatBytes(step.memory_bytes)
+    )
+  );
+  const rows = sortVariables(step.runtime_variables, sort);
+  if (rows.length === 0) {
+    return view(summary, muted(trans.__('No variables.')));
+  }
+  const head = h.tr(
+    columns(trans).map(({ key, label }) => {
+      const active = sort.key === key;
+      return h.th(
+        {
+          scope: 'col',
+          'aria-sort': active
+            ? sort.ascending
+              ? 'ascending'
+              : 'descending'
+            : 'none',
+          className: `themisto-Col-${key}${key === 'size' ? ' themisto-Num' : ''}`
+        },
+        h.button(
           {
-            scope: 'col',
-            'aria-sort': active
-              ? this._sort.ascending
-                ? 'ascending'
-                : 'descending'
-              : 'none',
-            class: `themisto-Col-${key}${key === 'size' ? ' themisto-Num' : ''}`
+            type: 'button',
+            className: 'themisto-Sort',
+            dataset: { key },
+            onclick: () => onSort(key)
           },
-          h(
-            'button',
-            { type: 'button', class: 'themisto-Sort', 'data-key': key },
-            label,
-            active ? (this._sort.ascending ? ' ▲' : ' ▼') : ''
-          )
-        );
-        th.firstElementChild?.addEventListener('click', () =>
-          this._sortBy(key)
-        );
-        return th;
-      })
-    );
-    const body = h('tbody');
-    for (const [name, variable] of rows.slice(0, MAX_ROWS)) {
-      const shape = variable.shape ? ` ${variable.shape.join('×')}` : '';
-      const size =
-        variable.size === null
-          ? '—'
-          : `${variable.size_exact ? '' : '≈'}${formatBytes(variable.size)}`;
-      const type = variable.type + shape;
-      body.append(
-        h(
-          'tr',
-          { 'data-name': name, title: `${name}: ${type} = ${variable.repr}` },
-          h('td', { class: 'themisto-Mono', title: name }, name),
-          h('td', { title: type }, type),
-          h('td', { class: 'themisto-Num', title: size }, size),
-          h(
-            'td',
-            { class: 'themisto-Mono themisto-Repr', title: variable.repr },
-            variable.repr.length > REPR_CHARS
-              ? variable.repr.slice(0, REPR_CHARS) + '…'
-              : variable.repr
-          )
+          label,
+          active ? (sort.ascending ? ' ▲' : ' ▼') : ''
         )
       );
-    }
-    this.node.append(
-      h(
-        'table',
-        { class: 'themisto-Table themisto-VariablesTable' },
-        h('thead', {}, head),
-        body
+    })
+  );
+  const body = rows.slice(0, MAX_ROWS).map(([name, variable]) => {
+    const shape = variable.shape ? ` ${variable.shape.join('×')}` : '';
+    const size =
+      variable.size === null
+        ? '—'
+        : `${variable.size_exact ? '' : '≈'}${formatBytes(variable.size)}`;
+    const type = variable.type + shape;
+    return h.tr(
+      {
+        key: name,
+        dataset: { name },
+        title: `${name}: ${type} = ${variable.repr}`
+      },
+      h.td({ className: 'themisto-Mono', title: name }, name),
+      h.td({ title: type }, type),
+      h.td({ className: 'themisto-Num', title: size }, size),
+      h.td(
+        { className: 'themisto-Mono themisto-Repr', title: variable.repr },
+        variable.repr.length > REPR_CHARS
+          ? variable.repr.slice(0, REPR_CHARS) + '…'
+          : variable.repr
       )
     );
-    if (rows.length > MAX_ROWS) {
-      this.node.append(
-        h(
-          'p',
-          { class: 'themisto-Muted' },
-          trans.__('and %1 more variables', rows.length - MAX_ROWS)
-        )
-      );
-    }
-  }
+  });
+  return view(
+    summary,
+    h.table(
+      { className: 'themisto-Table themisto-VariablesTable' },
+      h.thead(head),
+      h.tbody(body)
+    ),
+    rows.length > MAX_ROWS
+      ? muted(trans.__('and %1 more variables', rows.length - MAX_ROWS))
+      : null
+  );
+}
 
-  private _sortBy(key: SortKey): void {
-    this._sort =
-      this._sort.key === key
-        ? { key, ascending: !this._sort.ascending }
-        : { key, ascending: key !== 'size' };
-    this.render(this._step);
-  }
-
-  private _sort: ISort = { key: 'name', ascending: true };
-  private _step: LiveStep | null = null;
+/**
+ * Where a click on a column's header leads: the other direction, or a new
+ * column (sizes largest first).
+ */
+export function nextSort(sort: ISort, key: SortKey): ISort {
+  return sort.key === key
+    ? { key, ascending: !sort.ascending }
+    : { key, ascending: key !== 'size' };
 }

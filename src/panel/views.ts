@@ -2,6 +2,7 @@
  * DOM views of the prediction panel's cards and scores.
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
+import { h, type VirtualElement } from '@lumino/virtualdom';
 
 import type { LiveStep, PromptText, Scores } from '../api/records';
 import {
@@ -14,7 +15,7 @@ import {
 import { errorReason, isMissed } from '../live/reasons';
 import type { ICombo, IPredictionSlot } from '../live/types';
 import { diffText, type IDiffResult, type IDiffSegment } from './diff';
-import { button, h } from './dom';
+import { attrs, button } from './dom';
 import { summarizeTraceback } from './traceback';
 
 export { comboLabel, SHORT_SCORE } from '../live/scoreformat';
@@ -26,19 +27,21 @@ export { comboLabel, SHORT_SCORE } from '../live/scoreformat';
 export const DISPLAY_CHARS = 20000;
 
 /**
+ * A prompt as a card shows it: not asked for, being read, read (`null`
+ * when the prediction has none), or not readable.
+ */
+export type PromptState =
+  | { kind: 'closed' }
+  | { kind: 'loading' }
+  | { kind: 'read'; prompt: PromptText | null }
+  | { kind: 'failed'; message: string };
+
+/**
  * The "Show prompt" disclosure of a card: prompts are not on the stream, so
- * one is fetched when it is first opened.
+ * one is fetched when it is first opened (the panel tells its `toggle`).
  */
 export interface IPromptActions {
-  /**
-   * The prompt of a prediction (`null` when it has none).
-   */
-  loadPrompt(predictionId: string): Promise<PromptText | null>;
-  /**
-   * Whether a prediction's prompt is shown (kept across redraws).
-   */
-  isPromptOpen(predictionId: string): boolean;
-  setPromptOpen(predictionId: string, open: boolean): void;
+  prompt(predictionId: string): PromptState;
 }
 
 /**
@@ -47,7 +50,11 @@ export interface IPromptActions {
 export interface ICardActions extends IPromptActions {
   insertBelow(text: string): void;
   replaceActive(text: string): void;
-  copy(text: string): void;
+  /**
+   * Copy a prediction's text; `copied` says so for a moment after.
+   */
+  copy(text: string, predictionId: string): void;
+  copied(predictionId: string): boolean;
   /**
    * Ask again; `null` when a retry would not predict this target any more.
    */
@@ -66,27 +73,29 @@ export type Missing = { kind: 'predicting' } | { kind: 'none'; reason: string };
 export function scoresView(
   scores: Scores | null,
   trans: TranslationBundle
-): HTMLElement {
-  const node = h('div', { class: 'themisto-Scores' });
-  for (const { name, short } of SCORE_LABELS) {
-    const long = scoreTitle(name, trans);
-    node.dataset[name.replace(/_(\w)/g, (_, c: string) => c.toUpperCase())] =
-      scores ? String(scores[name]) : '';
-    node.append(
-      h(
-        'span',
-        { class: 'themisto-Score', title: long, 'data-score': name },
-        h('span', { class: 'themisto-Score-name' }, short),
+): VirtualElement {
+  const dataset: Record<string, string> = {};
+  for (const { name } of SCORE_LABELS) {
+    dataset[name.replace(/_/g, '-')] = scores ? String(scores[name]) : '';
+  }
+  return h.div(
+    { className: 'themisto-Scores', dataset },
+    SCORE_LABELS.map(({ name, short }) =>
+      h.span(
+        {
+          className: 'themisto-Score',
+          title: scoreTitle(name, trans),
+          dataset: { score: name }
+        },
+        h.span({ className: 'themisto-Score-name' }, short),
         ' ',
-        h(
-          'span',
-          { class: 'themisto-Score-value' },
+        h.span(
+          { className: 'themisto-Score-value' },
           formatScore(scores?.[name])
         )
       )
-    );
-  }
-  return node;
+    )
+  );
 }
 
 const diffCache = new Map<string, IDiffResult>();
@@ -120,8 +129,8 @@ export function diffPre(
   side: 'a' | 'b',
   cls: string,
   trans: TranslationBundle
-): HTMLPreElement {
-  const pre = h('pre', { class: `themisto-Text ${cls}` });
+): VirtualElement {
+  const content: (string | VirtualElement)[] = [];
   let budget = DISPLAY_CHARS;
   for (const segment of segments) {
     if (segment.op === (side === 'a' ? 'insert' : 'delete')) {
@@ -132,28 +141,26 @@ export function diffPre(
     }
     const text = segment.text.slice(0, budget);
     budget -= text.length;
-    if (segment.op === 'equal') {
-      pre.append(text);
-    } else {
-      pre.append(
-        h(
-          side === 'a' ? 'del' : 'ins',
-          { class: `themisto-Diff-${segment.op}` },
-          text
-        )
-      );
-    }
+    content.push(
+      segment.op === 'equal'
+        ? text
+        : h(
+            side === 'a' ? 'del' : 'ins',
+            { className: `themisto-Diff-${segment.op}` },
+            text
+          )
+    );
   }
-  if (budget <= 0) {
-    pre.append(cutNote(trans));
-  }
-  return pre;
+  return h.pre(
+    { className: `themisto-Text ${cls}` },
+    content,
+    budget <= 0 ? cutNote(trans) : null
+  );
 }
 
-function cutNote(trans: TranslationBundle): HTMLElement {
-  return h(
-    'span',
-    { class: 'themisto-Cut' },
+function cutNote(trans: TranslationBundle): VirtualElement {
+  return h.span(
+    { className: 'themisto-Cut' },
     '\n' + trans.__('[… cut for display]')
   );
 }
@@ -165,33 +172,31 @@ export function textPre(
   text: string,
   cls: string,
   trans: TranslationBundle
-): HTMLPreElement {
+): VirtualElement {
   const cut = text.length > DISPLAY_CHARS;
-  return h(
-    'pre',
-    { class: `themisto-Text ${cls}` },
+  return h.pre(
+    { className: `themisto-Text ${cls}` },
     cut ? text.slice(0, DISPLAY_CHARS) : text,
-    cut && cutNote(trans)
+    cut ? cutNote(trans) : null
   );
 }
 
-function cardShell(
+function card(
   combo: ICombo,
-  task: string,
-  target: number,
-  state: string
-): HTMLElement {
-  return h(
-    'section',
+  data: Record<string, string>,
+  content: h.Child[]
+): VirtualElement {
+  return h.section(
     {
-      class: 'themisto-Card',
-      'data-task': task,
-      'data-predictor': combo.predictor,
-      'data-context': combo.context,
-      'data-target-step': target,
-      'data-state': state
+      className: 'themisto-Card',
+      dataset: {
+        predictor: combo.predictor,
+        context: combo.context,
+        ...data
+      }
     },
-    h('header', { class: 'themisto-Card-title' }, comboLabel(combo))
+    h.header({ className: 'themisto-Card-title' }, comboLabel(combo)),
+    ...content
   );
 }
 
@@ -199,34 +204,36 @@ function errorView(
   slot: IPredictionSlot,
   retry: ICardActions['retry'],
   trans: TranslationBundle
-): HTMLElement {
+): VirtualElement {
   const error = slot.prediction?.error;
   const missed = isMissed(error);
-  return h(
-    'div',
+  return h.div(
     {
-      class: missed ? 'themisto-Missed' : 'themisto-Error',
+      className: missed ? 'themisto-Missed' : 'themisto-Error',
       role: missed ? 'status' : 'alert'
     },
-    h(
-      'div',
-      { class: 'themisto-Error-message' },
+    h.div(
+      { className: 'themisto-Error-message' },
       error
         ? trans.__('No prediction: %1', errorReason(error, trans))
         : trans.__('The prediction failed.')
     ),
-    !missed &&
-      retry &&
-      button(trans.__('Retry'), () => retry(slot), { class: 'themisto-Retry' })
+    !missed && retry
+      ? button(trans.__('Retry'), () => retry(slot), {
+          className: 'themisto-Retry'
+        })
+      : null
   );
 }
 
-function missingView(missing: Missing, trans: TranslationBundle): HTMLElement {
+function missingView(
+  missing: Missing,
+  trans: TranslationBundle
+): VirtualElement {
   return missing.kind === 'predicting'
     ? predicting(trans)
-    : h(
-        'div',
-        { class: 'themisto-Missed', role: 'status' },
+    : h.div(
+        { className: 'themisto-Missed', role: 'status' },
         trans.__('No prediction: %1', missing.reason)
       );
 }
@@ -238,7 +245,7 @@ function missingView(missing: Missing, trans: TranslationBundle): HTMLElement {
 export function tracebackView(
   step: LiveStep,
   trans: TranslationBundle
-): HTMLElement | null {
+): VirtualElement | null {
   if (!step.error) {
     return null;
   }
@@ -246,39 +253,21 @@ export function tracebackView(
   const error =
     summary?.error ??
     `${step.error.ename}${step.error.evalue ? `: ${step.error.evalue}` : ''}`;
-  return h(
-    'div',
-    { class: 'themisto-Traceback', 'aria-label': trans.__('Error') },
-    h('pre', { class: 'themisto-Text themisto-Traceback-error' }, error),
+  return h.div(
+    { className: 'themisto-Traceback', 'aria-label': trans.__('Error') },
+    h.pre({ className: 'themisto-Text themisto-Traceback-error' }, error),
     summary?.frame
-      ? h(
-          'pre',
-          { class: 'themisto-Text themisto-Traceback-frame' },
+      ? h.pre(
+          { className: 'themisto-Text themisto-Traceback-frame' },
           summary.frame
         )
       : null
   );
 }
 
-/**
- * A button that says it did its work for a moment (Copy: nothing else
- * shows that the clipboard changed).
- */
-export function flashButton(node: HTMLButtonElement, text: string): void {
-  const label = node.dataset.label ?? node.textContent ?? '';
-  node.dataset.label = label;
-  node.textContent = text;
-  node.classList.add('themisto-mod-done');
-  window.setTimeout(() => {
-    node.textContent = label;
-    node.classList.remove('themisto-mod-done');
-  }, 1500);
-}
-
-function predicting(trans: TranslationBundle): HTMLElement {
-  return h(
-    'div',
-    { class: 'themisto-Predicting', 'aria-live': 'polite' },
+function predicting(trans: TranslationBundle): VirtualElement {
+  return h.div(
+    { className: 'themisto-Predicting', 'aria-live': 'polite' },
     trans.__('predicting…')
   );
 }
@@ -286,22 +275,24 @@ function predicting(trans: TranslationBundle): HTMLElement {
 /**
  * A prediction being written: the model's answer so far (streamed).
  */
-function writing(slot: IPredictionSlot, trans: TranslationBundle): HTMLElement {
+function writing(
+  slot: IPredictionSlot,
+  trans: TranslationBundle
+): VirtualElement {
   if (!slot.partial) {
     return predicting(trans);
   }
-  return h(
-    'div',
-    { class: 'themisto-Writing', 'aria-live': 'polite' },
-    h('div', { class: 'themisto-Label' }, trans.__('Predicting…')),
+  return h.div(
+    { className: 'themisto-Writing', 'aria-live': 'polite' },
+    h.div({ className: 'themisto-Label' }, trans.__('Predicting…')),
     textPre(slot.partial, 'themisto-Partial', trans)
   );
 }
 
-function meta(slot: IPredictionSlot, trans: TranslationBundle): HTMLElement {
+function meta(slot: IPredictionSlot, trans: TranslationBundle): VirtualElement {
   const p = slot.prediction;
   if (!p) {
-    return h('div', { class: 'themisto-Card-meta' });
+    return h.div({ className: 'themisto-Card-meta' });
   }
   const parts = [p.model || p.predictor, formatSeconds(p.latency)];
   if (p.prompt_tokens !== null) {
@@ -318,7 +309,7 @@ function meta(slot: IPredictionSlot, trans: TranslationBundle): HTMLElement {
         : trans.__('predicted before the run')
     );
   }
-  return h('div', { class: 'themisto-Card-meta' }, parts.join(' · '));
+  return h.div({ className: 'themisto-Card-meta' }, parts.join(' · '));
 }
 
 /**
@@ -327,71 +318,44 @@ function meta(slot: IPredictionSlot, trans: TranslationBundle): HTMLElement {
  */
 export function promptView(
   predictionId: string,
-  actions: IPromptActions,
+  state: PromptState,
   trans: TranslationBundle
-): HTMLDetailsElement {
-  const body = h('div', { class: 'themisto-Prompt-body' });
-  const details = h(
-    'details',
-    { class: 'themisto-Prompt' },
-    h('summary', { class: 'themisto-Prompt-summary' }, trans.__('Show prompt')),
-    body
-  );
-  let requested = false;
-  const load = (): void => {
-    if (requested) {
-      return;
-    }
-    requested = true;
-    body.replaceChildren(
-      h('div', { class: 'themisto-Muted' }, trans.__('loading…'))
-    );
-    actions.loadPrompt(predictionId).then(
-      prompt => {
-        body.replaceChildren(
-          ...(prompt
-            ? [
-                h('div', { class: 'themisto-Label' }, trans.__('System')),
-                textPre(prompt.system, 'themisto-PromptSystem', trans),
-                h('div', { class: 'themisto-Label' }, trans.__('User')),
-                textPre(prompt.user, 'themisto-PromptUser', trans)
-              ]
-            : [
-                h(
-                  'div',
-                  { class: 'themisto-Muted' },
-                  trans.__('This prediction has no prompt.')
-                )
-              ])
-        );
-      },
-      (error: unknown) => {
-        // Closing and opening again tries again.
-        requested = false;
-        body.replaceChildren(
-          h(
-            'div',
-            { class: 'themisto-Error', role: 'alert' },
-            trans.__(
-              'The prompt could not be read: %1',
-              error instanceof Error ? error.message : String(error)
+): VirtualElement {
+  const label = (text: string) => h.div({ className: 'themisto-Label' }, text);
+  const muted = (text: string) => h.div({ className: 'themisto-Muted' }, text);
+  const body =
+    state.kind === 'loading'
+      ? [muted(trans.__('loading…'))]
+      : state.kind === 'failed'
+        ? [
+            h.div(
+              { className: 'themisto-Error', role: 'alert' },
+              trans.__('The prompt could not be read: %1', state.message)
             )
-          )
-        );
-      }
-    );
-  };
-  details.addEventListener('toggle', () => {
-    actions.setPromptOpen(predictionId, details.open);
-    if (details.open) {
-      load();
-    }
-  });
-  if (actions.isPromptOpen(predictionId)) {
-    details.open = true;
-    load();
-  }
-  return details;
+          ]
+        : state.kind === 'closed'
+          ? []
+          : state.prompt
+            ? [
+                label(trans.__('System')),
+                textPre(state.prompt.system, 'themisto-PromptSystem', trans),
+                label(trans.__('User')),
+                textPre(state.prompt.user, 'themisto-PromptUser', trans)
+              ]
+            : [muted(trans.__('This prediction has no prompt.'))];
+  return h(
+    'details',
+    {
+      ...attrs({ open: state.kind !== 'closed' }),
+      className: 'themisto-Prompt',
+      dataset: { prediction: predictionId }
+    },
+    h.summary(
+      { className: 'themisto-Prompt-summary' },
+      trans.__('Show prompt')
+    ),
+    h.div({ className: 'themisto-Prompt-body' }, body)
+  );
 }
 
 /**
@@ -401,10 +365,10 @@ function footer(
   slot: IPredictionSlot,
   actions: IPromptActions,
   trans: TranslationBundle
-): HTMLElement[] {
+): VirtualElement[] {
   const p = slot.prediction;
   return p
-    ? [meta(slot, trans), promptView(p.id, actions, trans)]
+    ? [meta(slot, trans), promptView(p.id, actions.prompt(p.id), trans)]
     : [meta(slot, trans)];
 }
 
@@ -421,50 +385,53 @@ export function outputCard(
   actions: Pick<ICardActions, 'retry'> & IPromptActions,
   trans: TranslationBundle,
   missing: Missing = { kind: 'predicting' }
-): HTMLElement {
+): VirtualElement {
   const state =
     slot?.state ?? (missing.kind === 'none' ? 'none' : 'predicting');
-  const card = cardShell(combo, 'output', target, state);
-  card.dataset.landed = step ? 'true' : 'false';
-  // Made from the cell's text before it ran, and taken when it started.
-  card.dataset.speculative = slot?.prediction?.speculative ? 'true' : 'false';
+  const data = {
+    task: 'output',
+    'target-step': `${target}`,
+    state,
+    landed: step ? 'true' : 'false',
+    // Made from the cell's text before it ran, and taken when it started.
+    speculative: slot?.prediction?.speculative ? 'true' : 'false'
+  };
+  const label = (text: string) => h.div({ className: 'themisto-Label' }, text);
+  const muted = (text: string) => h.div({ className: 'themisto-Muted' }, text);
+  let content: h.Child[];
   if (!slot) {
-    card.append(missingView(missing, trans));
+    content = [missingView(missing, trans)];
   } else if (slot.state === 'predicting') {
-    card.append(writing(slot, trans));
+    content = [writing(slot, trans)];
   } else if (slot.state === 'error') {
-    card.append(errorView(slot, actions.retry, trans));
+    content = [errorView(slot, actions.retry, trans)];
   } else if (slot.prediction) {
     const answer = slot.prediction.answer;
     if (step) {
       const diff = cachedDiff(slot.prediction.id, answer, step.output);
-      card.append(
-        tracebackView(step, trans) ?? '',
-        h('div', { class: 'themisto-Label' }, trans.__('Predicted')),
-        answer.trim() === ''
-          ? h('div', { class: 'themisto-Muted' }, trans.__('(no output)'))
-          : '',
+      content = [
+        tracebackView(step, trans),
+        label(trans.__('Predicted')),
+        answer.trim() === '' ? muted(trans.__('(no output)')) : null,
         diffPre(diff.segments, 'a', 'themisto-Predicted', trans),
-        h('div', { class: 'themisto-Label' }, trans.__('Actual')),
+        label(trans.__('Actual')),
         diffPre(diff.segments, 'b', 'themisto-Actual', trans),
         slot.prediction.scores
           ? scoresView(slot.prediction.scores, trans)
-          : h('div', { class: 'themisto-Muted' }, trans.__('scoring…'))
-      );
+          : muted(trans.__('scoring…'))
+      ];
     } else {
-      card.append(
-        h('div', { class: 'themisto-Label' }, trans.__('Predicted')),
+      content = [
+        label(trans.__('Predicted')),
         textPre(answer, 'themisto-Predicted', trans),
-        h(
-          'div',
-          { class: 'themisto-Muted' },
-          trans.__('waiting for the cell to finish…')
-        )
-      );
+        muted(trans.__('waiting for the cell to finish…'))
+      ];
     }
-    card.append(...footer(slot, actions, trans));
+    content.push(...footer(slot, actions, trans));
+  } else {
+    content = [];
   }
-  return card;
+  return card(combo, data, content);
 }
 
 /**
@@ -478,64 +445,70 @@ export function nextCellCard(
   actions: ICardActions,
   trans: TranslationBundle,
   review: { actual: string | null; missing: Missing } | null = null
-): HTMLElement {
+): VirtualElement {
   const missing = review?.missing ?? { kind: 'predicting' };
   const state =
     slot?.state ?? (missing.kind === 'none' ? 'none' : 'predicting');
-  const card = cardShell(combo, 'next-cell', target, state);
+  const data = { task: 'next-cell', 'target-step': `${target}`, state };
+  const label = (text: string) => h.div({ className: 'themisto-Label' }, text);
   if (!slot) {
-    card.append(missingView(missing, trans));
+    return card(combo, data, [missingView(missing, trans)]);
   } else if (slot.state === 'predicting') {
-    card.append(writing(slot, trans));
+    return card(combo, data, [writing(slot, trans)]);
   } else if (slot.state === 'error') {
-    card.append(errorView(slot, actions.retry, trans));
-  } else if (slot.prediction) {
-    const code = slot.prediction.answer;
-    const copy: HTMLButtonElement = button(
-      trans.__('Copy'),
-      () => {
-        actions.copy(code);
-        flashButton(copy, trans.__('Copied'));
-      },
-      { class: 'themisto-Copy', title: trans.__('Copy the predicted cell') }
-    );
-    const actual = review?.actual ?? null;
-    if (actual !== null) {
-      const diff = cachedDiff(`${slot.prediction.id}:code`, code, actual);
-      card.append(
-        h('div', { class: 'themisto-Label' }, trans.__('Predicted')),
-        diffPre(diff.segments, 'a', 'themisto-NextCode', trans),
-        h('div', { class: 'themisto-Label' }, trans.__('Actual')),
-        diffPre(diff.segments, 'b', 'themisto-ActualCode', trans)
-      );
-    } else {
-      card.append(textPre(code, 'themisto-NextCode', trans));
-    }
-    card.append(
-      h(
-        'div',
-        { class: 'themisto-Actions' },
-        !review &&
-          button(trans.__('Insert below'), () => actions.insertBelow(code), {
-            class: 'themisto-Insert',
+    return card(combo, data, [errorView(slot, actions.retry, trans)]);
+  } else if (!slot.prediction) {
+    return card(combo, data, []);
+  }
+  const prediction = slot.prediction;
+  const code = prediction.answer;
+  const actual = review?.actual ?? null;
+  const copied = actions.copied(prediction.id);
+  const diff =
+    actual !== null
+      ? cachedDiff(`${prediction.id}:code`, code, actual).segments
+      : null;
+  return card(combo, data, [
+    diff
+      ? [
+          label(trans.__('Predicted')),
+          diffPre(diff, 'a', 'themisto-NextCode', trans),
+          label(trans.__('Actual')),
+          diffPre(diff, 'b', 'themisto-ActualCode', trans)
+        ]
+      : textPre(code, 'themisto-NextCode', trans),
+    h.div(
+      { className: 'themisto-Actions' },
+      !review
+        ? button(trans.__('Insert below'), () => actions.insertBelow(code), {
+            className: 'themisto-Insert',
             title: trans.__('Insert the predicted cell after the last cell run')
-          }),
-        !review &&
-          button(
+          })
+        : null,
+      !review
+        ? button(
             trans.__('Replace active cell'),
             () => actions.replaceActive(code),
             {
-              class: 'themisto-Replace',
+              className: 'themisto-Replace',
               title: trans.__(
                 "Replace the active cell's source with the prediction"
               )
             }
-          ),
-        copy
-      ),
-      slot.prediction.scores ? scoresView(slot.prediction.scores, trans) : '',
-      ...footer(slot, actions, trans)
-    );
-  }
-  return card;
+          )
+        : null,
+      // Copy says it did its work for a moment: nothing else shows that
+      // the clipboard changed.
+      button(
+        copied ? trans.__('Copied') : trans.__('Copy'),
+        () => actions.copy(code, prediction.id),
+        {
+          className: `themisto-Copy${copied ? ' themisto-mod-done' : ''}`,
+          title: trans.__('Copy the predicted cell')
+        }
+      )
+    ),
+    prediction.scores ? scoresView(prediction.scores, trans) : null,
+    footer(slot, actions, trans)
+  ]);
 }
