@@ -8,7 +8,7 @@ from pathlib import Path
 
 from test_store import start, step
 
-from themisto_ext.events import EventBus
+from themisto_ext.events import LiveEvents
 from themisto_ext.journal import JournalWriter
 from themisto_ext.prediction.clients import make_predictor
 from themisto_ext.prediction.live import LivePredictions
@@ -29,10 +29,10 @@ def big_step(tid: str, n: int) -> dict:
 async def test_histories_hold_outputs_as_prompts_cut_them_and_end_with_the_kernel(
         tmp_path: Path):
     store = SQLiteStore(tmp_path / "s.sqlite3")
-    live = LivePredictions(store, EventBus(), [make_predictor("baseline")], ["none", "full"],
+    live = LivePredictions(store, LiveEvents(), [make_predictor("baseline")], ["none", "full"],
                            budget_chars=8000)
     core = Themisto(store=store, journal_dir=tmp_path / "journal", recording=True, live=live,
-                    events=EventBus(), live_predictions=False, max_body_bytes=1000)
+                    events=LiveEvents(), live_predictions=False, max_body_bytes=1000)
     journal = JournalWriter(tmp_path / "journal", "k", "t")
     journal.append(start("t"))
     for n in range(1, 41):

@@ -198,12 +198,16 @@ class StepSummary(TypedDict):
 # ---------------------------------------------------------------- live events
 
 
-class HelloEvent(TypedDict):
-    type: Literal["hello"]
-    filters: dict[str, str]
+class EventEnvelope(TypedDict):
+    seq: int
 
 
-class TrajectoryEvent(TypedDict):
+class HeartbeatEvent(EventEnvelope):
+    type: Literal["heartbeat"]
+    every: float
+
+
+class TrajectoryEvent(EventEnvelope):
     type: Literal["trajectory"]
     trajectory_id: str
     kernel_id: str | None
@@ -225,7 +229,7 @@ class LiveStep(TypedDict):
     error: StepError | None
 
 
-class StepEvent(TypedDict):
+class StepEvent(EventEnvelope):
     type: Literal["step"]
     trajectory_id: str
     kernel_id: str | None
@@ -233,7 +237,7 @@ class StepEvent(TypedDict):
     step: LiveStep
 
 
-class RecordingEvent(TypedDict):
+class RecordingEvent(EventEnvelope):
     type: Literal["recording"]
     trajectory_id: str | None
     kernel_id: str
@@ -242,7 +246,7 @@ class RecordingEvent(TypedDict):
     reason: str | None
 
 
-class PredictingEvent(TypedDict):
+class PredictingEvent(EventEnvelope):
     type: Literal["predicting"]
     trajectory_id: str
     kernel_id: str | None
@@ -254,7 +258,7 @@ class PredictingEvent(TypedDict):
     cell_id: str | None
 
 
-class WritingEvent(TypedDict):
+class WritingEvent(EventEnvelope):
     type: Literal["writing"]
     trajectory_id: str
     kernel_id: str | None
@@ -267,7 +271,7 @@ class WritingEvent(TypedDict):
     text: str
 
 
-class PredictionEvent(TypedDict):
+class PredictionEvent(EventEnvelope):
     type: Literal["prediction"]
     trajectory_id: str
     kernel_id: str | None
@@ -275,7 +279,7 @@ class PredictionEvent(TypedDict):
     prediction: Prediction
 
 
-class ScoredEvent(TypedDict):
+class ScoredEvent(EventEnvelope):
     type: Literal["scored"]
     trajectory_id: str
     kernel_id: str | None
@@ -287,7 +291,7 @@ class ScoredEvent(TypedDict):
     scores: Scores | None
 
 
-LiveEvent = (HelloEvent | TrajectoryEvent | StepEvent | RecordingEvent | PredictingEvent
+LiveEvent = (HeartbeatEvent | TrajectoryEvent | StepEvent | RecordingEvent | PredictingEvent
              | WritingEvent | PredictionEvent | ScoredEvent)
 
 

@@ -30,7 +30,7 @@ from functools import partial
 from typing import Any
 
 from themisto_ext.events import (
-    EventBus,
+    LiveEvents,
     Scope,
     predicting_event,
     prediction_event,
@@ -95,7 +95,7 @@ def _epoch(timestamp: str | None) -> float:
 
 
 class LivePredictions:
-    def __init__(self, store: TrajectoryStore, events: EventBus, predictors: list[Predictor],
+    def __init__(self, store: TrajectoryStore, events: LiveEvents, predictors: list[Predictor],
                  contexts: Iterable[Context], budget_chars: int,
                  budgets: Mapping[str, int] | None = None) -> None:
         self.store = store
