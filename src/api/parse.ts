@@ -389,28 +389,20 @@ export function toFullPrediction(value: unknown): Prediction | null {
 }
 
 /**
- * Parse one stream message (`event:` name and `data:` text) into a typed
- * event; `null` for unknown or malformed events, which are skipped.
+ * Read one live event (the data of an event bus message under the live
+ * event schema); `null` for unknown or malformed events, which are skipped.
  */
-export function parseLiveEvent(name: string, data: string): LiveEvent | null {
-  let payload: unknown;
-  try {
-    payload = JSON.parse(data);
-  } catch {
+export function parseLiveEvent(payload: unknown): LiveEvent | null {
+  if (!isRecord(payload) || typeof payload.type !== 'string') {
     return null;
   }
-  if (!isRecord(payload)) {
-    return null;
+  const { type, seq } = payload;
+  if (typeof seq !== 'number' || !Number.isInteger(seq) || seq < 1) {
+    return null; // numbered by the server: without it, what was missed is unknown
   }
-  const type = typeof payload.type === 'string' ? payload.type : name;
-  if (type === 'hello') {
-    const filters: Record<string, string> = {};
-    for (const [key, value] of Object.entries(asRecord(payload.filters))) {
-      if (typeof value === 'string') {
-        filters[key] = value;
-      }
-    }
-    return { type, filters };
+  if (type === 'heartbeat') {
+    const every = typeof payload.every === 'number' ? payload.every : 0;
+    return every > 0 ? { type, seq, every } : null;
   }
   if (type === 'recording') {
     if (
@@ -421,6 +413,7 @@ export function parseLiveEvent(name: string, data: string): LiveEvent | null {
     }
     return {
       type,
+      seq,
       trajectory_id: strOrNull(payload.trajectory_id),
       kernel_id: payload.kernel_id,
       notebook_path: strOrNull(payload.notebook_path),
@@ -429,6 +422,7 @@ export function parseLiveEvent(name: string, data: string): LiveEvent | null {
     };
   }
   const scope: EventScope = {
+    seq,
     trajectory_id: str(payload.trajectory_id),
     kernel_id: strOrNull(payload.kernel_id),
     notebook_path: strOrNull(payload.notebook_path)

@@ -12,15 +12,10 @@
 export type PredictionTask = 'output' | 'next-cell';
 export type PredictionContext = 'none' | 'full' | 'curated';
 /**
- * What kind of error, closed (type names a class and may change): superseded when it was missed because the next cell started first or a newer request replaced it; prompt-too-long when even the fixed part of the prompt does not fit the model's window; local-model when the embedded model or its process failed (it died, hung, is off, cannot load); provider for any other model call that failed. Absent from records made before it existed: read type then (PredictionSuperseded is superseded).
- */
-export type PredictionErrorCode =
-  'superseded' | 'prompt-too-long' | 'local-model' | 'provider';
-/**
- * One event of the live stream (GET /themisto/api/events, Server-Sent Events whose event name is the type). Every event but hello names the trajectory, kernel and notebook it is about, so a stream can be filtered by them. Payloads carry only what live consumers read: steps without their structured outputs and state hash, predictions without their prompt and raw answer (GET /themisto/api/predictions/{id}), scores without the prediction they belong to.
+ * One event of the live stream: emitted on jupyter_server's event bus (serverapp.event_logger) under this schema's $id, received in JupyterLab through the EventManager (app.serviceManager.events, the WebSocket /api/events/subscribe), whose messages add the schema_id. Every event carries the server's sequence number; every event but heartbeat names the trajectory, kernel and notebook it is about. Payloads carry only what live consumers read: steps without their structured outputs and state hash, predictions without their prompt and raw answer (GET /themisto/api/predictions/{id}), scores without the prediction they belong to.
  */
 export type LiveEvent =
-  | HelloEvent
+  | HeartbeatEvent
   | TrajectoryEvent
   | StepEvent
   | RecordingEvent
@@ -29,6 +24,16 @@ export type LiveEvent =
   | PredictionEvent
   | ScoredEvent;
 /**
+ * Sent every few seconds (ThemistoExtension.heartbeat_interval): a page that hears none for a while knows its connection is down; its seq tells a page that reconnected whether it missed events.
+ */
+export type HeartbeatEvent = EventEnvelope & {
+  type: 'heartbeat';
+  /**
+   * Seconds until the next heartbeat.
+   */
+  every: number;
+};
+/**
  * A kernel started a new trajectory (a new kernel, or a restart).
  */
 export type TrajectoryEvent = EventScope & {
@@ -36,11 +41,36 @@ export type TrajectoryEvent = EventScope & {
   trajectory: Trajectory;
 };
 /**
+ * What every event but heartbeat is about.
+ */
+export type EventScope = EventEnvelope & {
+  trajectory_id: string;
+  kernel_id: string | null;
+  notebook_path: string | null;
+};
+/**
  * A cell finished and its step is stored.
  */
 export type StepEvent = EventScope & {
   type: 'step';
   step: LiveStep;
+};
+/**
+ * Whether a kernel is being recorded changed: switched on or off (from the API, the status bar or %themisto), or recording failed or works again.
+ */
+export type RecordingEvent = EventEnvelope & {
+  type: 'recording';
+  trajectory_id: string | null;
+  kernel_id: string;
+  notebook_path: string | null;
+  /**
+   * True only while the kernel's cells reach the store.
+   */
+  recording: boolean;
+  /**
+   * Why the kernel is not recorded although its switch is on (the journal directory cannot be written, the store cannot be written, the kernel's hook failed); null when it is recorded or switched off.
+   */
+  reason: string | null;
 };
 /**
  * A prediction was started; its result follows as a prediction event (or nothing, when a newer request superseded it).
@@ -116,7 +146,6 @@ export interface Step {
   hash_index: string;
   error: null | StepError;
   truncated?: StepTruncated;
-  trace?: StepTrace;
 }
 /**
  * One output of the cell as the notebook showed it.
@@ -167,41 +196,6 @@ export interface StepTruncated {
   runtime_variables?: number;
   reprs?: number;
   [k: string]: number | undefined;
-}
-/**
- * A line-level execution trace of the cell, present only when it was traced (%%themisto_trace, themisto record --trace; docs/format.md): each executed line, in order, with the variables it changed, bounded; the later iterations of a line only counted.
- */
-export interface StepTrace {
-  /**
-   * @maxItems 1000
-   */
-  events: TraceEvent[];
-  hits: TraceLines;
-  omitted?: TraceLines;
-  /**
-   * Why the trace stopped before the cell did: its time budget, its event or byte limit, the cell set a trace function of its own, or a C-level tracer (coverage's) was on, which the tracer leaves alone (nothing traced).
-   */
-  truncated?: 'time' | 'events' | 'bytes' | 'replaced' | 'c-tracer';
-}
-/**
- * One executed line: its number in the cell, the function it is in (absent at the cell's top level), and the bounded, masked repr of each variable whose value it changed.
- */
-export interface TraceEvent {
-  line: number;
-  function?: string;
-  changed: {
-    [k: string]: string;
-  };
-  /**
-   * Changed variables not listed.
-   */
-  more?: number;
-}
-/**
- * A count per line number of the cell (keys are line numbers).
- */
-export interface TraceLines {
-  [k: string]: number;
 }
 /**
  * What the store knows about one trajectory (one kernel process): its identity, where it ran and how many steps it has.
@@ -289,7 +283,6 @@ export interface PredictionError {
    */
   type: string;
   message: string;
-  code?: PredictionErrorCode;
 }
 /**
  * Each in [0, 1].
@@ -328,21 +321,13 @@ export interface PredictionSummary {
   error: null | PredictionError;
 }
 /**
- * First event of every stream, with the filters it applies.
+ * What every event carries.
  */
-export interface HelloEvent {
-  type: 'hello';
-  filters: {
-    [k: string]: string;
-  };
-}
-/**
- * What every event but hello is about.
- */
-export interface EventScope {
-  trajectory_id: string;
-  kernel_id: string | null;
-  notebook_path: string | null;
+export interface EventEnvelope {
+  /**
+   * This server's count of live events, from 1 when it starts: a page that sees a number other than the one after the last it saw (or its first) missed events, or the server restarted, and reads what it lacks from the REST API.
+   */
+  seq: number;
 }
 /**
  * A step as the live stream carries it.
@@ -360,20 +345,9 @@ export interface LiveStep {
   runtime_variables: RuntimeVariables;
   error: null | StepError;
 }
+
 /**
- * Whether a kernel is being recorded changed: switched on or off (from the API, the status bar or %themisto), or recording failed or works again.
+ * The schema_id of the live events on the server's event bus.
  */
-export interface RecordingEvent {
-  type: 'recording';
-  trajectory_id: string | null;
-  kernel_id: string;
-  notebook_path: string | null;
-  /**
-   * True only while the kernel's cells reach the store.
-   */
-  recording: boolean;
-  /**
-   * Why the kernel is not recorded although its switch is on (the journal directory cannot be written, the store cannot be written, the kernel's hook failed); null when it is recorded or switched off.
-   */
-  reason: string | null;
-}
+export const LIVE_EVENT_SCHEMA_ID =
+  'https://themisto-ext.invalid/schemas/live-event.schema.json';
