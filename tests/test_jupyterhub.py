@@ -8,7 +8,6 @@ import json
 import queue
 import threading
 import time
-from urllib.request import Request, urlopen
 
 import pytest
 from hub import Hub, run_cells
@@ -116,13 +115,11 @@ def test_two_hub_users_see_only_their_own_and_an_admin_sees_all(tmp_path, pg_clu
             assert hub.call(f"user/bob/{API}/{path}", "alice")[0] == 403, path
         assert open_stream(hub, "bob", "alice")[0] == 403
 
-        # Alice's own server's bus carries her new step, and nothing of Bob's (his steps
-        # meanwhile are his server's events).
-        code, events = open_stream(hub, "alice", "alice")
-        assert code == 101 and next_event(events, "heartbeat")["every"] > 0
-        run_cells(hub, "bob", ["secret * 2"], bob_kernel)
+        # Alice's own server's bus carries her new step.
+        code, alice_events = open_stream(hub, "alice", "alice")
+        assert code == 101 and next_event(alice_events, "heartbeat")["every"] > 0
         run_cells(hub, "alice", ["x * 10"], alice_kernel)
-        step = next_event(events, "step")
+        step = next_event(alice_events, "step")
         assert step["trajectory_id"] == a_tid and step["step"]["code"] == "x * 10"
 
         # The admin (custom:themisto:read-all) reads and exports everyone's from their own
@@ -140,5 +137,12 @@ def test_two_hub_users_see_only_their_own_and_an_admin_sees_all(tmp_path, pg_clu
         assert code == 101
         run_cells(hub, "bob", ["len(secret)"], bob_kernel)
         assert next_event(events, "step")["trajectory_id"] == b_tid
+        # ... which never reached Alice's page, listening on her server all along.
+        time.sleep(1)
+        heard = []
+        while not alice_events.empty():
+            heard.append(alice_events.get())
+        assert all(data.get("trajectory_id") in (None, a_tid) for _, data in heard), heard
+        assert not any("secret" in json.dumps(data) for _, data in heard)
     finally:
         hub.stop()
