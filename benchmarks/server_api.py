@@ -34,7 +34,7 @@ import httpx
 import psutil
 from jupyter_client import BlockingKernelClient
 
-from themisto_ext.events import LIVE_EVENT_SCHEMA_ID
+from themisto_ext.events import LIVE_EVENT_SCHEMA_ID, live_event
 from themisto_ext.ingest import JournalIngestor
 from themisto_ext.journal import JournalWriter
 from themisto_ext.store import SQLiteStore
@@ -195,7 +195,8 @@ def stream_events(server: Server, stop: threading.Event) -> Iterator[tuple[str, 
             continue
         data = json.loads(message)
         if data.pop("schema_id", None) == LIVE_EVENT_SCHEMA_ID:
-            yield data["type"], data
+            event = live_event(data)
+            yield event["type"], dict(event)
         if stop.is_set():
             return
 
@@ -247,6 +248,8 @@ def live(work: Path, kernels: int, cells: int) -> None:
 
         threads = [threading.Thread(target=run, args=(c, k)) for c, k in zip(clients, ids,
                                                                              strict=True)]
+        server_process = psutil.Process(server.proc.pid)
+        cpu_before = sum(server_process.cpu_times()[:2])
         for t in threads:
             t.start()
         for t in threads:
@@ -254,6 +257,7 @@ def live(work: Path, kernels: int, cells: int) -> None:
         deadline = time.time() + 10
         while len(arrivals) < kernels * cells and time.time() < deadline:
             time.sleep(0.05)
+        cpu = sum(server_process.cpu_times()[:2]) - cpu_before  # its own, not its kernels'
         ended = ended_at(server, ids)
         delays = []
         mixed = 0
@@ -266,7 +270,8 @@ def live(work: Path, kernels: int, cells: int) -> None:
               f"arrived, {mixed} mixed; delay cell end -> live stream: median "
               f"{statistics.median(delays) * 1000:.0f} ms, p95 "
               f"{delays[int(0.95 * (len(delays) - 1))] * 1000:.0f} ms, max "
-              f"{delays[-1] * 1000:.0f} ms (targets 200 ms / 1 s)")
+              f"{delays[-1] * 1000:.0f} ms (targets 200 ms / 1 s); server CPU {cpu:.2f} s "
+              f"({cpu / (kernels * cells) * 1000:.1f} ms a cell)")
         for client in clients:
             client.stop_channels()
     finally:

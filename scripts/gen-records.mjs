@@ -34,7 +34,8 @@ const FILES = [
   'trajectory.schema.json',
   'prediction.schema.json',
   'summary.schema.json',
-  'live-event.schema.json'
+  'live-event.schema.json',
+  'live-bus.schema.json'
 ];
 
 const HEADER = `/**
@@ -183,9 +184,10 @@ async function generate() {
       ''
     )
     .replace(/\/\*\*\n \*\/\n/g, '');
-  // The id live events are emitted under on jupyter_server's event bus: the
-  // front end keeps only the bus messages that carry it.
-  const liveId = schemas['live-event.schema.json'].$id;
+  // The id live events are emitted under on jupyter_server's event bus (each
+  // as the JSON text of a LiveEvent): the front end keeps only the bus
+  // messages that carry it.
+  const liveId = schemas['live-bus.schema.json'].$id;
   ts += `\n/**\n * The schema_id of the live events on the server's event bus.\n */\nexport const LIVE_EVENT_SCHEMA_ID = '${liveId}';\n`;
   const options = (await prettier.resolveConfig(TARGET)) ?? {};
   return prettier.format(HEADER + '\n' + ts, {

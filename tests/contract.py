@@ -21,7 +21,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from themisto_ext.events import LIVE_EVENT_SCHEMA_ID, LiveEvents
+from themisto_ext.events import LIVE_EVENT_SCHEMA_ID, LiveEvents, live_event
 from themisto_ext.records import SCHEMA_NAMES, schema, validator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,6 +123,17 @@ class ApiContract:
                                     f"documented {sorted(content)}")
         self.checked += 1
 
+    def check_message(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The live event a message of the event bus carries (``schema_id`` removed), the
+        message checked against live-bus.schema.json and the event against its own."""
+        errors = list(validator("live-bus").iter_errors(message))
+        if errors:
+            raise ContractViolation("bus message does not match live-bus.schema.json: "
+                                    + "; ".join(e.message[:300] for e in errors[:3]))
+        event: dict[str, Any] = dict(live_event(message))
+        self.check_event(message["type"], event)
+        return event
+
     def check_event(self, name: str, data: dict[str, Any]) -> None:
         errors = list(validator("live-event").iter_errors(data))
         if errors:
@@ -158,8 +169,8 @@ class LiveStream:
             data = json.loads(message)
             if data.pop("schema_id", None) != LIVE_EVENT_SCHEMA_ID:
                 continue  # the bus carries jupyter_server's own events too
-            self.contract.check_event(data["type"], data)
-            self.events.append((data["type"], data))
+            event = self.contract.check_message(data)
+            self.events.append((event["type"], event))
             self.arrived.append(time.monotonic())
 
     def of(self, kind: str) -> list[dict[str, Any]]:
@@ -186,11 +197,14 @@ async def follow_live(jp_ws_fetch: Any, contract: ApiContract,
 
 def listen(events: LiveEvents) -> list[dict[str, Any]]:
     """Every live event ``events`` publishes, as a listener of its bus receives it (after
-    ``await events.logger.gather_listeners()``)."""
+    ``await events.logger.gather_listeners()``); from now on ``events`` checks each against
+    live-event.schema.json as it publishes it (``LiveEvents.check``), and raises for one the
+    schema refuses."""
     seen: list[dict[str, Any]] = []
+    events.check = True
 
     async def listener(logger: Any, schema_id: str, data: dict[str, Any]) -> None:
-        seen.append(data)
+        seen.append(dict(live_event(data)))
 
     events.logger.add_listener(schema_id=LIVE_EVENT_SCHEMA_ID, listener=listener)
     return seen

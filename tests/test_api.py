@@ -191,7 +191,8 @@ async def test_live_events_cannot_be_posted_to_the_bus(jp_fetch, jp_ws_fetch, jp
     try:
         with pytest.raises(HTTPClientError) as refused:
             await jp_fetch("api", "events", method="POST", body=json.dumps(
-                {"schema_id": LIVE_EVENT_SCHEMA_ID, "version": "2", "data": forged}))
+                {"schema_id": LIVE_EVENT_SCHEMA_ID, "version": "1",
+                 "data": {"type": "step", "event": json.dumps(forged)}}))
         assert refused.value.code == 400
         assert b"emitted by its server only" in refused.value.response.body
         jp_serverapp.web_app.settings["themisto"].events.heartbeat(10.0)  # its own go out

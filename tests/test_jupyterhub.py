@@ -12,7 +12,7 @@ import time
 import pytest
 from hub import Hub, run_cells
 
-from themisto_ext.events import LIVE_EVENT_SCHEMA_ID
+from themisto_ext.events import LIVE_EVENT_SCHEMA_ID, live_event
 from themisto_ext.store import open_store
 
 API = "themisto/api"
@@ -62,7 +62,8 @@ def open_stream(hub: Hub, server: str, user: str) -> tuple[int, queue.Queue]:
         while (message := await socket.read_message()) is not None:
             data = json.loads(message)
             if data.pop("schema_id", None) == LIVE_EVENT_SCHEMA_ID:
-                events.put((data["type"], data))
+                event = live_event(data)
+                events.put((event["type"], event))
 
     threading.Thread(target=lambda: asyncio.run(read()), daemon=True).start()
     return opened.get(timeout=60), events

@@ -40,6 +40,7 @@ PAIRS = [
     (records.WritingEvent, "live-event", "/$defs/writing"),
     (records.PredictionEvent, "live-event", "/$defs/prediction"),
     (records.ScoredEvent, "live-event", "/$defs/scored"),
+    (records.LiveBusMessage, "live-bus", ""),
 ]
 
 

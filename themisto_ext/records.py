@@ -23,7 +23,7 @@ from typing_extensions import NotRequired, TypedDict
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-SCHEMA_NAMES = ("step", "trajectory", "prediction", "summary", "live-event")
+SCHEMA_NAMES = ("step", "trajectory", "prediction", "summary", "live-event", "live-bus")
 
 Task = Literal["output", "next-cell"]
 ErrorCode = Literal["superseded", "prompt-too-long", "local-model", "provider"]
@@ -295,13 +295,20 @@ LiveEvent = (HeartbeatEvent | TrajectoryEvent | StepEvent | RecordingEvent | Pre
              | WritingEvent | PredictionEvent | ScoredEvent)
 
 
+class LiveBusMessage(TypedDict):
+    """A live event as it is emitted on jupyter_server's event bus (``live-bus``)."""
+
+    type: str
+    event: str
+
+
 # ---------------------------------------------------------------- schemas
 
 
 @cache
 def schema(name: str) -> dict[str, Any]:
     """The JSON Schema of a record: ``step``, ``trajectory``, ``prediction``, ``summary``,
-    ``live-event``."""
+    ``live-event``, ``live-bus``."""
     if name not in SCHEMA_NAMES:
         raise KeyError(f"no schema {name!r}: use one of {', '.join(SCHEMA_NAMES)}")
     path = resources.files("themisto_ext").joinpath(f"schemas/{name}.schema.json")

@@ -11,14 +11,18 @@ import { prediction, step } from './fixtures';
 
 /**
  * The page's event bus: `send` emits a live event as jupyter_server's
- * WebSocket brings it (schema id, numbered).
+ * WebSocket brings it (numbered, as its JSON text under the schema id).
  */
 class FakeEvents {
   stream = new Signal<unknown, Event.Emission>(this);
   seq = 0;
   send(event: Record<string, unknown>, seq = this.seq + 1): void {
     this.seq = seq;
-    this.stream.emit({ schema_id: LIVE_EVENT_SCHEMA_ID, ...event, seq });
+    this.stream.emit({
+      schema_id: LIVE_EVENT_SCHEMA_ID,
+      type: String(event.type),
+      event: JSON.stringify({ ...event, seq })
+    });
   }
   heartbeat(): void {
     this.send({ type: 'heartbeat', every: 10 });

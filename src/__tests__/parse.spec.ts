@@ -1,4 +1,5 @@
 import {
+  parseBusMessage,
   parseLiveEvent,
   toFullPrediction,
   toPrediction,
@@ -22,6 +23,32 @@ function parsed(text: string): unknown {
     ? { seq: 1, ...value }
     : value;
 }
+
+describe('parseBusMessage', () => {
+  it('reads the live event an event bus message carries as JSON text', () => {
+    const beat = { type: 'heartbeat', seq: 3, every: 10 };
+    const message = {
+      schema_id: 'https://themisto-ext.invalid/schemas/live-bus.schema.json',
+      __timestamp__: '2026-01-01T00:00:00Z',
+      type: 'heartbeat',
+      event: JSON.stringify(beat)
+    };
+    expect(parseBusMessage(message)).toEqual(beat);
+  });
+
+  it('skips a message without a readable event', () => {
+    expect(parseBusMessage({ type: 'heartbeat' })).toBeNull();
+    expect(
+      parseBusMessage({ type: 'heartbeat', event: '{not json' })
+    ).toBeNull();
+    expect(parseBusMessage({ type: 'step', event: '"a string"' })).toBeNull();
+    // The event itself, not wrapped, is not what the server sends.
+    expect(
+      parseBusMessage({ type: 'heartbeat', seq: 1, every: 10 })
+    ).toBeNull();
+    expect(parseBusMessage(null)).toBeNull();
+  });
+});
 
 describe('parseLiveEvent', () => {
   it('reads heartbeat and trajectory events', () => {

@@ -389,8 +389,26 @@ export function toFullPrediction(value: unknown): Prediction | null {
 }
 
 /**
- * Read one live event (the data of an event bus message under the live
- * event schema); `null` for unknown or malformed events, which are skipped.
+ * Read the live event an event bus message under the live schema carries
+ * (`LiveBusMessage`: the event as JSON text); `null` for a malformed message
+ * or event, which is skipped.
+ */
+export function parseBusMessage(message: unknown): LiveEvent | null {
+  if (!isRecord(message) || typeof message.event !== 'string') {
+    return null;
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(message.event);
+  } catch {
+    return null;
+  }
+  return parseLiveEvent(payload);
+}
+
+/**
+ * Read one live event (what a `LiveBusMessage` carries); `null` for unknown
+ * or malformed events, which are skipped.
  */
 export function parseLiveEvent(payload: unknown): LiveEvent | null {
   if (!isRecord(payload) || typeof payload.type !== 'string') {

@@ -12,6 +12,11 @@
 export type PredictionTask = 'output' | 'next-cell';
 export type PredictionContext = 'none' | 'full' | 'curated';
 /**
+ * What kind of error, closed (type names a class and may change): superseded when it was missed because the next cell started first or a newer request replaced it; prompt-too-long when even the fixed part of the prompt does not fit the model's window; local-model when the embedded model or its process failed (it died, hung, is off, cannot load); provider for any other model call that failed. Absent from records made before it existed: read type then (PredictionSuperseded is superseded).
+ */
+export type PredictionErrorCode =
+  'superseded' | 'prompt-too-long' | 'local-model' | 'provider';
+/**
  * One event of the live stream: emitted on jupyter_server's event bus (serverapp.event_logger) under this schema's $id, received in JupyterLab through the EventManager (app.serviceManager.events, the WebSocket /api/events/subscribe), whose messages add the schema_id. Every event carries the server's sequence number; every event but heartbeat names the trajectory, kernel and notebook it is about. Payloads carry only what live consumers read: steps without their structured outputs and state hash, predictions without their prompt and raw answer (GET /themisto/api/predictions/{id}), scores without the prediction they belong to.
  */
 export type LiveEvent =
@@ -146,6 +151,7 @@ export interface Step {
   hash_index: string;
   error: null | StepError;
   truncated?: StepTruncated;
+  trace?: StepTrace;
 }
 /**
  * One output of the cell as the notebook showed it.
@@ -196,6 +202,41 @@ export interface StepTruncated {
   runtime_variables?: number;
   reprs?: number;
   [k: string]: number | undefined;
+}
+/**
+ * A line-level execution trace of the cell, present only when it was traced (%%themisto_trace, themisto record --trace; docs/format.md): each executed line, in order, with the variables it changed, bounded; the later iterations of a line only counted.
+ */
+export interface StepTrace {
+  /**
+   * @maxItems 1000
+   */
+  events: TraceEvent[];
+  hits: TraceLines;
+  omitted?: TraceLines;
+  /**
+   * Why the trace stopped before the cell did: its time budget, its event or byte limit, the cell set a trace function of its own, or a C-level tracer (coverage's) was on, which the tracer leaves alone (nothing traced).
+   */
+  truncated?: 'time' | 'events' | 'bytes' | 'replaced' | 'c-tracer';
+}
+/**
+ * One executed line: its number in the cell, the function it is in (absent at the cell's top level), and the bounded, masked repr of each variable whose value it changed.
+ */
+export interface TraceEvent {
+  line: number;
+  function?: string;
+  changed: {
+    [k: string]: string;
+  };
+  /**
+   * Changed variables not listed.
+   */
+  more?: number;
+}
+/**
+ * A count per line number of the cell (keys are line numbers).
+ */
+export interface TraceLines {
+  [k: string]: number;
 }
 /**
  * What the store knows about one trajectory (one kernel process): its identity, where it ran and how many steps it has.
@@ -283,6 +324,7 @@ export interface PredictionError {
    */
   type: string;
   message: string;
+  code?: PredictionErrorCode;
 }
 /**
  * Each in [0, 1].
@@ -345,9 +387,22 @@ export interface LiveStep {
   runtime_variables: RuntimeVariables;
   error: null | StepError;
 }
+/**
+ * How a live event rides jupyter_server's event bus: the schema registered with serverapp.event_logger, under whose $id every live event is emitted; JupyterLab's EventManager (app.serviceManager.events, the WebSocket /api/events/subscribe) receives it with the schema_id added. The event itself travels as its JSON text, written once per event: the bus deep-copies and checks what it is given on every emit, which for the event's nested records cost milliseconds per event on the server's loop (each event is checked against live-event.schema.json by the tests instead).
+ */
+export interface LiveBusMessage {
+  /**
+   * The event's type (as in event), for readers of the bus's log.
+   */
+  type: string;
+  /**
+   * The live event, as JSON text.
+   */
+  event: string;
+}
 
 /**
  * The schema_id of the live events on the server's event bus.
  */
 export const LIVE_EVENT_SCHEMA_ID =
-  'https://themisto-ext.invalid/schemas/live-event.schema.json';
+  'https://themisto-ext.invalid/schemas/live-bus.schema.json';

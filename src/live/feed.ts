@@ -14,7 +14,7 @@ import type { Event } from '@jupyterlab/services';
 import { Debouncer } from '@lumino/polling';
 import { type ISignal, Signal } from '@lumino/signaling';
 
-import { parseLiveEvent } from '../api/parse';
+import { parseBusMessage } from '../api/parse';
 import { LIVE_EVENT_SCHEMA_ID, type LiveEvent } from '../api/records';
 import type { ConnectionState } from './types';
 
@@ -72,7 +72,7 @@ export class LiveEventFeed {
     if (emission.schema_id !== LIVE_EVENT_SCHEMA_ID) {
       return; // jupyter_server's own events, other extensions'
     }
-    const event = parseLiveEvent(emission);
+    const event = parseBusMessage(emission);
     if (!event) {
       return;
     }

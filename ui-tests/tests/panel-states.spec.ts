@@ -13,7 +13,7 @@ import { cellId, cellSource, openPanel, screenshotThemes } from './helpers';
 const TRAJECTORY = 'scripted-trajectory';
 
 const LIVE_EVENT_SCHEMA_ID =
-  'https://themisto-ext.invalid/schemas/live-event.schema.json';
+  'https://themisto-ext.invalid/schemas/live-bus.schema.json';
 
 interface IScript {
   predictors: string[];
@@ -30,7 +30,7 @@ interface IScript {
 
 /**
  * Send live events to the page as jupyter_server's event bus would: each
- * with the live event schema's id and the next number.
+ * numbered, as its JSON text under the live bus schema's id.
  */
 async function send(
   state: IScript,
@@ -42,8 +42,8 @@ async function send(
     state.bus!.send(
       JSON.stringify({
         schema_id: LIVE_EVENT_SCHEMA_ID,
-        ...event,
-        seq: state.seq
+        type: event.type,
+        event: JSON.stringify({ ...event, seq: state.seq })
       })
     );
   }
