@@ -5,8 +5,8 @@ kernel that runs the shared notebooks' code cells one after another (with a few 
 that sleep, so some run >= 1 s) and a pause between cells, as a person would. For every
 cell it measures when the output prediction arrived on the live stream, relative to the
 cell's start and to its real result; a cell that never got one counts as never ready.
-The notebook is opened first as the front end opens one (its kernel's live stream, on
-which the server warms the model's session). Run twice, with prefix reuse on and off.
+The notebook is opened first as the front end opens one (it reads its kernel's state,
+on which the server warms the model's session). Run twice, with prefix reuse on and off.
 
 With ``--announce`` it simulates a person in front of the notebook: each cell's text is
 announced as the front end would (``POST /speculations``) before the cell runs, half of
@@ -196,14 +196,10 @@ def announce(server: Server, kernel_id: str, code: str) -> None:
 
 
 def open_notebook(server: Server, kernel_id: str) -> None:
-    """What the front end does when a notebook opens: its kernel's live stream (the server
-    then warms the kernel's model session); closed once the server said hello."""
-    with httpx.stream("GET", f"{server.url}/themisto/api/events",
-                      params={"kernel": kernel_id}, headers=server.headers,
-                      timeout=30) as response:
-        for line in response.iter_lines():
-            if line.startswith("data: "):
-                return
+    """What the front end does when a notebook opens: it reads its kernel's state (the
+    server then warms the kernel's model session)."""
+    httpx.get(f"{server.url}/themisto/api/kernels/{kernel_id}", headers=server.headers,
+              timeout=30).raise_for_status()
 
 
 def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bool,

@@ -213,7 +213,7 @@ def real_kernels(servers: list[Server], kernels: int, cells: int) -> None:
 
     def follow(server: Server, listening: threading.Event) -> None:
         for event, data in stream_events(server, stop):
-            if event == "hello":
+            if event == "connected":
                 listening.set()
             elif event == "step":
                 arrivals[(data["kernel_id"], data["step"]["step"])] = time.time()

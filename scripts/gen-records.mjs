@@ -13,7 +13,11 @@
  * not read are rewritten on the way, with the same meaning:
  * - `$ref` beside other keywords (both apply) becomes `allOf: [{$ref}, rest]`;
  * - `not: {anyOf: [{required: [a]}, ...]}` (a, ... must be absent) becomes
- *   `properties: {a: false, ...}`, i.e. `a?: never` in TypeScript.
+ *   `properties: {a: false, ...}`, i.e. `a?: never` in TypeScript;
+ * - a dispatch on a tag, `allOf: [{if: {properties: {type: {const: x}}},
+ *   then: {$ref}}, ...]` (each object matches the one entry its tag names),
+ *   becomes `oneOf` of those entries, the union it means; the properties
+ *   beside it are restated by every entry.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -30,7 +34,8 @@ const FILES = [
   'trajectory.schema.json',
   'prediction.schema.json',
   'summary.schema.json',
-  'live-event.schema.json'
+  'live-event.schema.json',
+  'live-bus.schema.json'
 ];
 
 const HEADER = `/**
@@ -84,6 +89,21 @@ function forbidsProperties(not) {
   );
 }
 
+/** The entries of a dispatch on a tag (`allOf` of `if` const / `then` $ref). */
+function dispatched(allOf) {
+  const entries = Array.isArray(allOf)
+    ? allOf.map(item =>
+        Object.keys(item).length === 2 &&
+        Object.values(item.if?.properties ?? {}).length === 1 &&
+        'const' in Object.values(item.if.properties)[0] &&
+        typeof item.then?.$ref === 'string'
+          ? item.then
+          : null
+      )
+    : [];
+  return entries.length > 0 && entries.every(Boolean) ? entries : null;
+}
+
 function rewrite(file, node) {
   if (Array.isArray(node)) {
     return node.map(item => rewrite(file, item));
@@ -105,6 +125,15 @@ function rewrite(file, node) {
     } else {
       out[key] = rewrite(file, value);
     }
+  }
+  const entries = dispatched(out.allOf);
+  if (entries) {
+    const { title, description } = out;
+    out = {
+      ...(title !== undefined ? { title } : {}),
+      ...(description !== undefined ? { description } : {}),
+      oneOf: entries
+    };
   }
   if (forbidsProperties(out.not)) {
     const forbidden = out.not.anyOf.flatMap(item => item.required);
@@ -155,6 +184,11 @@ async function generate() {
       ''
     )
     .replace(/\/\*\*\n \*\/\n/g, '');
+  // The id live events are emitted under on jupyter_server's event bus (each
+  // as the JSON text of a LiveEvent): the front end keeps only the bus
+  // messages that carry it.
+  const liveId = schemas['live-bus.schema.json'].$id;
+  ts += `\n/**\n * The schema_id of the live events on the server's event bus.\n */\nexport const LIVE_EVENT_SCHEMA_ID = '${liveId}';\n`;
   const options = (await prettier.resolveConfig(TARGET)) ?? {};
   return prettier.format(HEADER + '\n' + ts, {
     ...options,

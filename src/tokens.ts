@@ -131,11 +131,6 @@ export interface IThemistoClient {
     what: { trajectories: string[] } | { notebook: string },
     filename: string
   ): Promise<Response>;
-
-  /**
-   * Open the event stream; the caller reads `response.body`.
-   */
-  openEvents(filter: ITrajectoryFilter, signal: AbortSignal): Promise<Response>;
 }
 
 /**
@@ -173,7 +168,7 @@ export interface INotebookLive {
   readonly kernelId: string | null;
 
   /**
-   * The state of the notebook's event stream.
+   * The state of the live events of the notebook's kernel.
    */
   readonly connection: ConnectionState;
 

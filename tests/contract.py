@@ -3,13 +3,15 @@
 ``docs/openapi.yaml`` names, per route, method and status, the body a client may expect,
 and references the record schemas in ``themisto_ext/schemas/``. ``ApiContract.check``
 fails a test when the server answers with a status the document does not list, or with a
-body its schema rejects; ``check_event`` does the same for each live-stream event.
+body its schema rejects; ``check_event`` does the same for each live event.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from themisto_ext.events import LIVE_EVENT_SCHEMA_ID, LiveEvents, live_event
 from themisto_ext.records import SCHEMA_NAMES, schema, validator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,12 +118,21 @@ class ApiContract:
                 raise ContractViolation(
                     f"{method} {template} {status}: body does not match the spec: "
                     + "; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]))
-        elif media == "text/event-stream":
-            pass  # events are checked one by one (check_event)
         elif content and media not in content and status != 204:
             raise ContractViolation(f"{method} {template} {status}: content type {media!r}, "
                                     f"documented {sorted(content)}")
         self.checked += 1
+
+    def check_message(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The live event a message of the event bus carries (``schema_id`` removed), the
+        message checked against live-bus.schema.json and the event against its own."""
+        errors = list(validator("live-bus").iter_errors(message))
+        if errors:
+            raise ContractViolation("bus message does not match live-bus.schema.json: "
+                                    + "; ".join(e.message[:300] for e in errors[:3]))
+        event: dict[str, Any] = dict(live_event(message))
+        self.check_event(message["type"], event)
+        return event
 
     def check_event(self, name: str, data: dict[str, Any]) -> None:
         errors = list(validator("live-event").iter_errors(data))
@@ -140,19 +152,62 @@ def _resolve_local(pointer: str) -> dict[str, Any]:
     return resolved
 
 
-def parse_sse(buffer: bytearray, contract: ApiContract) -> list[tuple[str, dict[str, Any]]]:
-    """Complete events at the head of ``buffer`` (removed from it), each checked."""
-    events = []
-    while b"\n\n" in buffer:
-        block, _, rest = bytes(buffer).partition(b"\n\n")
-        buffer[:] = rest
-        fields = dict(line.split(": ", 1) for line in block.decode().splitlines()
-                      if ": " in line and not line.startswith(":"))
-        if "event" in fields:
-            data = json.loads(fields["data"])
-            contract.check_event(fields["event"], data)
-            events.append((fields["event"], data))
-    return events
+class LiveStream:
+    """The live stream as JupyterLab's ``EventManager`` reads it: jupyter_server's event
+    WebSocket (``/api/events/subscribe``), themisto's events kept as ``(type, data)`` in
+    ``events`` (when each arrived in ``arrived``), each checked against its schema."""
+
+    def __init__(self, socket: Any, contract: ApiContract) -> None:
+        self.socket = socket
+        self.contract = contract
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.arrived: list[float] = []
+        self._reader = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        while (message := await self.socket.read_message()) is not None:
+            data = json.loads(message)
+            if data.pop("schema_id", None) != LIVE_EVENT_SCHEMA_ID:
+                continue  # the bus carries jupyter_server's own events too
+            event = self.contract.check_message(data)
+            self.events.append((event["type"], event))
+            self.arrived.append(time.monotonic())
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [data for name, data in self.events if name == kind]
+
+    def close(self) -> None:
+        self._reader.cancel()
+        self.socket.close()
+
+
+async def follow_live(jp_ws_fetch: Any, contract: ApiContract,
+                      serverapp: Any = None) -> LiveStream:
+    """Subscribe to the server's event bus; with ``serverapp``, return once a heartbeat
+    it sends has come through (so the subscription is known to carry events)."""
+    stream = LiveStream(await jp_ws_fetch("api", "events", "subscribe"), contract)
+    if serverapp is not None:
+        serverapp.web_app.settings["themisto"].events.heartbeat(10.0)
+        deadline = time.monotonic() + 30
+        while not stream.of("heartbeat"):
+            assert time.monotonic() < deadline, "no heartbeat came through the event bus"
+            await asyncio.sleep(0.01)
+    return stream
+
+
+def listen(events: LiveEvents) -> list[dict[str, Any]]:
+    """Every live event ``events`` publishes, as a listener of its bus receives it (after
+    ``await events.logger.gather_listeners()``); from now on ``events`` checks each against
+    live-event.schema.json as it publishes it (``LiveEvents.check``), and raises for one the
+    schema refuses."""
+    seen: list[dict[str, Any]] = []
+    events.check = True
+
+    async def listener(logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        seen.append(dict(live_event(data)))
+
+    events.logger.add_listener(schema_id=LIVE_EVENT_SCHEMA_ID, listener=listener)
+    return seen
 
 
 def check_response(contract: ApiContract, response: Any) -> None:

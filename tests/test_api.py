@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT
-from contract import parse_sse
+from contract import follow_live
 from test_store import start, step
 
+from themisto_ext.events import LIVE_EVENT_SCHEMA_ID
 from themisto_ext.journal import JournalWriter
 from themisto_ext.server.api import routes
 
@@ -148,7 +149,7 @@ async def test_nothing_is_served_without_authentication(api, jp_serverapp):
     await seed(jp_serverapp, {"t1": 1})
     for path, method in (("", "GET"), ("trajectories", "GET"), ("trajectories/t1", "GET"),
                          ("trajectories/t1/steps", "GET"), ("export?all=true", "GET"),
-                         ("events", "GET"), ("kernels/k1", "GET"), ("kernels/k1", "PUT"),
+                         ("kernels/k1", "GET"), ("kernels/k1", "PUT"),
                          ("trajectories/t1", "DELETE")):
         r = await api(path, method=method, auth=False,
                       body="{}" if method == "PUT" else None)
@@ -156,24 +157,14 @@ async def test_nothing_is_served_without_authentication(api, jp_serverapp):
     assert (await api("trajectories/t1")).code == 200  # nothing was deleted
 
 
-async def test_live_stream_pushes_steps_from_a_real_kernel(api, jp_fetch, jp_serverapp,
+async def test_live_stream_pushes_steps_from_a_real_kernel(jp_fetch, jp_ws_fetch, jp_serverapp,
                                                            api_contract):
     from test_server import start_kernel
 
     kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
-    events: list[tuple[str, dict]] = []
-    buffer = bytearray()
-
-    def on_chunk(chunk: bytes) -> None:
-        buffer.extend(chunk)
-        events.extend(parse_sse(buffer, api_contract))
-
-    stream = asyncio.ensure_future(api("events", query=[("kernel", kernel_id)],
-                                       streaming_callback=on_chunk, request_timeout=60))
+    stream = await follow_live(jp_ws_fetch, api_contract)
+    events = stream.events
     try:
-        while not events:
-            await asyncio.sleep(0.02)
-        assert events[0][0] == "hello"
         await client.execute_interactive("a = 1", timeout=30)
         await client.execute_interactive("print(a)", timeout=30)
         for _ in range(200):
@@ -185,7 +176,31 @@ async def test_live_stream_pushes_steps_from_a_real_kernel(api, jp_fetch, jp_ser
         assert steps[1]["output"] == "1\n" and steps[1]["kernel_id"] == kernel_id
     finally:
         client.stop_channels()
-        stream.cancel()
+        stream.close()
+
+
+async def test_live_events_cannot_be_posted_to_the_bus(jp_fetch, jp_ws_fetch, jp_serverapp,
+                                                      api_contract):
+    """Only the server emits themisto's events: a page is never shown a step or a
+    prediction posted to jupyter_server's ``POST /api/events``."""
+    from tornado.httpclient import HTTPClientError
+
+    stream = await follow_live(jp_ws_fetch, api_contract, jp_serverapp)
+    forged = {"type": "step", "seq": 99, "trajectory_id": "t", "kernel_id": "k",
+              "notebook_path": None, "step": {}}
+    try:
+        with pytest.raises(HTTPClientError) as refused:
+            await jp_fetch("api", "events", method="POST", body=json.dumps(
+                {"schema_id": LIVE_EVENT_SCHEMA_ID, "version": "1",
+                 "data": {"type": "step", "event": json.dumps(forged)}}))
+        assert refused.value.code == 400
+        assert b"emitted by its server only" in refused.value.response.body
+        jp_serverapp.web_app.settings["themisto"].events.heartbeat(10.0)  # its own go out
+        while len(stream.events) < 2:
+            await asyncio.sleep(0.01)
+        assert [name for name, _ in stream.events] == ["heartbeat", "heartbeat"]
+    finally:
+        stream.close()
 
 
 def documented_routes() -> set[tuple[str, str]]:
@@ -223,18 +238,8 @@ async def test_every_documented_route_answers_as_documented(api, jp_serverapp):
             query = [("all", "true")] if concrete == "export" else None
             payload = {"put": json.dumps({"recording": True}),
                        "post": json.dumps({"kernel_id": "k0", "task": "next-cell"})}.get(method)
-            if concrete == "events":
-                chunks: list[bytes] = []
-                call = asyncio.ensure_future(api(concrete, streaming_callback=chunks.append,
-                                                 request_timeout=30))
-                while not chunks:
-                    await asyncio.sleep(0.02)
-                assert b"event: hello" in b"".join(chunks)
-                call.cancel()
-                status = 200
-            else:
-                status = (await api(concrete, method=method.upper(), query=query,
-                                    body=payload)).code
+            status = (await api(concrete, method=method.upper(), query=query,
+                                body=payload)).code
             assert str(status) in operation["responses"], (path, method, status)
             assert expected in (None, status), (path, method, status)
             exercised.add((path, method.upper()))

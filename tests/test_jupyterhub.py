@@ -8,11 +8,11 @@ import json
 import queue
 import threading
 import time
-from urllib.request import Request, urlopen
 
 import pytest
 from hub import Hub, run_cells
 
+from themisto_ext.events import LIVE_EVENT_SCHEMA_ID, live_event
 from themisto_ext.store import open_store
 
 API = "themisto/api"
@@ -37,29 +37,36 @@ def wait_for_steps(hub: Hub, user: str, kernel_id: str, steps: int) -> str:
 
 
 def open_stream(hub: Hub, server: str, user: str) -> tuple[int, queue.Queue]:
-    """Open ``server``'s live stream with ``user``'s token; events arrive on the queue."""
+    """Subscribe to ``server``'s event bus with ``user``'s token, as JupyterLab's
+    EventManager does (``/api/events/subscribe``); themisto's events arrive on the queue."""
+    import asyncio
+
+    from tornado.httpclient import HTTPClientError, HTTPRequest
+    from tornado.websocket import websocket_connect
+
     events: queue.Queue = queue.Queue()
-    request = Request(f"{hub.url}user/{server}/{API}/events",
-                      headers={"Authorization": f"token {hub.tokens[user]}"})
-    try:
-        response = urlopen(request, timeout=60)
-    except OSError as exc:
-        return getattr(exc, "code", 0), events
+    opened: queue.Queue = queue.Queue()
 
-    def read() -> None:
-        kind = None
+    async def read() -> None:
+        url = f"ws://127.0.0.1:{hub.port}/user/{server}/api/events/subscribe"
         try:
-            for raw in response:
-                line = raw.decode().rstrip("\n")
-                if line.startswith("event: "):
-                    kind = line[7:]
-                elif line.startswith("data: ") and kind:
-                    events.put((kind, json.loads(line[6:])))
-        except (OSError, ValueError):
-            pass
+            socket = await websocket_connect(HTTPRequest(
+                url, headers={"Authorization": f"token {hub.tokens[user]}"}))
+        except HTTPClientError as exc:
+            opened.put(exc.code)
+            return
+        except OSError:
+            opened.put(0)
+            return
+        opened.put(101)
+        while (message := await socket.read_message()) is not None:
+            data = json.loads(message)
+            if data.pop("schema_id", None) == LIVE_EVENT_SCHEMA_ID:
+                event = live_event(data)
+                events.put((event["type"], event))
 
-    threading.Thread(target=read, daemon=True).start()
-    return response.status, events
+    threading.Thread(target=lambda: asyncio.run(read()), daemon=True).start()
+    return opened.get(timeout=60), events
 
 
 def next_event(events: queue.Queue, kind: str, seconds: float = 30) -> dict:
@@ -109,11 +116,12 @@ def test_two_hub_users_see_only_their_own_and_an_admin_sees_all(tmp_path, pg_clu
             assert hub.call(f"user/bob/{API}/{path}", "alice")[0] == 403, path
         assert open_stream(hub, "bob", "alice")[0] == 403
 
-        # Alice's own stream carries her new step.
-        code, events = open_stream(hub, "alice", "alice")
-        assert code == 200 and next_event(events, "hello")["type"] == "hello"
+        # Alice's own server's bus carries her new step.
+        code, alice_events = open_stream(hub, "alice", "alice")
+        assert code == 101 and next_event(alice_events, "heartbeat")["every"] > 0
         run_cells(hub, "alice", ["x * 10"], alice_kernel)
-        assert next_event(events, "step")["trajectory_id"] == a_tid
+        step = next_event(alice_events, "step")
+        assert step["trajectory_id"] == a_tid and step["step"]["code"] == "x * 10"
 
         # The admin (custom:themisto:read-all) reads and exports everyone's from their own
         # server, and may follow Bob's live stream on his.
@@ -127,8 +135,15 @@ def test_two_hub_users_see_only_their_own_and_an_admin_sees_all(tmp_path, pg_clu
         code, exported = hub.call(f"user/admin/{API}/export?all=true", "admin")
         assert code == 200 and len(exported.splitlines()) == 5
         code, events = open_stream(hub, "bob", "admin")
-        assert code == 200
+        assert code == 101
         run_cells(hub, "bob", ["len(secret)"], bob_kernel)
         assert next_event(events, "step")["trajectory_id"] == b_tid
+        # ... which never reached Alice's page, listening on her server all along.
+        time.sleep(1)
+        heard = []
+        while not alice_events.empty():
+            heard.append(alice_events.get())
+        assert all(data.get("trajectory_id") in (None, a_tid) for _, data in heard), heard
+        assert not any("secret" in json.dumps(data) for _, data in heard)
     finally:
         hub.stop()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from test_store import start, step
 
-from themisto_ext.events import EventBus
+from themisto_ext.events import LiveEvents
 from themisto_ext.journal import JournalWriter
 from themisto_ext.prediction.clients import make_predictor
 from themisto_ext.prediction.live import LivePredictions
@@ -30,10 +30,10 @@ def big_step(tid: str, n: int) -> dict:
 async def test_histories_hold_outputs_as_prompts_cut_them_and_end_with_the_kernel(
         tmp_path: Path):
     store = SQLiteStore(tmp_path / "s.sqlite3")
-    live = LivePredictions(AsyncStore(store), EventBus(), [make_predictor("baseline")],
+    live = LivePredictions(AsyncStore(store), LiveEvents(), [make_predictor("baseline")],
                            ["none", "full"], budget_chars=8000)
     settings = ServerSettings(journal_dir=tmp_path / "journal", live_predictions=False)
-    core = Themisto(settings=settings, store=live.store, live=live, events=EventBus())
+    core = Themisto(settings=settings, store=live.store, live=live, events=LiveEvents())
     journal = JournalWriter(tmp_path / "journal", "k", "t")
     journal.append(start("t"))
     for n in range(1, 41):

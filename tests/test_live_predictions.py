@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import pytest
-from contract import parse_sse
+from contract import follow_live
 from fake_llm import FakeLLM, error
 from test_server import kernel_status, start_kernel, wait_for_steps
 
@@ -154,18 +154,11 @@ async def test_each_predictor_gets_its_own_prompt_budget(jp_fetch, jp_serverapp)
         client.stop_channels()
 
 
-async def test_live_stream_events_are_slim_and_match_their_schemas(jp_fetch, jp_serverapp,
-                                                                   api_contract):
-    buffer, events = bytearray(), []
-
-    def on_chunk(chunk: bytes) -> None:
-        buffer.extend(chunk)
-        events.extend(parse_sse(buffer, api_contract))  # every event checked on arrival
-
-    stream = asyncio.ensure_future(jp_fetch("themisto", "api", "events",
-                                            streaming_callback=on_chunk, request_timeout=120))
+async def test_live_stream_events_are_slim_and_match_their_schemas(jp_fetch, jp_ws_fetch,
+                                                                   jp_serverapp, api_contract):
+    stream = await follow_live(jp_ws_fetch, api_contract, jp_serverapp)  # each event checked
+    events = stream.events
     try:
-        await wait_for(lambda: events)
         kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
         try:
             for on in (False, True):
@@ -179,9 +172,9 @@ async def test_live_stream_events_are_slim_and_match_their_schemas(jp_fetch, jp_
         finally:
             client.stop_channels()
     finally:
-        stream.cancel()
+        stream.close()
     names = [name for name, _ in events]
-    assert {"hello", "trajectory", "step", "recording", "predicting", "prediction",
+    assert {"heartbeat", "trajectory", "step", "recording", "predicting", "prediction",
             "scored"} <= set(names)
     switches = [data["recording"] for name, data in events if name == "recording"]
     assert switches[:2] == [False, True]

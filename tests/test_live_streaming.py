@@ -4,13 +4,12 @@ jupyter_server, real kernel, a real HTTP model streaming in the OpenAI wire form
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import time
 
 import pytest
-from contract import parse_sse
+from contract import LiveStream, follow_live
 from fake_llm import FakeLLM, ok
 from test_live_predictions import store_of, wait_for
 from test_server import start_kernel, wait_for_steps
@@ -24,21 +23,12 @@ def llm():
         yield server
 
 
-def follow(jp_fetch, api_contract) -> tuple[list, list[float], asyncio.Future]:
-    """The live stream as the panel reads it: (events, when each arrived, the request),
+async def follow(jp_ws_fetch, jp_serverapp, api_contract) -> tuple[list, list[float],
+                                                                    LiveStream]:
+    """The live stream as the panel reads it: (events, when each arrived, the stream),
     every event checked against the API's schemas on arrival."""
-    buffer, events = bytearray(), []
-    arrived: list[float] = []
-
-    def on_chunk(chunk: bytes) -> None:
-        buffer.extend(chunk)
-        for event in parse_sse(buffer, api_contract):
-            events.append(event)
-            arrived.append(time.monotonic())
-
-    stream = asyncio.ensure_future(jp_fetch("themisto", "api", "events",
-                                            streaming_callback=on_chunk, request_timeout=120))
-    return events, arrived, stream
+    stream = await follow_live(jp_ws_fetch, api_contract, jp_serverapp)
+    return stream.events, stream.arrived, stream
 
 
 @pytest.fixture
@@ -49,8 +39,8 @@ def jp_server_config(themisto_config, llm: FakeLLM, monkeypatch: pytest.MonkeyPa
 
 
 async def test_an_answer_is_streamed_to_the_panel_while_the_model_writes(
-        jp_fetch, jp_serverapp, llm, api_contract):
-    events, arrived, stream = follow(jp_fetch, api_contract)
+        jp_fetch, jp_ws_fetch, jp_serverapp, llm, api_contract):
+    events, arrived, stream = await follow(jp_ws_fetch, jp_serverapp, api_contract)
     kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
     store = store_of(jp_serverapp)
     try:
@@ -72,7 +62,7 @@ async def test_an_answer_is_streamed_to_the_panel_while_the_model_writes(
         await wait_for(output_of_2)
     finally:
         client.stop_channels()
-        stream.cancel()
+        stream.close()
     writing = [(data, at) for (name, data), at in zip(events, arrived, strict=True)
                if name == "writing" and data["task"] == "output" and data["target_step"] == 2]
     (((_, final), final_at),) = output_of_2()
@@ -97,11 +87,11 @@ async def test_an_answer_is_streamed_to_the_panel_while_the_model_writes(
 
 
 async def test_a_speculation_still_being_written_streams_once_its_cell_starts(
-        jp_fetch, jp_serverapp, llm, api_contract):
+        jp_fetch, jp_ws_fetch, jp_serverapp, llm, api_contract):
     """Announced before it runs, a cell's output prediction is written unseen; the cell
     starts while the model still writes: the text so far shows at once, the rest streams,
     and the stored prediction is the speculation's."""
-    events, arrived, stream = follow(jp_fetch, api_contract)
+    events, arrived, stream = await follow(jp_ws_fetch, jp_serverapp, api_contract)
     kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
     store = store_of(jp_serverapp)
     live = jp_serverapp.web_app.settings["themisto"].live
@@ -125,7 +115,7 @@ async def test_a_speculation_still_being_written_streams_once_its_cell_starts(
         await wait_for(lambda: output_prediction_event(events) is not None)
     finally:
         client.stop_channels()
-        stream.cancel()
+        stream.close()
     final_at = arrived[events.index(output_prediction_event(events))]
     writing = [(d, at) for (name, d), at in zip(events, arrived, strict=True)
                if name == "writing" and d["task"] == "output" and d["target_step"] == 2]

@@ -7,15 +7,16 @@ import asyncio
 from datetime import datetime, timezone
 from pathlib import Path
 
+from contract import listen
 from test_store import interpret_lines, start
 from test_trajectory_format import make_step
 
 from themisto_ext.contract import StartedRecord
-from themisto_ext.events import EventBus
+from themisto_ext.events import LiveEvents
 from themisto_ext.ingest import IngestResult
 from themisto_ext.prediction.clients.baseline import BaselinePredictor
 from themisto_ext.prediction.live import NEXT_CELL_STARTED, LivePredictions
-from themisto_ext.records import LiveEvent, validator
+from themisto_ext.records import validator
 from themisto_ext.store import AsyncStore, SQLiteStore
 
 TID = "quick"
@@ -34,12 +35,11 @@ def started(n: int) -> StartedRecord:
     return StartedRecord(TID, "k", None, n, f"cell-{n}", f"v{n} = {n}", now())
 
 
-def live_predictions(tmp_path: Path) -> tuple[LivePredictions, list[LiveEvent], SQLiteStore]:
+def live_predictions(tmp_path: Path) -> tuple[LivePredictions, list[dict], SQLiteStore]:
     store = SQLiteStore(tmp_path / "s.sqlite3")
     store.apply(interpret_lines([start(TID)], "kernel"), None)
-    events = EventBus()
-    seen: list[LiveEvent] = []
-    events.subscribe(seen.append)
+    events = LiveEvents()
+    seen = listen(events)
     live = LivePredictions(AsyncStore(store), events, [BaselinePredictor()], ["none", "full"],
                            8000)
     return live, seen, store
@@ -73,6 +73,7 @@ async def test_cells_run_in_quick_succession_say_why_they_got_no_next_cell_predi
     made = {(p["task"], p["target_step"]) for p in store.predictions(TID) if not p["error"]}
     assert made == {("output", 1), ("output", 2), ("output", 3), ("next-cell", 4)}
     # ... and each miss went out on the live stream, as its schema says
+    await live.events.logger.gather_listeners()
     published = [e for e in seen if e["type"] == "prediction"
                  and e["prediction"]["error"] is not None]
     assert len(published) == 4

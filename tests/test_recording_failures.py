@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from contract import parse_sse
+from contract import follow_live
 from test_server import kernel_status, start_kernel
 from unwritable import unwritable, writable_again
 
@@ -136,21 +136,6 @@ async def _with_steps(jp_fetch, kernel_id: str, n: int):
     return status if status["steps"] >= n else None
 
 
-async def _events_of(api, kernel_id: str | None, api_contract, events: list):
-    buffer = bytearray()
-
-    def on_chunk(chunk: bytes) -> None:
-        buffer.extend(chunk)
-        events.extend(parse_sse(buffer, api_contract))
-
-    query = [("kernel", kernel_id)] if kernel_id else None
-    stream = asyncio.ensure_future(api("events", query=query, streaming_callback=on_chunk,
-                                       request_timeout=60))
-    while not events:  # subscribed: the hello event came
-        await asyncio.sleep(0.02)
-    return stream
-
-
 class TestUnwritableJournalDirectory:
     @pytest.fixture
     def jp_server_config(self, themisto_config, tmp_path: Path):
@@ -159,10 +144,10 @@ class TestUnwritableJournalDirectory:
         with unwritable(journal):
             yield themisto_config(journal_dir=str(journal))
 
-    async def test_recording_is_reported_off_with_the_reason(self, jp_fetch, jp_serverapp,
-                                                             api, api_contract):
-        events: list = []
-        stream = await _events_of(api, None, api_contract, events)
+    async def test_recording_is_reported_off_with_the_reason(self, jp_fetch, jp_ws_fetch,
+                                                             jp_serverapp, api, api_contract):
+        stream = await follow_live(jp_ws_fetch, api_contract, jp_serverapp)
+        events = stream.events
         kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
         try:
             await run(client, "x = 1")
@@ -180,7 +165,7 @@ class TestUnwritableJournalDirectory:
                           body=json.dumps({"recording": False}))
             assert r.code == 503 and "journal directory" in json.loads(r.body)["message"]
         finally:
-            stream.cancel()
+            stream.close()
             client.stop_channels()
 
 

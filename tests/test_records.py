@@ -30,7 +30,8 @@ PAIRS = [
     (records.Scores, "prediction", "/$defs/scores"),
     (records.StepSummary, "summary", ""),
     (records.PredictionSummary, "summary", "/$defs/prediction"),
-    (records.HelloEvent, "live-event", "/$defs/hello"),
+    (records.EventEnvelope, "live-event", "/$defs/envelope"),
+    (records.HeartbeatEvent, "live-event", "/$defs/heartbeat"),
     (records.TrajectoryEvent, "live-event", "/$defs/trajectory"),
     (records.LiveStep, "live-event", "/$defs/live_step"),
     (records.StepEvent, "live-event", "/$defs/step"),
@@ -39,6 +40,7 @@ PAIRS = [
     (records.WritingEvent, "live-event", "/$defs/writing"),
     (records.PredictionEvent, "live-event", "/$defs/prediction"),
     (records.ScoredEvent, "live-event", "/$defs/scored"),
+    (records.LiveBusMessage, "live-bus", ""),
 ]
 
 
@@ -137,10 +139,11 @@ def test_the_live_prediction_refuses_the_prompt():
         "prompt_tokens": None, "completion_tokens": None, "cached_tokens": None,
         "prefix_reused": None, "dropped_steps": 0, "answer": "", "error": None,
         "reference": None, "scores": None}
-    event = {"type": "prediction", "trajectory_id": "t", "kernel_id": "k",
+    event = {"type": "prediction", "seq": 7, "trajectory_id": "t", "kernel_id": "k",
              "notebook_path": None, "prediction": prediction}
     assert validator("live-event").is_valid(event)
     assert validator("prediction").is_valid({**prediction, "prompt": {"system": "", "user": ""}})
     assert not validator("live-event").is_valid(
         {**event, "prediction": {**prediction, "prompt": {"system": "", "user": ""}}})
     assert not validator("live-event").is_valid({**event, "extra": 1})
+    assert not validator("live-event").is_valid({**event, "seq": 0})  # numbered from 1

@@ -24,7 +24,7 @@ from typing_extensions import NotRequired, TypedDict
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-SCHEMA_NAMES = ("step", "trajectory", "prediction", "summary", "live-event")
+SCHEMA_NAMES = ("step", "trajectory", "prediction", "summary", "live-event", "live-bus")
 
 Task = Literal["output", "next-cell"]
 ErrorCode = Literal["superseded", "prompt-too-long", "local-model", "provider"]
@@ -216,12 +216,16 @@ class StepSummary(TypedDict):
 # ---------------------------------------------------------------- live events
 
 
-class HelloEvent(TypedDict):
-    type: Literal["hello"]
-    filters: dict[str, str]
+class EventEnvelope(TypedDict):
+    seq: int
 
 
-class TrajectoryEvent(TypedDict):
+class HeartbeatEvent(EventEnvelope):
+    type: Literal["heartbeat"]
+    every: float
+
+
+class TrajectoryEvent(EventEnvelope):
     type: Literal["trajectory"]
     trajectory_id: str
     kernel_id: str | None
@@ -243,7 +247,7 @@ class LiveStep(TypedDict):
     error: StepError | None
 
 
-class StepEvent(TypedDict):
+class StepEvent(EventEnvelope):
     type: Literal["step"]
     trajectory_id: str
     kernel_id: str | None
@@ -251,7 +255,7 @@ class StepEvent(TypedDict):
     step: LiveStep
 
 
-class RecordingEvent(TypedDict):
+class RecordingEvent(EventEnvelope):
     type: Literal["recording"]
     trajectory_id: str | None
     kernel_id: str
@@ -260,7 +264,7 @@ class RecordingEvent(TypedDict):
     reason: str | None
 
 
-class PredictingEvent(TypedDict):
+class PredictingEvent(EventEnvelope):
     type: Literal["predicting"]
     trajectory_id: str
     kernel_id: str | None
@@ -272,7 +276,7 @@ class PredictingEvent(TypedDict):
     cell_id: str | None
 
 
-class WritingEvent(TypedDict):
+class WritingEvent(EventEnvelope):
     type: Literal["writing"]
     trajectory_id: str
     kernel_id: str | None
@@ -285,7 +289,7 @@ class WritingEvent(TypedDict):
     text: str
 
 
-class PredictionEvent(TypedDict):
+class PredictionEvent(EventEnvelope):
     type: Literal["prediction"]
     trajectory_id: str
     kernel_id: str | None
@@ -293,7 +297,7 @@ class PredictionEvent(TypedDict):
     prediction: Prediction
 
 
-class ScoredEvent(TypedDict):
+class ScoredEvent(EventEnvelope):
     type: Literal["scored"]
     trajectory_id: str
     kernel_id: str | None
@@ -305,8 +309,15 @@ class ScoredEvent(TypedDict):
     scores: Scores | None
 
 
-LiveEvent = (HelloEvent | TrajectoryEvent | StepEvent | RecordingEvent | PredictingEvent
+LiveEvent = (HeartbeatEvent | TrajectoryEvent | StepEvent | RecordingEvent | PredictingEvent
              | WritingEvent | PredictionEvent | ScoredEvent)
+
+
+class LiveBusMessage(TypedDict):
+    """A live event as it is emitted on jupyter_server's event bus (``live-bus``)."""
+
+    type: str
+    event: str
 
 
 # ---------------------------------------------------------------- schemas
@@ -315,7 +326,7 @@ LiveEvent = (HelloEvent | TrajectoryEvent | StepEvent | RecordingEvent | Predict
 @cache
 def schema(name: str) -> dict[str, Any]:
     """The JSON Schema of a record: ``step``, ``trajectory``, ``prediction``, ``summary``,
-    ``live-event``."""
+    ``live-event``, ``live-bus``."""
     if name not in SCHEMA_NAMES:
         raise KeyError(f"no schema {name!r}: use one of {', '.join(SCHEMA_NAMES)}")
     path = resources.files("themisto_ext").joinpath(f"schemas/{name}.schema.json")

@@ -209,19 +209,6 @@ describe('ThemistoClient: live data', () => {
     expect(calls[0].url.searchParams.get('limit')).toBe('1000');
   });
 
-  it('opens the event stream with its filter', async () => {
-    const { api, calls } = makeApi(
-      () => new Response('event: hello\ndata: {}\n\n', { status: 200 })
-    );
-    const response = await api.openEvents(
-      { kernel: 'k' },
-      new AbortController().signal
-    );
-    expect(await response.text()).toContain('hello');
-    expect(calls[0].url.pathname).toBe('/base/themisto/api/events');
-    expect(calls[0].url.searchParams.get('kernel')).toBe('k');
-  });
-
   it('reads steps and predictions', async () => {
     const { api, calls } = makeApi(call =>
       call.url.pathname.endsWith('/steps')

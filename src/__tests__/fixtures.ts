@@ -72,6 +72,7 @@ export function scores(value: number): Scores {
 }
 
 const scope = {
+  seq: 1, // the stores do not read it (live/feed.ts does)
   trajectory_id: TRAJECTORY,
   kernel_id: KERNEL,
   notebook_path: PATH
@@ -147,6 +148,7 @@ export function recordingEvent(
 ): LiveEvent {
   return {
     type: 'recording',
+    seq: 1,
     trajectory_id: trajectoryId,
     kernel_id: KERNEL,
     notebook_path: PATH,

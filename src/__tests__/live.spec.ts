@@ -2,39 +2,40 @@ import { Signal } from '@lumino/signaling';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import type { IKernelRecording, ITrajectoryFilter } from '../api/model';
-import type { Prediction } from '../api/records';
-import { MAX_STREAMS, ThemistoLive } from '../live/live';
+import { LIVE_EVENT_SCHEMA_ID, type Prediction } from '../api/records';
+import type { Event } from '@jupyterlab/services';
+import { ThemistoLive } from '../live/live';
 import { FIRST_PAGE, HISTORY_PAGE, WHOLE_STEPS } from '../live/loader';
 import type { IThemistoClient } from '../tokens';
 import { prediction, step } from './fixtures';
 
 /**
- * A response whose body yields `text` once and then stays open.
+ * The page's event bus: `send` emits a live event as jupyter_server's
+ * WebSocket brings it (numbered, as its JSON text under the schema id).
  */
-function openStream(text: string, signal: AbortSignal): Response {
-  let sent = false;
-  const reader = {
-    read: () =>
-      sent
-        ? new Promise<never>((_, reject) =>
-            signal.addEventListener('abort', () => reject(new Error('aborted')))
-          )
-        : ((sent = true),
-          Promise.resolve({
-            done: false,
-            value: new TextEncoder().encode(text)
-          }))
-  };
-  return { body: { getReader: () => reader } } as unknown as Response;
+class FakeEvents {
+  stream = new Signal<unknown, Event.Emission>(this);
+  seq = 0;
+  send(event: Record<string, unknown>, seq = this.seq + 1): void {
+    this.seq = seq;
+    this.stream.emit({
+      schema_id: LIVE_EVENT_SCHEMA_ID,
+      type: String(event.type),
+      event: JSON.stringify({ ...event, seq })
+    });
+  }
+  heartbeat(): void {
+    this.send({ type: 'heartbeat', every: 10 });
+  }
+  get manager(): Event.IManager {
+    return this as unknown as Event.IManager;
+  }
 }
 
 /**
- * An in-memory IThemistoClient: a trajectory of `trajectory.steps` steps,
- * and `events` served after the hello of each stream.
+ * An in-memory IThemistoClient: a trajectory of `trajectory.steps` steps.
  */
 class FakeClient implements IThemistoClient {
-  opened: ITrajectoryFilter[] = [];
-  aborted = 0;
   posts: unknown[] = [];
   kernelReads: string[] = [];
   trajectory = {
@@ -51,7 +52,7 @@ class FakeClient implements IThemistoClient {
     started_at: string;
   }> = [];
   recording = true;
-  events = '';
+  latestReads = 0;
   recordingChanged: Signal<IThemistoClient, IKernelRecording> = new Signal<
     IThemistoClient,
     IKernelRecording
@@ -67,13 +68,9 @@ class FakeClient implements IThemistoClient {
     this.recordingChanged.emit(model);
     return model;
   }
-  async openEvents(filter: ITrajectoryFilter, signal: AbortSignal) {
-    this.opened.push(filter);
-    signal.addEventListener('abort', () => this.aborted++);
-    return openStream('event: hello\ndata: {}\n\n' + this.events, signal);
-  }
-  async latestTrajectory() {
-    return this.trajectory;
+  async latestTrajectory(filter: ITrajectoryFilter) {
+    this.latestReads++;
+    return { ...this.trajectory, kernel_id: filter.kernel ?? 'k1' };
   }
   async listTrajectories() {
     return [this.trajectory, ...this.past];
@@ -175,7 +172,8 @@ function panel(path: string, kernelId: string | null) {
     sessionContext: {
       session: kernelId ? { kernel: { id: kernelId } } : null,
       kernelChanged: new Signal<unknown, unknown>({})
-    }
+    },
+    disposed: new Signal<unknown, void>({})
   } as unknown as NotebookPanel;
 }
 
@@ -200,18 +198,24 @@ function tracker() {
 const flush = () => new Promise(resolve => setTimeout(resolve, 20));
 
 describe('ThemistoLive', () => {
-  it('follows the active notebook: stream by kernel, history, recording', async () => {
+  it('follows the active notebook: events by kernel, history, recording', async () => {
     const api = new FakeClient();
+    const events = new FakeEvents();
     const client = api;
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({ client, tracker: t });
+    const live = new ThemistoLive({
+      client,
+      tracker: t,
+      events: events.manager
+    });
     const seen: Array<string | null> = [];
     live.currentChanged.connect((_, store) => seen.push(store?.path ?? null));
     show(panel('a.ipynb', 'k1'));
     await flush();
     const store = live.current!;
     expect(seen).toEqual(['a.ipynb']);
-    expect(api.opened).toEqual([{ kernel: 'k1' }]);
+    expect(store.connection).toBe('connecting');
+    events.heartbeat();
     expect(store.connection).toBe('open');
     expect(store.trajectoryId).toBe('t1');
     expect(store.lastStep).toBe(3);
@@ -230,47 +234,62 @@ describe('ThemistoLive', () => {
 
   it('applies live events and announces them', async () => {
     const api = new FakeClient();
+    const events = new FakeEvents();
     api.trajectory = { ...api.trajectory, steps: 0 };
-    api.events =
-      'event: step\ndata: ' +
-      JSON.stringify({
-        type: 'step',
-        trajectory_id: 't1',
-        kernel_id: 'k1',
-        step: step(1)
-      }) +
-      '\n\n';
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({ client: api, tracker: t });
+    const live = new ThemistoLive({
+      client: api,
+      tracker: t,
+      events: events.manager
+    });
     const types: string[] = [];
     live.eventReceived.connect((_, { event }) => types.push(event.type));
     show(panel('a.ipynb', 'k1'));
     await flush();
-    expect(types).toEqual(['hello', 'step']);
+    events.heartbeat();
+    events.send({
+      type: 'step',
+      trajectory_id: 't1',
+      kernel_id: 'k1',
+      step: step(1)
+    });
+    events.send({
+      type: 'step',
+      trajectory_id: 't9',
+      kernel_id: 'k9',
+      step: step(2)
+    });
+    await flush();
+    expect(types).toEqual(['step']); // heartbeats and other kernels' events are not
+
     expect(live.current?.getStep(1)?.code).toBe('x1 = 1');
     live.dispose();
   });
 
   it("reads the predictors again when the embedded model's process fails a prediction", async () => {
     const api = new FakeClient();
-    const failed = (type: string) =>
-      'event: prediction\ndata: ' +
-      JSON.stringify({
-        type: 'prediction',
-        trajectory_id: 't1',
-        kernel_id: 'k1',
-        notebook_path: 'a.ipynb',
-        prediction: prediction('output', 3, {
-          error: { type, message: 'signal 11 (SIGSEGV): the process died' }
-        })
-      }) +
-      '\n\n';
-    api.events = failed('ModelProcessDied') + failed('ModelProcessDied');
+    const events = new FakeEvents();
+    const failed = (type: string) => ({
+      type: 'prediction',
+      trajectory_id: 't1',
+      kernel_id: 'k1',
+      notebook_path: 'a.ipynb',
+      prediction: prediction('output', 3, {
+        error: { type, message: 'signal 11 (SIGSEGV): the process died' }
+      })
+    });
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({ client: api, tracker: t });
+    const live = new ThemistoLive({
+      client: api,
+      tracker: t,
+      events: events.manager
+    });
     await flush();
     const before = api.predictorReads;
     show(panel('a.ipynb', 'k1'));
+    await flush();
+    events.send(failed('ModelProcessDied'));
+    events.send(failed('ModelProcessDied'));
     await new Promise(resolve => setTimeout(resolve, 700));
     expect(api.predictorReads).toBe(before + 1); // both events, one read
     live.dispose();
@@ -278,24 +297,33 @@ describe('ThemistoLive', () => {
 
   it('reads the kernel state once per active kernel, then follows the stream', async () => {
     const api = new FakeClient();
+    const events = new FakeEvents();
     api.trajectory = { ...api.trajectory, steps: 2 };
-    api.events = [
-      { type: 'step', trajectory_id: 't1', kernel_id: 'k1', step: step(3) },
-      {
-        type: 'recording',
-        trajectory_id: 't1',
-        kernel_id: 'k1',
-        notebook_path: 'a.ipynb',
-        recording: false,
-        reason: null
-      }
-    ]
-      .map(e => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`)
-      .join('');
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({ client: api, tracker: t });
+    const live = new ThemistoLive({
+      client: api,
+      tracker: t,
+      events: events.manager
+    });
     const a = panel('a.ipynb', 'k1');
     show(a);
+    await flush();
+    events.heartbeat();
+    await flush();
+    events.send({
+      type: 'step',
+      trajectory_id: 't1',
+      kernel_id: 'k1',
+      step: step(3)
+    });
+    events.send({
+      type: 'recording',
+      trajectory_id: 't1',
+      kernel_id: 'k1',
+      notebook_path: 'a.ipynb',
+      recording: false,
+      reason: null
+    });
     await flush();
     const store = live.current!;
     expect(api.kernelReads).toEqual(['k1']);
@@ -319,18 +347,31 @@ describe('ThemistoLive', () => {
     (a.sessionContext.kernelChanged as Signal<unknown, unknown>).emit({});
     await flush();
     expect(api.kernelReads).toEqual(['k1', 'k2', 'k1', 'k3']);
-    expect(api.opened[api.opened.length - 1]).toEqual({ kernel: 'k3' });
+    events.send({
+      type: 'recording',
+      trajectory_id: 't3',
+      kernel_id: 'k3',
+      notebook_path: 'a.ipynb',
+      recording: false,
+      reason: null
+    });
+    expect(store.recording).toBe(false); // the new kernel's events reach it
     live.dispose();
   });
 
   it('keeps a switch heard of while the kernel state was being read', async () => {
     const api = new FakeClient();
+    const events = new FakeEvents();
     let answer: (model: IKernelRecording) => void = () => undefined;
     jest
       .spyOn(api, 'getKernel')
       .mockImplementationOnce(() => new Promise(resolve => (answer = resolve)));
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({ client: api, tracker: t });
+    const live = new ThemistoLive({
+      client: api,
+      tracker: t,
+      events: events.manager
+    });
     show(panel('a.ipynb', 'k1'));
     await api.setRecording('k1', false);
     // The read was sent before the switch, and answers after it.
@@ -349,11 +390,16 @@ describe('ThemistoLive', () => {
 
   it('keeps the reason a kernel state could not be read, and reads it again on demand', async () => {
     const api = new FakeClient();
+    const events = new FakeEvents();
     const failing = jest
       .spyOn(api, 'getKernel')
       .mockRejectedValueOnce(new Error('Unknown kernel k1'));
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({ client: api, tracker: t });
+    const live = new ThemistoLive({
+      client: api,
+      tracker: t,
+      events: events.manager
+    });
     show(panel('a.ipynb', 'k1'));
     await flush();
     expect(live.current?.recordingError).toBe('Unknown kernel k1');
@@ -365,32 +411,114 @@ describe('ThemistoLive', () => {
     live.dispose();
   });
 
-  it('keeps at most a few streams open, the most recent ones', async () => {
+  it("gives every open notebook its kernel's events, however many are open", async () => {
     const api = new FakeClient();
+    const events = new FakeEvents();
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({ client: api, tracker: t });
-    for (let i = 0; i <= MAX_STREAMS; i++) {
-      show(panel(`n${i}.ipynb`, `k${i}`));
+    const live = new ThemistoLive({
+      client: api,
+      tracker: t,
+      events: events.manager
+    });
+    const panels = [0, 1, 2, 3, 4, 5, 6].map(i =>
+      panel(`n${i}.ipynb`, `k${i}`)
+    );
+    for (const p of panels) {
+      (t.widgetAdded as Signal<INotebookTracker, NotebookPanel>).emit(p);
     }
+    show(panels[6]);
     await flush();
-    expect(api.opened).toHaveLength(MAX_STREAMS + 1);
-    expect(api.aborted).toBe(1);
-    expect(live.store('n0.ipynb')?.connection).toBe('closed');
-    // Coming back to a notebook opens its stream again and catches up.
-    show(panel('n0.ipynb', 'k0'));
+    events.heartbeat();
     await flush();
-    expect(api.opened).toHaveLength(MAX_STREAMS + 2);
-    expect(live.store('n0.ipynb')?.connection).toBe('open');
+    for (const [i, p] of panels.entries()) {
+      events.send({
+        type: 'recording',
+        trajectory_id: 't1',
+        kernel_id: `k${i}`,
+        notebook_path: p.context.path,
+        recording: i % 2 === 0,
+        reason: null
+      });
+    }
+    for (const [i] of panels.entries()) {
+      const store = live.store(`n${i}.ipynb`)!;
+      expect(store.connection).toBe('open');
+      expect(store.recording).toBe(i % 2 === 0); // its own kernel's, no other's
+    }
     live.dispose();
   });
 
-  it('waits for a kernel before streaming, and refuses requests without one', async () => {
+  it('reads what every notebook missed when the events skip a number', async () => {
     const api = new FakeClient();
+    const events = new FakeEvents();
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({ client: api, tracker: t });
+    const live = new ThemistoLive({
+      client: api,
+      tracker: t,
+      events: events.manager
+    });
+    const [a, b] = [panel('a.ipynb', 'k1'), panel('b.ipynb', 'k2')];
+    (t.widgetAdded as Signal<INotebookTracker, NotebookPanel>).emit(a);
+    show(b);
+    await flush();
+    const opened = api.latestReads; // each notebook read its kernel's latest
+    expect(opened).toBe(2);
+    events.heartbeat(); // the first event seen: what came before it is unknown
+    await flush();
+    expect(api.latestReads).toBe(opened + 2);
+    events.heartbeat();
+    events.heartbeat();
+    await flush();
+    expect(api.latestReads).toBe(opened + 2); // nothing missed
+    events.send({ type: 'heartbeat', every: 10 }, events.seq + 3); // two missed
+    await flush();
+    expect(api.latestReads).toBe(opened + 4);
+    events.send({ type: 'heartbeat', every: 10 }, 1); // the server restarted
+    await flush();
+    expect(api.latestReads).toBe(opened + 6);
+    live.dispose();
+  });
+
+  it('says the connection is down when the heartbeats stop', async () => {
+    jest.useFakeTimers();
+    try {
+      const api = new FakeClient();
+      const events = new FakeEvents();
+      const { tracker: t, show } = tracker();
+      const live = new ThemistoLive({
+        client: api,
+        tracker: t,
+        events: events.manager
+      });
+      show(panel('a.ipynb', 'k1'));
+      events.heartbeat();
+      expect(live.current?.connection).toBe('open');
+      await jest.advanceTimersByTimeAsync(20000);
+      expect(live.current?.connection).toBe('open');
+      await jest.advanceTimersByTimeAsync(6000); // 2.5 heartbeats of 10 s without one
+      expect(live.current?.connection).toBe('retrying');
+      events.heartbeat();
+      expect(live.current?.connection).toBe('open');
+      live.dispose();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('waits for a kernel before following events, and refuses requests without one', async () => {
+    const api = new FakeClient();
+    const events = new FakeEvents();
+    const { tracker: t, show } = tracker();
+    const live = new ThemistoLive({
+      client: api,
+      tracker: t,
+      events: events.manager
+    });
     show(panel('a.ipynb', null));
     await flush();
-    expect(api.opened).toHaveLength(0);
+    events.heartbeat();
+    expect(live.current?.connection).toBe('closed');
+    expect(api.latestReads).toBe(0);
     await expect(live.requestPrediction('next-cell')).rejects.toThrow(
       'no running kernel'
     );
@@ -401,9 +529,14 @@ describe('ThemistoLive', () => {
 
   it('reads a long history newest first: one page in brief, a few steps whole, then older pages', async () => {
     const api = new FakeClient();
+    const events = new FakeEvents();
     api.trajectory = { ...api.trajectory, steps: 2000 };
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({ client: api, tracker: t });
+    const live = new ThemistoLive({
+      client: api,
+      tracker: t,
+      events: events.manager
+    });
     const getSteps = jest.spyOn(api, 'getSteps');
     const getHistory = jest.spyOn(api, 'getHistory');
     show(panel('a.ipynb', 'k1'));
@@ -434,6 +567,7 @@ describe('ThemistoLive', () => {
 
   it('shows cells not run since the kernel restarted from the earlier trajectory', async () => {
     const api = new FakeClient();
+    const events = new FakeEvents();
     api.trajectory = { ...api.trajectory, id: 't2', steps: 1 };
     api.past = [
       {
@@ -444,7 +578,11 @@ describe('ThemistoLive', () => {
       }
     ];
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({ client: api, tracker: t });
+    const live = new ThemistoLive({
+      client: api,
+      tracker: t,
+      events: events.manager
+    });
     show(panel('a.ipynb', 'k1'));
     await flush();
     const store = live.current!;
@@ -464,16 +602,21 @@ describe('ThemistoLive', () => {
 
   it("reads a notebook's history by path before its kernel answers, then follows it", async () => {
     const api = new FakeClient();
+    const events = new FakeEvents();
     api.trajectory = { ...api.trajectory, steps: 4 };
     const listed = jest.spyOn(api, 'listTrajectories');
     const { tracker: t, show } = tracker();
-    const live = new ThemistoLive({ client: api, tracker: t });
+    const live = new ThemistoLive({
+      client: api,
+      tracker: t,
+      events: events.manager
+    });
     const a = panel('a.ipynb', null);
     show(a);
     await flush();
     const store = live.current!;
     expect(listed).toHaveBeenCalledWith({ notebook: 'a.ipynb' });
-    expect(api.opened).toHaveLength(0);
+    expect(api.latestReads).toBe(0);
     expect(store.cellStep('t1-cell-3')).toMatchObject({
       trajectoryId: 't1',
       current: false

@@ -1,4 +1,5 @@
 import {
+  parseBusMessage,
   parseLiveEvent,
   toFullPrediction,
   toPrediction,
@@ -9,20 +10,55 @@ import {
 import { prediction, step } from './fixtures';
 
 const scope = {
+  seq: 7,
   trajectory_id: 't1',
   kernel_id: 'k1',
   notebook_path: 'a.ipynb'
 };
 
-describe('parseLiveEvent', () => {
-  it('reads hello and trajectory events', () => {
+/** A bus message's data as JSON text reads, numbered unless it says. */
+function parsed(text: string): unknown {
+  const value = JSON.parse(text);
+  return typeof value === 'object' && value && !Array.isArray(value)
+    ? { seq: 1, ...value }
+    : value;
+}
+
+describe('parseBusMessage', () => {
+  it('reads the live event an event bus message carries as JSON text', () => {
+    const beat = { type: 'heartbeat', seq: 3, every: 10 };
+    const message = {
+      schema_id: 'https://themisto-ext.invalid/schemas/live-bus.schema.json',
+      __timestamp__: '2026-01-01T00:00:00Z',
+      type: 'heartbeat',
+      event: JSON.stringify(beat)
+    };
+    expect(parseBusMessage(message)).toEqual(beat);
+  });
+
+  it('skips a message without a readable event', () => {
+    expect(parseBusMessage({ type: 'heartbeat' })).toBeNull();
     expect(
-      parseLiveEvent('hello', '{"type":"hello","filters":{"kernel_id":"k1"}}')
-    ).toEqual({ type: 'hello', filters: { kernel_id: 'k1' } });
-    expect(parseLiveEvent('hello', '{}')).toEqual({
-      type: 'hello',
-      filters: {}
-    });
+      parseBusMessage({ type: 'heartbeat', event: '{not json' })
+    ).toBeNull();
+    expect(parseBusMessage({ type: 'step', event: '"a string"' })).toBeNull();
+    // The event itself, not wrapped, is not what the server sends.
+    expect(
+      parseBusMessage({ type: 'heartbeat', seq: 1, every: 10 })
+    ).toBeNull();
+    expect(parseBusMessage(null)).toBeNull();
+  });
+});
+
+describe('parseLiveEvent', () => {
+  it('reads heartbeat and trajectory events', () => {
+    const beat = { type: 'heartbeat', seq: 1, every: 10 };
+    expect(parseLiveEvent(beat)).toEqual(beat);
+    expect(parseLiveEvent({ ...beat, every: 0 })).toBeNull();
+    // Unnumbered, it cannot tell what was missed: skipped.
+    expect(parseLiveEvent({ ...beat, seq: undefined })).toBeNull();
+    expect(parseLiveEvent({ ...beat, seq: 0 })).toBeNull();
+    expect(parseLiveEvent({ ...beat, seq: 1.5 })).toBeNull();
     const trajectory = {
       id: 't1',
       kernel_id: 'k1',
@@ -36,16 +72,14 @@ describe('parseLiveEvent', () => {
       user: 'alice'
     };
     expect(
-      parseLiveEvent(
-        'trajectory',
-        JSON.stringify({ type: 'trajectory', ...scope, trajectory })
-      )
+      parseLiveEvent({ type: 'trajectory', ...scope, trajectory })
     ).toEqual({ type: 'trajectory', ...scope, trajectory });
     // What the record lacks, the envelope gives.
-    const partial = parseLiveEvent(
-      'trajectory',
-      JSON.stringify({ type: 'trajectory', ...scope, trajectory: {} })
-    );
+    const partial = parseLiveEvent({
+      type: 'trajectory',
+      ...scope,
+      trajectory: {}
+    });
     expect(partial).toMatchObject({
       trajectory: { id: 't1', kernel_id: 'k1', steps: 0, restart_of: null }
     });
@@ -54,22 +88,16 @@ describe('parseLiveEvent', () => {
   it('reads recording events', () => {
     const event = {
       type: 'recording',
+      seq: 3,
       trajectory_id: null,
       kernel_id: 'k1',
       notebook_path: 'a.ipynb',
       recording: false,
       reason: null
     };
-    expect(parseLiveEvent('recording', JSON.stringify(event))).toEqual(event);
-    expect(
-      parseLiveEvent(
-        'recording',
-        JSON.stringify({ ...event, recording: 'off' })
-      )
-    ).toBeNull();
-    expect(
-      parseLiveEvent('recording', JSON.stringify({ ...event, kernel_id: 3 }))
-    ).toBeNull();
+    expect(parseLiveEvent(event)).toEqual(event);
+    expect(parseLiveEvent({ ...event, recording: 'off' })).toBeNull();
+    expect(parseLiveEvent({ ...event, kernel_id: 3 })).toBeNull();
   });
 
   it('reads a step, filling its ids from the envelope', () => {
@@ -81,10 +109,7 @@ describe('parseLiveEvent', () => {
       hash_index: '0123456789abcdef',
       extra: 1
     };
-    const event = parseLiveEvent(
-      'step',
-      JSON.stringify({ type: 'step', ...scope, step: raw })
-    );
+    const event = parseLiveEvent({ type: 'step', ...scope, step: raw });
     expect(event?.type).toBe('step');
     if (event?.type === 'step') {
       expect(event.step.step).toBe(3);
@@ -97,18 +122,15 @@ describe('parseLiveEvent', () => {
   });
 
   it('reads predicting, prediction and scored events', () => {
-    const predicting = parseLiveEvent(
-      'predicting',
-      JSON.stringify({
-        type: 'predicting',
-        ...scope,
-        task: 'output',
-        context: 'full',
-        predictor: 'baseline',
-        target_step: 4,
-        cell_id: null
-      })
-    );
+    const predicting = parseLiveEvent({
+      type: 'predicting',
+      ...scope,
+      task: 'output',
+      context: 'full',
+      predictor: 'baseline',
+      target_step: 4,
+      cell_id: null
+    });
     expect(predicting).toMatchObject({
       type: 'predicting',
       task: 'output',
@@ -120,10 +142,7 @@ describe('parseLiveEvent', () => {
       scores: { exact_match: 1, rouge_l: 1, chrf: 1 }
     });
     expect(
-      parseLiveEvent(
-        'prediction',
-        JSON.stringify({ type: 'prediction', ...scope, prediction: p })
-      )
+      parseLiveEvent({ type: 'prediction', ...scope, prediction: p })
     ).toEqual({ type: 'prediction', ...scope, prediction: p });
     const scored = {
       type: 'scored',
@@ -134,25 +153,23 @@ describe('parseLiveEvent', () => {
       reference: 'x = 5',
       scores: { exact_match: 0, rouge_l: 0.5, chrf: 0.25 }
     };
-    expect(parseLiveEvent('scored', JSON.stringify(scored))).toEqual(scored);
-    expect(
-      parseLiveEvent('scored', JSON.stringify({ ...scored, scores: null }))
-    ).toEqual({ ...scored, scores: null });
+    expect(parseLiveEvent(scored)).toEqual(scored);
+    expect(parseLiveEvent({ ...scored, scores: null })).toEqual({
+      ...scored,
+      scores: null
+    });
   });
 
   it('keeps prompts off live predictions', () => {
-    const event = parseLiveEvent(
-      'prediction',
-      JSON.stringify({
-        type: 'prediction',
-        ...scope,
-        prediction: {
-          ...prediction('output', 2),
-          prompt: { system: 's', user: 'u' },
-          raw: 'raw'
-        }
-      })
-    );
+    const event = parseLiveEvent({
+      type: 'prediction',
+      ...scope,
+      prediction: {
+        ...prediction('output', 2),
+        prompt: { system: 's', user: 'u' },
+        raw: 'raw'
+      }
+    });
     expect(event?.type === 'prediction' && event.prediction).not.toHaveProperty(
       'prompt'
     );
@@ -162,30 +179,26 @@ describe('parseLiveEvent', () => {
   });
 
   it('skips malformed and unknown events', () => {
-    expect(parseLiveEvent('step', 'not json')).toBeNull();
-    expect(parseLiveEvent('step', '[1]')).toBeNull();
-    expect(parseLiveEvent('step', '{"type":"step","step":{}}')).toBeNull();
-    expect(parseLiveEvent('x', '{"type":"future-event"}')).toBeNull();
+    expect(parseLiveEvent('not json')).toBeNull();
+    expect(parseLiveEvent(parsed('[1]'))).toBeNull();
+    expect(parseLiveEvent(parsed('{"type":"step","step":{}}'))).toBeNull();
+    expect(parseLiveEvent(parsed('{"type":"future-event"}'))).toBeNull();
     expect(
       parseLiveEvent(
-        'predicting',
-        '{"type":"predicting","task":"other","target_step":1}'
+        parsed('{"type":"predicting","task":"other","target_step":1}')
       )
     ).toBeNull();
     expect(
-      parseLiveEvent('prediction', '{"type":"prediction","prediction":{}}')
+      parseLiveEvent(parsed('{"type":"prediction","prediction":{}}'))
     ).toBeNull();
     expect(
-      parseLiveEvent(
-        'prediction',
-        JSON.stringify({
-          type: 'prediction',
-          prediction: { ...prediction('output', 2), context: 'psychic' }
-        })
-      )
+      parseLiveEvent({
+        type: 'prediction',
+        prediction: { ...prediction('output', 2), context: 'psychic' }
+      })
     ).toBeNull();
     expect(
-      parseLiveEvent('scored', '{"type":"scored","task":"output"}')
+      parseLiveEvent(parsed('{"type":"scored","task":"output"}'))
     ).toBeNull();
   });
 });

@@ -204,6 +204,7 @@ describe('NotebookLive', () => {
     store.addPredictions([prediction('output', 1, { scores: scores(1) })]);
     store.apply({
       type: 'trajectory',
+      seq: 2,
       trajectory_id: 't2',
       kernel_id: 'k1',
       notebook_path: PATH,

@@ -232,17 +232,6 @@ export class ThemistoClient implements IThemistoClient {
     );
   }
 
-  openEvents(
-    filter: ITrajectoryFilter,
-    signal: AbortSignal
-  ): Promise<Response> {
-    return apiRequest(
-      this.serverSettings,
-      apiUrl(this.serverSettings, ['events'], { ...filter }),
-      { method: 'GET', signal, headers: { Accept: 'text/event-stream' } }
-    );
-  }
-
   private _get(path: string[], query: Query = {}): Promise<unknown> {
     return apiJson(
       this.serverSettings,

@@ -389,28 +389,38 @@ export function toFullPrediction(value: unknown): Prediction | null {
 }
 
 /**
- * Parse one stream message (`event:` name and `data:` text) into a typed
- * event; `null` for unknown or malformed events, which are skipped.
+ * Read the live event an event bus message under the live schema carries
+ * (`LiveBusMessage`: the event as JSON text); `null` for a malformed message
+ * or event, which is skipped.
  */
-export function parseLiveEvent(name: string, data: string): LiveEvent | null {
+export function parseBusMessage(message: unknown): LiveEvent | null {
+  if (!isRecord(message) || typeof message.event !== 'string') {
+    return null;
+  }
   let payload: unknown;
   try {
-    payload = JSON.parse(data);
+    payload = JSON.parse(message.event);
   } catch {
     return null;
   }
-  if (!isRecord(payload)) {
+  return parseLiveEvent(payload);
+}
+
+/**
+ * Read one live event (what a `LiveBusMessage` carries); `null` for unknown
+ * or malformed events, which are skipped.
+ */
+export function parseLiveEvent(payload: unknown): LiveEvent | null {
+  if (!isRecord(payload) || typeof payload.type !== 'string') {
     return null;
   }
-  const type = typeof payload.type === 'string' ? payload.type : name;
-  if (type === 'hello') {
-    const filters: Record<string, string> = {};
-    for (const [key, value] of Object.entries(asRecord(payload.filters))) {
-      if (typeof value === 'string') {
-        filters[key] = value;
-      }
-    }
-    return { type, filters };
+  const { type, seq } = payload;
+  if (typeof seq !== 'number' || !Number.isInteger(seq) || seq < 1) {
+    return null; // numbered by the server: without it, what was missed is unknown
+  }
+  if (type === 'heartbeat') {
+    const every = typeof payload.every === 'number' ? payload.every : 0;
+    return every > 0 ? { type, seq, every } : null;
   }
   if (type === 'recording') {
     if (
@@ -421,6 +431,7 @@ export function parseLiveEvent(name: string, data: string): LiveEvent | null {
     }
     return {
       type,
+      seq,
       trajectory_id: strOrNull(payload.trajectory_id),
       kernel_id: payload.kernel_id,
       notebook_path: strOrNull(payload.notebook_path),
@@ -429,6 +440,7 @@ export function parseLiveEvent(name: string, data: string): LiveEvent | null {
     };
   }
   const scope: EventScope = {
+    seq,
     trajectory_id: str(payload.trajectory_id),
     kernel_id: strOrNull(payload.kernel_id),
     notebook_path: strOrNull(payload.notebook_path)

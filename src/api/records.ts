@@ -17,10 +17,10 @@ export type PredictionContext = 'none' | 'full' | 'curated';
 export type PredictionErrorCode =
   'superseded' | 'prompt-too-long' | 'local-model' | 'provider';
 /**
- * One event of the live stream (GET /themisto/api/events, Server-Sent Events whose event name is the type). Every event but hello names the trajectory, kernel and notebook it is about, so a stream can be filtered by them. Payloads carry only what live consumers read: steps without their structured outputs and state hash, predictions without their prompt and raw answer (GET /themisto/api/predictions/{id}), scores without the prediction they belong to.
+ * One event of the live stream: emitted on jupyter_server's event bus (serverapp.event_logger) under this schema's $id, received in JupyterLab through the EventManager (app.serviceManager.events, the WebSocket /api/events/subscribe), whose messages add the schema_id. Every event carries the server's sequence number; every event but heartbeat names the trajectory, kernel and notebook it is about. Payloads carry only what live consumers read: steps without their structured outputs and state hash, predictions without their prompt and raw answer (GET /themisto/api/predictions/{id}), scores without the prediction they belong to.
  */
 export type LiveEvent =
-  | HelloEvent
+  | HeartbeatEvent
   | TrajectoryEvent
   | StepEvent
   | RecordingEvent
@@ -29,6 +29,16 @@ export type LiveEvent =
   | PredictionEvent
   | ScoredEvent;
 /**
+ * Sent every few seconds (ThemistoExtension.heartbeat_interval): a page that hears none for a while knows its connection is down; its seq tells a page that reconnected whether it missed events.
+ */
+export type HeartbeatEvent = EventEnvelope & {
+  type: 'heartbeat';
+  /**
+   * Seconds until the next heartbeat.
+   */
+  every: number;
+};
+/**
  * A kernel started a new trajectory (a new kernel, or a restart).
  */
 export type TrajectoryEvent = EventScope & {
@@ -36,11 +46,36 @@ export type TrajectoryEvent = EventScope & {
   trajectory: Trajectory;
 };
 /**
+ * What every event but heartbeat is about.
+ */
+export type EventScope = EventEnvelope & {
+  trajectory_id: string;
+  kernel_id: string | null;
+  notebook_path: string | null;
+};
+/**
  * A cell finished and its step is stored.
  */
 export type StepEvent = EventScope & {
   type: 'step';
   step: LiveStep;
+};
+/**
+ * Whether a kernel is being recorded changed: switched on or off (from the API, the status bar or %themisto), or recording failed or works again.
+ */
+export type RecordingEvent = EventEnvelope & {
+  type: 'recording';
+  trajectory_id: string | null;
+  kernel_id: string;
+  notebook_path: string | null;
+  /**
+   * True only while the kernel's cells reach the store.
+   */
+  recording: boolean;
+  /**
+   * Why the kernel is not recorded although its switch is on (the journal directory cannot be written, the store cannot be written, the kernel's hook failed); null when it is recorded or switched off.
+   */
+  reason: string | null;
 };
 /**
  * A prediction was started; its result follows as a prediction event (or nothing, when a newer request superseded it).
@@ -328,21 +363,13 @@ export interface PredictionSummary {
   error: null | PredictionError;
 }
 /**
- * First event of every stream, with the filters it applies.
+ * What every event carries.
  */
-export interface HelloEvent {
-  type: 'hello';
-  filters: {
-    [k: string]: string;
-  };
-}
-/**
- * What every event but hello is about.
- */
-export interface EventScope {
-  trajectory_id: string;
-  kernel_id: string | null;
-  notebook_path: string | null;
+export interface EventEnvelope {
+  /**
+   * This server's count of live events, from 1 when it starts: a page that sees a number other than the one after the last it saw (or its first) missed events, or the server restarted, and reads what it lacks from the REST API.
+   */
+  seq: number;
 }
 /**
  * A step as the live stream carries it.
@@ -361,19 +388,21 @@ export interface LiveStep {
   error: null | StepError;
 }
 /**
- * Whether a kernel is being recorded changed: switched on or off (from the API, the status bar or %themisto), or recording failed or works again.
+ * How a live event rides jupyter_server's event bus: the schema registered with serverapp.event_logger, under whose $id every live event is emitted; JupyterLab's EventManager (app.serviceManager.events, the WebSocket /api/events/subscribe) receives it with the schema_id added. The event itself travels as its JSON text, written once per event: the bus deep-copies and checks what it is given on every emit, which for the event's nested records cost milliseconds per event on the server's loop (each event is checked against live-event.schema.json by the tests instead).
  */
-export interface RecordingEvent {
-  type: 'recording';
-  trajectory_id: string | null;
-  kernel_id: string;
-  notebook_path: string | null;
+export interface LiveBusMessage {
   /**
-   * True only while the kernel's cells reach the store.
+   * The event's type (as in event), for readers of the bus's log.
    */
-  recording: boolean;
+  type: string;
   /**
-   * Why the kernel is not recorded although its switch is on (the journal directory cannot be written, the store cannot be written, the kernel's hook failed); null when it is recorded or switched off.
+   * The live event, as JSON text.
    */
-  reason: string | null;
+  event: string;
 }
+
+/**
+ * The schema_id of the live events on the server's event bus.
+ */
+export const LIVE_EVENT_SCHEMA_ID =
+  'https://themisto-ext.invalid/schemas/live-bus.schema.json';

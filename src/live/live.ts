@@ -1,38 +1,32 @@
 /**
- * The live data service: follows the active notebook's kernel on the event
- * stream, reads the history it missed (loader.ts), and keeps one store per
- * notebook.
+ * The live data service: one store per open notebook, each following its
+ * kernel's live events (feed.ts: the page's one event bus connection), with
+ * the history read from the REST API when the notebook opens and when events
+ * were missed (loader.ts); the active notebook's store is `current`.
  */
 import {
   type INotebookTracker,
   NotebookActions,
   type NotebookPanel
 } from '@jupyterlab/notebook';
+import type { Event } from '@jupyterlab/services';
 import { Debouncer } from '@lumino/polling';
 import { type ISignal, Signal } from '@lumino/signaling';
 
 import { ThemistoApiError } from '../api/errors';
 import type { IKernelRecording, IPredictorsInfo } from '../api/model';
 import type { LiveEvent, PredictionTask } from '../api/records';
-import { EventStream } from '../api/stream';
 import type {
   ILiveEventArgs,
   INotebookLive,
   IThemistoClient,
   IThemistoLive
 } from '../tokens';
+import { LiveEventFeed } from './feed';
 import { HistoryLoader } from './loader';
 import { isModelProcessError } from './reasons';
 import { NotebookLive } from './store';
-import type { IStepDetail } from './types';
-
-/**
- * Streams kept open at once. Browsers allow six HTTP/1.1 connections per
- * host and each stream holds one for good: more would starve JupyterLab's
- * own requests, so only the most recently active notebooks stay live and the
- * others catch up from the REST API when they become active again.
- */
-export const MAX_STREAMS = 2;
+import type { ConnectionState, IStepDetail } from './types';
 
 /**
  * The live data service: follows the active notebook.
@@ -42,13 +36,18 @@ export class ThemistoLive implements IThemistoLive {
     this._client = options.client;
     this._loader = new HistoryLoader(options.client);
     this._tracker = options.tracker;
+    this._feed = new LiveEventFeed(options.events);
+    this._feed.received.connect(this._onEvent, this);
+    this._feed.missed.connect(this._onMissed, this);
+    this._feed.stateChanged.connect(this._onFeedState, this);
     this._tracker.currentChanged.connect(this._onCurrentChanged, this);
     this._client.recordingChanged.connect(this._onRecordingChanged, this);
     NotebookActions.executed.connect(this._onExecuted, this);
     // Every notebook's history is read as soon as it opens, before it has a
-    // kernel or the focus: its cells show their badges at once.
+    // kernel or the focus: its cells show their badges at once; and every
+    // notebook follows its kernel, active or not.
     this._tracker.widgetAdded.connect(this._onAdded, this);
-    this._tracker.forEach(panel => this._storeOf(panel.context.path));
+    this._tracker.forEach(panel => this._watch(panel));
     this._onCurrentChanged(this._tracker, this._tracker.currentWidget);
     void this.refreshPredictors();
   }
@@ -150,13 +149,13 @@ export class ThemistoLive implements IThemistoLive {
   }
 
   /**
-   * Close every stream.
+   * Stop following the event bus and the notebooks.
    */
   dispose(): void {
-    for (const { stream } of this._streams.values()) {
-      stream.dispose();
+    this._feed.dispose();
+    for (const panel of this._watched) {
+      this._unwatch(panel);
     }
-    this._streams.clear();
     this._tracker.currentChanged.disconnect(this._onCurrentChanged, this);
     this._client.recordingChanged.disconnect(this._onRecordingChanged, this);
     NotebookActions.executed.disconnect(this._onExecuted, this);
@@ -168,23 +167,44 @@ export class ThemistoLive implements IThemistoLive {
     tracker: INotebookTracker,
     panel: NotebookPanel | null
   ): void {
-    this._panel?.sessionContext.kernelChanged.disconnect(
-      this._onKernelChanged,
-      this
-    );
-    this._panel?.context.pathChanged.disconnect(this._onPathChanged, this);
     this._panel = panel;
     if (!panel) {
       this._setCurrent(null);
       return;
     }
-    panel.sessionContext.kernelChanged.connect(this._onKernelChanged, this);
-    panel.context.pathChanged.connect(this._onPathChanged, this);
+    this._watch(panel); // (tracked already, unless it was never announced)
     this._follow(panel);
   }
 
   private _onAdded(tracker: INotebookTracker, panel: NotebookPanel): void {
-    this._storeOf(panel.context.path);
+    this._watch(panel);
+  }
+
+  /**
+   * Follow a notebook's kernel and path for as long as it is open.
+   */
+  private _watch(panel: NotebookPanel): void {
+    if (this._watched.has(panel)) {
+      return;
+    }
+    this._watched.add(panel);
+    panel.sessionContext.kernelChanged.connect(this._onPanelChanged, this);
+    panel.context.pathChanged.connect(this._onPanelChanged, this);
+    panel.disposed.connect(this._unwatch, this);
+    this._follow(panel);
+  }
+
+  private _unwatch(panel: NotebookPanel): void {
+    this._watched.delete(panel);
+    panel.sessionContext.kernelChanged.disconnect(this._onPanelChanged, this);
+    panel.context.pathChanged.disconnect(this._onPanelChanged, this);
+    panel.disposed.disconnect(this._unwatch, this);
+  }
+
+  private _onPanelChanged(): void {
+    for (const panel of this._watched) {
+      this._follow(panel);
+    }
   }
 
   /**
@@ -221,40 +241,34 @@ export class ThemistoLive implements IThemistoLive {
     }
   }
 
-  private _onPathChanged(): void {
-    if (this._panel) {
-      this._follow(this._panel);
-    }
-  }
-
-  private _onKernelChanged(): void {
-    if (this._panel) {
-      this._follow(this._panel);
-    }
-  }
-
   /**
-   * Make a notebook's store current and its stream live. The kernel's state
-   * is read once when the active kernel changes; the stream keeps it (and
-   * the step count) up to date from then on.
+   * Point a notebook's store at the notebook's kernel (the live events of
+   * that kernel go to it), and make it current if the notebook is active.
+   * The active kernel's state is read once when it changes; its events keep
+   * it (and the step count) up to date from then on.
    */
   private _follow(panel: NotebookPanel): void {
-    const path = panel.context.path;
-    const store = this._storeOf(path);
+    const store = this._storeOf(panel.context.path);
     const kernelId = panel.sessionContext.session?.kernel?.id ?? null;
     const kernelChanged = kernelId !== store.kernelId;
-    const activeChanged = kernelChanged || store !== this._current;
+    const active = panel === this._panel;
+    const activeChanged = kernelChanged || (active && store !== this._current);
     store.kernelId = kernelId;
+    store.connection = kernelId ? this._feed.state : 'closed';
     if (kernelChanged) {
       // Another kernel: what the store knew of the previous one is void.
       store.recording = null;
       store.recordingError = null;
       store.recordingReason = null;
+      if (kernelId) {
+        void this._sync(store, kernelId); // what it did before this page listened
+      }
     }
-    this._openStream(store);
-    this._setCurrent(store);
-    if (activeChanged) {
-      void this._readKernel(store);
+    if (active) {
+      this._setCurrent(store);
+      if (activeChanged) {
+        void this._readKernel(store);
+      }
     }
   }
 
@@ -266,69 +280,51 @@ export class ThemistoLive implements IThemistoLive {
   }
 
   /**
-   * Keep a stream open for the store's kernel. The stream is filtered by
-   * kernel rather than by path: the server records the path the kernel was
-   * started with (absolute, and stale after a rename), while a kernel id is
-   * the same on both sides, and it keeps across kernel restarts.
+   * A live event goes to the stores of its kernel. Stores follow kernels
+   * rather than paths: the server records the path the kernel was started
+   * with (absolute, and stale after a rename), while a kernel id is the same
+   * on both sides, and it keeps across kernel restarts.
    */
-  private _openStream(store: NotebookLive): void {
-    const path = store.path;
-    const kernelId = store.kernelId;
-    const existing = this._streams.get(path);
-    // Most recently used last: the map's order is the LRU order.
-    this._streams.delete(path);
-    if (existing && existing.kernelId === kernelId) {
-      this._streams.set(path, existing);
+  private _onEvent(feed: LiveEventFeed, event: LiveEvent): void {
+    if (event.type === 'heartbeat') {
       return;
     }
-    existing?.stream.dispose();
-    if (!kernelId) {
-      store.connection = 'closed';
-      return;
+    if (event.type === 'recording') {
+      this._recordingNews(event.kernel_id);
     }
-    const stream = new EventStream({
-      open: signal => this._client.openEvents({ kernel: kernelId }, signal),
-      onEvent: event => this._onEvent(store, kernelId, event),
-      onState: state => {
-        if (store.kernelId === kernelId) {
-          store.connection = state;
-        }
+    if (
+      event.type === 'prediction' &&
+      isModelProcessError(event.prediction.error)
+    ) {
+      // the embedded model's process died, hung or was switched off
+      void this._modelNews.invoke();
+    }
+    for (const store of this._stores.values()) {
+      if (event.kernel_id !== null && store.kernelId === event.kernel_id) {
+        store.apply(event);
+        this._eventReceived.emit({ store, event });
       }
-    });
-    this._streams.set(path, { kernelId, stream });
-    while (this._streams.size > MAX_STREAMS) {
-      const [oldPath, old] = this._streams.entries().next().value as [
-        string,
-        { stream: EventStream }
-      ];
-      old.stream.dispose();
-      this._streams.delete(oldPath);
     }
-    stream.start();
   }
 
-  private _onEvent(
-    store: NotebookLive,
-    kernelId: string,
-    event: LiveEvent
-  ): void {
-    if (event.type === 'hello') {
-      // Connected (again): catch up on what happened while not listening.
-      void this._sync(store, kernelId);
-    } else {
-      if (event.type === 'recording') {
-        this._recordingNews(event.kernel_id);
+  /**
+   * Events were missed (the connection dropped, the server restarted): every
+   * notebook with a kernel reads what it lacks.
+   */
+  private _onMissed(): void {
+    for (const store of this._stores.values()) {
+      if (store.kernelId) {
+        void this._sync(store, store.kernelId);
       }
-      if (
-        event.type === 'prediction' &&
-        isModelProcessError(event.prediction.error)
-      ) {
-        // the embedded model's process died, hung or was switched off
-        void this._modelNews.invoke();
-      }
-      store.apply(event);
     }
-    this._eventReceived.emit({ store, event });
+  }
+
+  private _onFeedState(feed: LiveEventFeed, state: ConnectionState): void {
+    for (const store of this._stores.values()) {
+      if (store.kernelId) {
+        store.connection = state;
+      }
+    }
   }
 
   /**
@@ -339,6 +335,9 @@ export class ThemistoLive implements IThemistoLive {
       const trajectory = await this._client.latestTrajectory({
         kernel: kernelId
       });
+      if (store.kernelId !== kernelId) {
+        return; // the notebook changed kernels meanwhile
+      }
       if (trajectory) {
         if (!store.adopt(trajectory.id, trajectory.kernel_id)) {
           return;
@@ -417,10 +416,8 @@ export class ThemistoLive implements IThemistoLive {
   private _panel: NotebookPanel | null = null;
   private _current: NotebookLive | null = null;
   private _stores = new Map<string, NotebookLive>();
-  private _streams = new Map<
-    string,
-    { kernelId: string; stream: EventStream }
-  >();
+  private _watched = new Set<NotebookPanel>();
+  private _feed: LiveEventFeed;
   private _predictors: IPredictorsInfo | null = null;
   private _predictorsError: string | null = null;
   private _modelNews = new Debouncer(() => this.refreshPredictors(), 500);
@@ -436,6 +433,10 @@ export namespace ThemistoLive {
   export interface IOptions {
     client: IThemistoClient;
     tracker: INotebookTracker;
+    /**
+     * The page's event bus (`app.serviceManager.events`).
+     */
+    events: Event.IManager;
   }
 }
 

@@ -387,7 +387,7 @@ export class NotebookLive implements INotebookLive {
    * Apply a stream event; events of other trajectories are ignored.
    */
   apply(event: LiveEvent): void {
-    if (event.type === 'hello') {
+    if (event.type === 'heartbeat') {
       return;
     }
     if (event.trajectory_id && !this.adopt(event.trajectory_id)) {

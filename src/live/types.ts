@@ -11,7 +11,11 @@ import type {
   StepSummary
 } from '../api/records';
 
-export type { ConnectionState } from '../api/stream';
+/**
+ * The state of the page's live events (live/feed.ts): `closed` for a
+ * notebook without a kernel.
+ */
+export type ConnectionState = 'connecting' | 'open' | 'retrying' | 'closed';
 
 /**
  * One column of the panel: a predictor with a kind of context.

@@ -63,7 +63,7 @@ export const predictionSettingsPlugin: JupyterFrontEndPlugin<IPredictionSettings
   };
 
 /**
- * Provides the live data of the notebooks (event streams and stores).
+ * Provides the live data of the notebooks (live events and stores).
  */
 export const livePlugin: JupyterFrontEndPlugin<IThemistoLive> = {
   id: 'themisto-ext:live',
@@ -76,5 +76,6 @@ export const livePlugin: JupyterFrontEndPlugin<IThemistoLive> = {
     app: JupyterFrontEnd,
     client: IThemistoClient,
     tracker: INotebookTracker
-  ): IThemistoLive => new ThemistoLive({ client, tracker })
+  ): IThemistoLive =>
+    new ThemistoLive({ client, tracker, events: app.serviceManager.events })
 };

@@ -31,7 +31,7 @@ from typing import Any
 
 from themisto_ext.errors import ThemistoError
 from themisto_ext.events import (
-    EventBus,
+    LiveEvents,
     predicting_event,
     prediction_event,
     scored_event,
@@ -95,7 +95,7 @@ def _epoch(timestamp: str | None) -> float:
 
 
 class LivePredictions:
-    def __init__(self, store: AsyncStore, events: EventBus, predictors: list[Predictor],
+    def __init__(self, store: AsyncStore, events: LiveEvents, predictors: list[Predictor],
                  contexts: Iterable[Context], budget_chars: int,
                  budgets: Mapping[str, int] | None = None) -> None:
         self.store = store

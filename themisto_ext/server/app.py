@@ -22,7 +22,7 @@ from themisto_ext.contract import (
     default_user,
     journal_dir_for,
 )
-from themisto_ext.events import EventBus
+from themisto_ext.events import LiveEvents
 from themisto_ext.prediction.clients import (
     Limits,
     Predictor,
@@ -33,8 +33,7 @@ from themisto_ext.prediction.live import LivePredictions
 from themisto_ext.prediction.prompts import CONTEXTS, Context
 from themisto_ext.server import api
 from themisto_ext.server.access import READ_ALL_SCOPE, AccessPolicy
-from themisto_ext.server.api.events import close_streams
-from themisto_ext.server.core import SETTINGS_KEY, Themisto
+from themisto_ext.server.core import HEARTBEAT, SETTINGS_KEY, Themisto
 from themisto_ext.server.provisioner import NAME as PROVISIONER_NAME
 from themisto_ext.server.renames import RenameListener
 from themisto_ext.server.settings import ServerSettings, launch_with
@@ -122,6 +121,11 @@ class ThemistoExtension(ExtensionApp):
     value_budget = Float(_CAPTURE.value_budget,
                          help="Seconds one value's repr or size may take.").tag(config=True)
     ingest_interval = Float(0.05, help="Seconds between scans of the kernel journals.").tag(
+        config=True)
+    heartbeat_interval = Float(
+        HEARTBEAT, help="Seconds between the live stream's heartbeat events: a page that "
+                        "hears none for twice as long shows its connection as down, and "
+                        "one that reconnected learns from the next what it missed.").tag(
         config=True)
     store_retry = Float(5.0, help="Seconds between attempts to open, or write to, a store "
                                   "that could not be used (steps wait in the journals).").tag(
@@ -234,7 +238,9 @@ class ThemistoExtension(ExtensionApp):
         store = AsyncStore(GuardedStore(opener, retry=self.store_retry))
         access = AccessPolicy(self.user, frozenset(self.read_all_users), self.read_all_scope,
                               single_user_store=single_user)
-        events = EventBus()
+        assert self.serverapp is not None  # set before extensions initialize
+        # jupyter_server's event bus: JupyterLab's EventManager reads it over one WebSocket
+        events = LiveEvents(self.serverapp.event_logger)
         predictors = self._make_predictors()
         local = {p.name: self.local_prediction_budget for p in predictors
                  if p.name.split(":", 1)[0] in ("local", "hybrid")}
@@ -317,7 +323,7 @@ class ThemistoExtension(ExtensionApp):
         if themisto is not None:  # None: initialize_settings failed, and said so
             self._renames = RenameListener(serverapp, themisto)
             self._renames.start()
-            await themisto.start(self.ingest_interval)
+            await themisto.start(self.ingest_interval, self.heartbeat_interval)
 
     async def stop_extension(self) -> None:
         themisto = getattr(self, "themisto", None)
@@ -326,5 +332,5 @@ class ThemistoExtension(ExtensionApp):
         renames: RenameListener | None = getattr(self, "_renames", None)
         if renames is not None:
             renames.stop()
-        close_streams(themisto.events)
+        themisto.events.close()
         await themisto.stop()

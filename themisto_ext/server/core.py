@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from themisto_ext.contract import read_status, read_switch, status_path, switch_path, write_switch
 from themisto_ext.errors import JournalUnavailable, NotFound, StoreUnavailable, ThemistoError
-from themisto_ext.events import EventBus, recording_event, step_event, trajectory_event
+from themisto_ext.events import LiveEvents, recording_event, step_event, trajectory_event
 from themisto_ext.ingest import IngestResult, JournalIngestor, moved_path
 from themisto_ext.journal import SUFFIX
 from themisto_ext.prediction.live import LivePredictions
@@ -35,6 +35,8 @@ SETTINGS_KEY = "themisto"
 STATUS_EVERY = 1.0
 """Seconds between checks of every running kernel's recording status (a change is
 published as a ``recording`` event)."""
+HEARTBEAT = 10.0
+"""Seconds between the live stream's heartbeats (``ThemistoExtension.heartbeat_interval``)."""
 TRIM_AFTER = 32 * 1024 * 1024
 """Journal bytes ingested after which the C allocator is asked to give freed memory back.
 
@@ -63,7 +65,7 @@ class KernelState:
 
 class Themisto:
     def __init__(self, *, settings: ServerSettings, store: AsyncStore, live: LivePredictions,
-                 events: EventBus, access: AccessPolicy | None = None,
+                 events: LiveEvents, access: AccessPolicy | None = None,
                  running_kernels: Callable[[], Iterable[str]] | None = None,
                  notebook_exists: Callable[[str], bool] | None = None) -> None:
         self.settings = settings
@@ -86,22 +88,32 @@ class Themisto:
             self.ingestor.notebook_exists = notebook_exists
         self._ingest_lock = asyncio.Lock()
         self._ingest_task: asyncio.Task[None] | None = None
+        self._heartbeat_task: asyncio.Task[None] | None = None
         self._ingest_problem: str | None = None
         self._published: dict[str, KernelState] = {}
         self._untrimmed = self._tick_bytes = 0
 
     # ------------------------------------------------------------ lifecycle
 
-    async def start(self, interval: float) -> None:
+    async def start(self, interval: float, heartbeat: float = HEARTBEAT) -> None:
         await self._ingest_once()  # whatever kernels wrote while no server was running
         self._ingest_task = asyncio.create_task(self._ingest_forever(interval))
+        self._heartbeat_task = asyncio.create_task(self._beat_forever(heartbeat))
 
     async def stop(self) -> None:
-        if self._ingest_task is not None:
-            self._ingest_task.cancel()
+        for task in (self._ingest_task, self._heartbeat_task):
+            if task is not None:
+                task.cancel()
         await self._ingest_once()
         await self.live.aclose()
         self.store.close()
+
+    async def _beat_forever(self, interval: float) -> None:
+        """A heartbeat on the live stream: how a page learns, without asking, that its
+        connection is down (none comes) or that it missed events (its seq)."""
+        while True:
+            self.events.heartbeat(interval)
+            await asyncio.sleep(interval)
 
     async def _ingest_forever(self, interval: float) -> None:
         loop = asyncio.get_running_loop()
@@ -239,14 +251,14 @@ class Themisto:
         return state
 
     async def warm(self, kernel_id: str) -> None:
-        """A notebook opened its live stream: the model sessions its kernel's predictions
-        use are warmed in the background (``LivePredictions.warm``)."""
+        """A notebook opened (its page read the kernel's state): the model sessions its
+        kernel's predictions use are warmed in the background (``LivePredictions.warm``)."""
         if not self.settings.live_predictions:
             return
         try:
             latest = await self.store.latest_for_kernel(kernel_id, self.user)
         except ThemistoError:
-            return  # the stream says why the store cannot be read
+            return  # the kernel's state says why the store cannot be read
         if latest is None or latest.ended_at is None:
             self.live.warm(None if latest is None else latest.id,
                            0 if latest is None else latest.steps)

@@ -6,7 +6,9 @@ export const PANEL = '#themisto-prediction-panel';
 /**
  * Open the prediction panel from the Themisto main menu.
  */
-export async function openPanel(page: IJupyterLabPageFixture): Promise<Locator> {
+export async function openPanel(
+  page: IJupyterLabPageFixture
+): Promise<Locator> {
   await page.menu.clickMenuItem('Themisto>Open Prediction Panel');
   const panel = page.locator(PANEL);
   await panel.waitFor({ state: 'visible' });
@@ -110,8 +112,9 @@ export async function createNamed(
   await page.contents.uploadContent(JSON.stringify(notebook), 'text', path);
   await page.notebook.openByPath(path);
   await page.notebook.activate(name);
+  // The shown notebook's indicator: other open notebooks have theirs, hidden.
   await page
-    .locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]')
+    .locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]:visible')
     .first()
     .waitFor();
 }

@@ -1,21 +1,25 @@
 import { expect, test } from '@jupyterlab/galata';
-import { Page, Request } from '@playwright/test';
+import { Page, Request, WebSocketRoute } from '@playwright/test';
 
 import { cellId, cellSource, openPanel, screenshotThemes } from './helpers';
 
 /*
  * The panel's states against a scripted server: the prediction routes and
- * the event stream are answered by the test (the rest of the server is
- * real), so states that the fast baseline predictor hides (predicting…,
+ * the event bus's WebSocket are answered by the test (the rest of the server
+ * is real), so states that the fast baseline predictor hides (predicting…,
  * provider errors, Retry) are reached at will.
  */
 
 const TRAJECTORY = 'scripted-trajectory';
 
+const LIVE_EVENT_SCHEMA_ID =
+  'https://themisto-ext.invalid/schemas/live-bus.schema.json';
+
 interface IScript {
   predictors: string[];
-  /** Events served on each (re)connection: the state to be in. */
-  events: Array<Record<string, unknown>>;
+  /** The page's event bus WebSocket, once it connected (scripted). */
+  bus?: WebSocketRoute;
+  seq?: number;
   steps: Array<Record<string, unknown>>;
   requests: unknown[];
   /** Whole predictions (with their prompt) by id: GET predictions/{id}. */
@@ -24,14 +28,38 @@ interface IScript {
   fetched?: string[];
 }
 
-function sse(events: Array<Record<string, unknown>>): string {
-  // A short retry: the stream ends after each answer and the client comes
-  // back at once, reading the next scripted state.
-  let text = 'retry: 250\nevent: hello\ndata: {"type":"hello"}\n\n';
+/**
+ * Send live events to the page as jupyter_server's event bus would: each
+ * numbered, as its JSON text under the live bus schema's id.
+ */
+async function send(
+  state: IScript,
+  events: Array<Record<string, unknown>>
+): Promise<void> {
+  await expect.poll(() => state.bus !== undefined).toBe(true);
   for (const event of events) {
-    text += `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+    state.seq = (state.seq ?? 0) + 1;
+    state.bus!.send(
+      JSON.stringify({
+        schema_id: LIVE_EVENT_SCHEMA_ID,
+        type: event.type,
+        event: JSON.stringify({ ...event, seq: state.seq })
+      })
+    );
   }
-  return text;
+}
+
+/** The active notebook's kernel id, once it has one. */
+async function kernelOf(page: Page): Promise<string> {
+  const read = () =>
+    page.evaluate(() => {
+      const widget = window.jupyterapp.shell.currentWidget as unknown as {
+        sessionContext: { session: { kernel: { id: string } | null } | null };
+      };
+      return widget.sessionContext.session?.kernel?.id ?? '';
+    });
+  await expect.poll(read).not.toBe('');
+  return read();
 }
 
 async function script(page: Page, state: IScript): Promise<void> {
@@ -42,7 +70,11 @@ async function script(page: Page, state: IScript): Promise<void> {
   });
   await page.route(/\/themisto\/api\/predictors/, route =>
     route.fulfill(
-      json({ predictors: state.predictors, contexts: ['none', 'full'], live: true })
+      json({
+        predictors: state.predictors,
+        contexts: ['none', 'full'],
+        live: true
+      })
     )
   );
   await page.route(/\/themisto\/api\/trajectories\?/, route =>
@@ -57,7 +89,11 @@ async function script(page: Page, state: IScript): Promise<void> {
   );
   await page.route(/\/themisto\/api\/trajectories\/[^/]+\/steps/, route =>
     route.fulfill(
-      json({ trajectory_id: TRAJECTORY, steps: state.steps, next_since_step: null })
+      json({
+        trajectory_id: TRAJECTORY,
+        steps: state.steps,
+        next_since_step: null
+      })
     )
   );
   await page.route(/\/themisto\/api\/trajectories\/[^/]+\/history/, route =>
@@ -79,17 +115,16 @@ async function script(page: Page, state: IScript): Promise<void> {
   await page.route(/\/themisto\/api\/trajectories\/[^/]+\/predictions/, route =>
     route.fulfill(json({ predictions: [] }))
   );
-  await page.route(/\/themisto\/api\/events/, route =>
-    route.fulfill({
-      status: 200,
-      contentType: 'text/event-stream',
-      body: sse(state.events)
-    })
-  );
-  await page.route(/\/themisto\/api\/predictions(\?|$)/, (route, request: Request) => {
-    state.requests.push(request.postDataJSON());
-    return route.fulfill(json({ accepted: true }, 202));
+  await page.routeWebSocket(/\/api\/events\/subscribe/, ws => {
+    state.bus = ws; // JupyterLab's EventManager, talking to the test
   });
+  await page.route(
+    /\/themisto\/api\/predictions(\?|$)/,
+    (route, request: Request) => {
+      state.requests.push(request.postDataJSON());
+      return route.fulfill(json({ accepted: true }, 202));
+    }
+  );
   await page.route(/\/themisto\/api\/predictions\/[^/?]+(\?|$)/, route => {
     const path = new URL(route.request().url()).pathname;
     const id = decodeURIComponent(path.split('/').pop() ?? '');
@@ -101,10 +136,11 @@ async function script(page: Page, state: IScript): Promise<void> {
   });
 }
 
+/** What every event is about; the kernel is the notebook's, once known. */
 const envelope = {
   trajectory_id: TRAJECTORY,
   kernel_id: 'k',
-  notebook_path: null
+  notebook_path: null as string | null
 };
 
 function step(n: number, cell: string, code: string, output: string) {
@@ -176,7 +212,6 @@ test.describe('Themisto prediction panel states', () => {
   }, testInfo) => {
     const state: IScript = {
       predictors: ['baseline'],
-      events: [],
       steps: [],
       requests: [],
       predictions: {},
@@ -189,10 +224,12 @@ test.describe('Themisto prediction panel states', () => {
     await page.notebook.addCell('code', 'print(greeting)');
     const [cell0, cell1] = [await cellId(page, 0), await cellId(page, 1)];
     const panel = await openPanel(page);
+    const kernelId = await kernelOf(page);
+    envelope.kernel_id = kernelId; // the page follows its notebook's kernel
 
     // Step 1 recorded; the output of cell 2 is being predicted.
     state.steps = [step(1, cell0, 'greeting = "hello there"', '')];
-    state.events = [
+    await send(state, [
       { ...envelope, type: 'step', step: state.steps[0] },
       ...['none', 'full'].map(context => ({
         ...envelope,
@@ -203,7 +240,7 @@ test.describe('Themisto prediction panel states', () => {
         target_step: 2,
         cell_id: cell1
       }))
-    ];
+    ]);
     const outputs = panel.locator('.themisto-OutputSection .themisto-Card');
     await expect(outputs).toHaveCount(2);
     await expect(outputs.first()).toHaveAttribute('data-state', 'predicting');
@@ -218,25 +255,23 @@ test.describe('Themisto prediction panel states', () => {
       cell_id: cell1,
       error: { type: 'ProviderError', message: 'rate limit exceeded (429)' }
     });
-    state.events = [
+    await send(state, [
       { ...envelope, type: 'prediction', prediction: answered },
       { ...envelope, type: 'prediction', prediction: failed }
-    ];
+    ]);
     const none = panel.locator('.themisto-OutputSection [data-context="none"]');
     const full = panel.locator('.themisto-OutputSection [data-context="full"]');
     await expect(none).toHaveAttribute('data-state', 'done');
-    await expect(none.locator('.themisto-Predicted')).toHaveText('hello world\n');
+    await expect(none.locator('.themisto-Predicted')).toHaveText(
+      'hello world\n'
+    );
     await expect(none).toHaveAttribute('data-landed', 'false');
     await expect(full).toHaveAttribute('data-state', 'error');
-    await expect(full).toContainText('ProviderError: rate limit exceeded (429)');
+    await expect(full).toContainText(
+      'ProviderError: rate limit exceeded (429)'
+    );
     await full.locator('.themisto-Retry').click();
     await expect.poll(() => state.requests.length).toBe(1);
-    const kernelId = await page.evaluate(() => {
-      const widget = window.jupyterapp.shell.currentWidget as unknown as {
-        sessionContext: { session: { kernel: { id: string } } };
-      };
-      return widget.sessionContext.session.kernel.id;
-    });
     expect(state.requests[0]).toEqual({
       kernel_id: kernelId,
       task: 'output',
@@ -250,7 +285,10 @@ test.describe('Themisto prediction panel states', () => {
       cell_id: cell1,
       answer: 'hello there\n'
     });
-    state.steps = [...state.steps, step(2, cell1, 'print(greeting)', 'hello there\n')];
+    state.steps = [
+      ...state.steps,
+      step(2, cell1, 'print(greeting)', 'hello there\n')
+    ];
     const scores = { exact_match: 0, rouge_l: 0.5, chrf: 0.62 };
     const scored = (id: string, value: Record<string, number>) => ({
       ...envelope,
@@ -261,7 +299,7 @@ test.describe('Themisto prediction panel states', () => {
       reference: 'hello there\n',
       scores: value
     });
-    state.events = [
+    await send(state, [
       { ...envelope, type: 'prediction', prediction: retried },
       { ...envelope, type: 'step', step: state.steps[1] },
       scored(answered.id, scores),
@@ -273,19 +311,31 @@ test.describe('Themisto prediction panel states', () => {
           answer: 'print(greeting.upper())'
         })
       }))
-    ];
+    ]);
     await expect(none).toHaveAttribute('data-landed', 'true');
     await expect(none.locator('.themisto-Actual')).toHaveText('hello there\n');
-    await expect(none.locator('.themisto-Predicted del').first()).toHaveText('wo');
-    await expect(none.locator('.themisto-Actual ins').first()).toHaveText('the');
-    await expect(none.locator('.themisto-Scores')).toContainText('ROUGE-L 0.50');
+    await expect(none.locator('.themisto-Predicted del').first()).toHaveText(
+      'wo'
+    );
+    await expect(none.locator('.themisto-Actual ins').first()).toHaveText(
+      'the'
+    );
+    await expect(none.locator('.themisto-Scores')).toContainText(
+      'ROUGE-L 0.50'
+    );
     await expect(full.locator('.themisto-Scores')).toContainText('EM 1.00');
-    await expect(panel.locator('.themisto-Scoreboard tr[data-task="output"]')).toHaveCount(2);
-    await expect(panel.locator('.themisto-Plot polyline, .themisto-Plot circle')).toHaveCount(2);
+    await expect(
+      panel.locator('.themisto-Scoreboard tr[data-task="output"]')
+    ).toHaveCount(2);
+    await expect(
+      panel.locator('.themisto-Plot polyline, .themisto-Plot circle')
+    ).toHaveCount(2);
     await expect(
       panel.locator('.themisto-VariablesTable tr[data-name="df"]')
     ).toContainText('DataFrame 100000×3');
-    await expect(panel.locator('.themisto-Runtime-summary')).toContainText('93.8 MiB');
+    await expect(panel.locator('.themisto-Runtime-summary')).toContainText(
+      '93.8 MiB'
+    );
 
     // Cell 2 carries a badge with its output score; cell 1, predicted by
     // no one, says so.
@@ -295,7 +345,10 @@ test.describe('Themisto prediction panel states', () => {
     const marker = markers.last();
     await expect(marker).toHaveAttribute('data-themisto-step', '2');
     await expect(marker).toHaveText('RL 0.50');
-    await expect(marker).toHaveAttribute('title', /baseline · full \(step 2\): EM 1\.00/);
+    await expect(marker).toHaveAttribute(
+      'title',
+      /baseline · full \(step 2\): EM 1\.00/
+    );
 
     // Prompts are not on the stream: one is read when its card shows it.
     expect(state.fetched).toEqual([]);
@@ -308,7 +361,9 @@ test.describe('Themisto prediction panel states', () => {
     await expect(none.locator('.themisto-PromptSystem')).toHaveText(
       'You predict cell outputs.'
     );
-    await expect(none.locator('.themisto-PromptUser')).toHaveText('print(greeting)');
+    await expect(none.locator('.themisto-PromptUser')).toHaveText(
+      'print(greeting)'
+    );
     expect(state.fetched).toEqual([answered.id]);
     await none.locator('.themisto-Prompt summary').click();
 
@@ -318,18 +373,25 @@ test.describe('Themisto prediction panel states', () => {
     await page.notebook.selectCells(1);
     const next = panel.locator('.themisto-NextSection [data-context="none"]');
     await next.locator('.themisto-Insert').click();
-    await expect.poll(() => cellSource(page, 2)).toBe('print(greeting.upper())');
+    await expect
+      .poll(() => cellSource(page, 2))
+      .toBe('print(greeting.upper())');
     await next.locator('.themisto-Replace').click();
-    await expect.poll(() => cellSource(page, 2)).toBe('print(greeting.upper())');
+    await expect
+      .poll(() => cellSource(page, 2))
+      .toBe('print(greeting.upper())');
 
     // Predict next cell now: the header button posts a request.
     await panel.locator('.themisto-PredictNow').click();
     await expect.poll(() => state.requests.length).toBe(2);
-    expect(state.requests[1]).toEqual({ kernel_id: kernelId, task: 'next-cell' });
+    expect(state.requests[1]).toEqual({
+      kernel_id: kernelId,
+      task: 'next-cell'
+    });
   });
 
   test('says when no predictor is configured', async ({ page }, testInfo) => {
-    const state: IScript = { predictors: [], events: [], steps: [], requests: [] };
+    const state: IScript = { predictors: [], steps: [], requests: [] };
     await script(page, state);
     await page.goto();
     await page.notebook.createNew();

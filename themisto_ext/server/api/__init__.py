@@ -6,7 +6,6 @@ from jupyter_server.utils import url_path_join
 from tornado.web import RequestHandler
 
 from themisto_ext.server.api.base import API_PREFIX, API_VERSION, NotFoundHandler
-from themisto_ext.server.api.events import EventsHandler
 from themisto_ext.server.api.history import HistoryHandler
 from themisto_ext.server.api.kernels import KernelHandler
 from themisto_ext.server.api.predictions import (
@@ -44,7 +43,6 @@ def routes() -> list[tuple[str, type[RequestHandler]]]:
         (path(r"predictions/(?P<prediction_id>[^/]+)"), PredictionHandler),
         (path("speculations"), SpeculationsHandler),
         (path("export"), ExportHandler),
-        (path("events"), EventsHandler),
         (path(r"kernels/(?P<kernel_id>[^/]+)"), KernelHandler),
         (url_path_join(API_PREFIX, r"(?P<rest>.*)"), NotFoundHandler),
     ]

@@ -34,6 +34,9 @@ class KernelHandler(ThemistoHandler):
             await self.themisto.ingest_now()
         except StoreUnavailable:
             pass  # answered below: not recorded, and why
+        # A page reads this when one of its notebooks opens on the kernel: its predictions
+        # come sooner if the model's session reads the trajectory now, in the background.
+        await self.themisto.warm(kernel_id)
         self.send_json(await self._model(kernel_id, self.themisto.kernel_state(kernel_id)))
 
     @web.authenticated
