@@ -679,7 +679,7 @@ class TestWarmOnOpen:
         try:
             core = jp_serverapp.web_app.settings["themisto"]
             deadline = time.monotonic() + 30
-            while not (latest := core.store.latest_for_kernel(kernel_id, core.user)):
+            while not (latest := core.store.sync.latest_for_kernel(kernel_id, core.user)):
                 assert time.monotonic() < deadline, "the kernel never began its trajectory"
                 await asyncio.sleep(0.05)  # read from the store: the API would warm it
             tid = latest.id
