@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from themisto_ext.events import LIVE_EVENT_SCHEMA_ID, live_event
 from themisto_ext.prediction.clients.base import PredictionRequest
 from themisto_ext.prediction.clients.local import (
     Limits,
@@ -325,16 +326,22 @@ class TestInTheServer:
         (local,) = themisto.live.predictors
         killed: list[int] = []
 
-        def crash_on_first_piece(event) -> None:
+        async def crash_on_first_piece(logger, schema_id, data) -> None:
             # on the event loop, as the first piece of an output prediction is published:
             # the model is writing it
+            event = live_event(data)
             if event["type"] == "writing" and event["task"] == "output" and kill_now:
                 kill_now.pop()
                 killed.append(event["target_step"])
                 os.kill(local.pid, signal.SIGSEGV)
 
         kill_now: list[bool] = []
-        unsubscribe = themisto.events.subscribe(crash_on_first_piece)
+        themisto.events.logger.add_listener(schema_id=LIVE_EVENT_SCHEMA_ID,
+                                            listener=crash_on_first_piece)
+
+        def unsubscribe() -> None:
+            themisto.events.logger.remove_listener(schema_id=LIVE_EVENT_SCHEMA_ID,
+                                                   listener=crash_on_first_piece)
         kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
         store = store_of(jp_serverapp)
 
