@@ -25,6 +25,7 @@ import type {
   Prediction,
   PredictionTask
 } from './api/records';
+import type { ICellSource } from './live/cellmatch';
 import type {
   ConnectionState,
   ICombo,
@@ -255,6 +256,13 @@ export interface INotebookLive {
    * of the notebook (before a kernel restart, another kernel).
    */
   cellStep(cellId: string): ICellStep | null;
+
+  /**
+   * Learn the notebook's code cells (id and source), so that `cellStep`
+   * finds the steps of a cell whose id no step names: a reloaded notebook of
+   * nbformat < 4.5 gets new cell ids at every load.
+   */
+  recognize(cells: readonly ICellSource[]): void;
 
   /**
    * The steps in brief of the current or an earlier trajectory.

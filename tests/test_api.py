@@ -269,8 +269,8 @@ async def test_history_pages_steps_in_brief_with_their_predictions(api, jp_serve
     assert last == {"trajectory_id": "h1", "steps": [], "next_since_step": None}
     twelve = page["steps"][1]
     assert twelve["step"] == 12 and twelve["error"] is None
-    assert set(twelve) == {"step", "cell_id", "execution_time", "memory_bytes", "error",
-                           "predictions"}
+    assert set(twelve) == {"step", "cell_id", "code_hash", "execution_time", "memory_bytes",
+                           "error", "predictions"}
     assert twelve["predictions"] == [
         {"id": scored["id"], "task": "output", "predictor": "baseline", "context": "full",
          "scores": scored["scores"], "error": None},

@@ -13,6 +13,7 @@ from test_trajectory_format import make_step
 from themisto_ext.contract import JournalRecord, decode_record
 from themisto_ext.ingest import JournalIngestor, interpret
 from themisto_ext.journal import JournalWriter
+from themisto_ext.records import code_hash
 from themisto_ext.store import (
     NotebookMoved,
     SQLiteStore,
@@ -181,7 +182,8 @@ def test_history_in_brief_slim_and_bounded_predictions(store):
                            "error": {"type": "PredictionSuperseded", "message": "late"}})
     store.save_prediction({**base, "id": "p3", "target_step": 3})
     brief = store.step_summaries("t", since_step=1, limit=1)
-    assert brief == [{"step": 2, "cell_id": "c2", "execution_time": 0.5, "memory_bytes": 7,
+    assert brief == [{"step": 2, "cell_id": "c2", "code_hash": code_hash(failed["code"]),
+                      "execution_time": 0.5, "memory_bytes": 7,
                       "error": "KeyError", "predictions": [
                           {"id": "p2", "task": "output", "predictor": "baseline",
                            "context": "full", "scores": {"exact_match": 1.0}, "error": None},

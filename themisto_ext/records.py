@@ -204,9 +204,21 @@ class PredictionSummary(TypedDict):
     error: PredictionError | None
 
 
+def code_hash(code: str) -> str:
+    """A step summary's ``code_hash``: 32-bit FNV-1a of the code's UTF-8 bytes, as 8 hex
+    digits. The front end hashes a cell's source the same way (src/live/cellmatch.ts) to
+    find its steps when the ids it ran under are gone: a notebook of nbformat < 4.5 has
+    no cell ids on disk, and JupyterLab gives its cells new ones at every load."""
+    h = 0x811C9DC5
+    for byte in code.encode("utf-8", "surrogatepass"):
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return f"{h:08x}"
+
+
 class StepSummary(TypedDict):
     step: int
     cell_id: str | None
+    code_hash: str
     execution_time: float
     memory_bytes: int | None
     error: str | None

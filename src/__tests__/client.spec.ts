@@ -325,6 +325,7 @@ describe('ThemistoClient: live data', () => {
               {
                 step: 4,
                 cell_id: 'c',
+                code_hash: '41f65c6b',
                 execution_time: 0.5,
                 memory_bytes: 10,
                 error: 'NameError',

@@ -13,6 +13,7 @@ function brief(n: number, cell: string): StepSummary {
   return {
     step: n,
     cell_id: cell,
+    code_hash: '00000000',
     execution_time: 0.1,
     memory_bytes: 10,
     error: null,

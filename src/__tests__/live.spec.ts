@@ -96,6 +96,7 @@ class FakeClient implements IThemistoClient {
       steps.push({
         step: n,
         cell_id: `${id}-cell-${n}`,
+        code_hash: '00000000',
         execution_time: 0.01,
         memory_bytes: 1000,
         error: null,

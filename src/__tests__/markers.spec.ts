@@ -10,14 +10,14 @@ import { PATH, prediction, scores, step } from './fixtures';
 
 const trans = nullTranslator.load('themisto_ext');
 
-function fakeCell(id: string) {
+function fakeCell(id: string, source = '') {
   const node = document.createElement('div');
   // JupyterLab's own (empty) footer: ours goes before it.
   const own = document.createElement('div');
   own.className = 'jp-CellFooter';
   node.append(own);
   return {
-    model: { id, type: 'code' },
+    model: { id, type: 'code', sharedModel: { getSource: () => source } },
     node,
     ready: Promise.resolve(),
     toggleClass: (name: string, on: boolean) => node.classList.toggle(name, on),
@@ -25,21 +25,21 @@ function fakeCell(id: string) {
   };
 }
 
-function fakePanel(ids: string[]) {
+function fakePanel(ids: string[], sources: string[] = []) {
   return {
     context: { path: PATH },
     content: {
-      widgets: ids.map(fakeCell),
+      widgets: ids.map((id, i) => fakeCell(id, sources[i])),
       model: { cells: { changed: new Signal<unknown, unknown>({}) } }
     }
   } as unknown as NotebookPanel;
 }
 
-function setup(ids: string[]) {
+function setup(ids: string[], sources: string[] = []) {
   const store = new NotebookLive(PATH);
   const live = new FakeLive(store);
   const settings = new PredictionSettings();
-  const panel = fakePanel(ids);
+  const panel = fakePanel(ids, sources);
   const reviewed: Array<[number, string | null]> = [];
   const markers = new CellMarkers(panel, live, settings, trans, (s, t) =>
     reviewed.push([s, t])
@@ -49,6 +49,23 @@ function setup(ids: string[]) {
 }
 
 describe('CellMarkers', () => {
+  it('badges the cells of a reloaded notebook without cell ids (nbformat 4.4) by their code', () => {
+    // The steps ran under ids JupyterLab gave at the last load; this load's differ.
+    const { store, markers, nodes } = setup(
+      ['load2-a', 'load2-b', 'load2-c'],
+      ['x1 = 1', 'x2 = 2', 'edited since']
+    );
+    store.adopt('t1');
+    store.addSteps([step(1), step(2), step(3)]);
+    store.addPredictions([prediction('output', 2, { scores: scores(0.9) })]);
+    markers.update();
+    const badges = nodes.map(n => n.querySelector(`.${MARKER_CLASS}`));
+    expect(
+      badges.map(b => b?.getAttribute('data-themisto-step') ?? null)
+    ).toEqual(['1', '2', null]);
+    expect(badges[1]?.textContent).toContain('90');
+  });
+
   it('badges each cell with the score of its latest step and follows the settings', () => {
     const { store, settings, markers, nodes, reviewed } = setup(['c1', 'c2']);
     store.adopt('t1');

@@ -136,6 +136,7 @@ describe('NotebookLive', () => {
     const older = {
       step: 0,
       cell_id: 'z',
+      code_hash: '00000000',
       execution_time: 1,
       memory_bytes: null,
       error: 'NameError',

@@ -70,6 +70,7 @@ describe('cellView', () => {
   const summary = (predictions: PredictionSummary[]): StepSummary => ({
     step: 3,
     cell_id: 'c3',
+    code_hash: '00000000',
     execution_time: 1.5,
     memory_bytes: 2048,
     error: null,

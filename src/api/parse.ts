@@ -359,6 +359,7 @@ export function toStepSummary(value: unknown): StepSummary | null {
   return {
     step: value.step,
     cell_id: strOrNull(value.cell_id),
+    code_hash: str(value.code_hash),
     execution_time: num(value.execution_time),
     memory_bytes: numOrNull(value.memory_bytes),
     error: strOrNull(value.error),

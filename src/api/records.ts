@@ -340,6 +340,10 @@ export interface Scores {
 export interface StepSummary {
   step: number;
   cell_id: string | null;
+  /**
+   * 32-bit FNV-1a of the step's code as UTF-8, 8 hex digits: how a notebook finds the steps of a cell whose id they were not recorded under (nbformat < 4.5 notebooks have no ids on disk; JupyterLab gives their cells new ones at every load).
+   */
+  code_hash: string;
   execution_time: number;
   memory_bytes: number | null;
   /**

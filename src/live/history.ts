@@ -13,6 +13,7 @@ import type {
   Scores,
   StepSummary
 } from '../api/records';
+import { codeHash } from './cellmatch';
 import { insertSorted } from './order';
 import type { IStepHistory } from './types';
 
@@ -103,6 +104,7 @@ export class StepIndex implements IStepHistory {
     this._hold({
       step: step.step,
       cell_id: step.cell_id,
+      code_hash: codeHash(step.code),
       execution_time: step.execution_time,
       memory_bytes: step.memory_bytes,
       error: step.error ? step.error.ename : null,

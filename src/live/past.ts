@@ -33,6 +33,13 @@ export class EarlierTrajectories {
   }
 
   /**
+   * The earlier trajectories held, newest first.
+   */
+  get indexes(): readonly StepIndex[] {
+    return this._list;
+  }
+
+  /**
    * The cell of the latest step of the newest trajectory with steps.
    */
   get lastCell(): string | null {

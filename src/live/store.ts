@@ -21,6 +21,12 @@ import type {
   WritingEvent
 } from '../api/records';
 import type { INotebookLive } from '../tokens';
+import {
+  type ICellSource,
+  type IRecordedCell,
+  matchCells,
+  recordedCells
+} from './cellmatch';
 import { StepIndex } from './history';
 import { insertSorted, trimFront } from './order';
 import { EarlierTrajectories } from './past';
@@ -239,18 +245,46 @@ export class NotebookLive implements INotebookLive {
    * the latest step recorded.
    */
   get lastRunCell(): string | null {
-    return (
+    const recorded =
       this._lastRun ??
       this._index.get(this._index.last)?.cell_id ??
-      this._past.lastCell
+      this._past.lastCell;
+    return (recorded !== null && this._unaliased.get(recorded)) || recorded;
+  }
+
+  /**
+   * Learn the notebook's code cells, to find the steps of those whose id no
+   * step names (a reloaded notebook of nbformat < 4.5: see cellmatch.ts).
+   */
+  recognize(cells: readonly ICellSource[]): void {
+    const recorded = this._recordedCells();
+    if (recorded.size === 0) {
+      this._aliases.clear();
+      this._unaliased.clear();
+      return;
+    }
+    this._aliases = matchCells(cells, recorded.values());
+    this._unaliased = new Map(
+      [...this._aliases].map(([live, ran]) => [ran, live])
     );
   }
 
   /**
    * A cell's latest step: in the current trajectory, else in the latest
-   * earlier one that ran it.
+   * earlier one that ran it; by the id its steps ran under when they name no
+   * cell of the notebook (see `recognize`).
    */
   cellStep(cellId: string): ICellStep | null {
+    return (
+      this._stepOfCell(cellId) ??
+      this._stepOfCell(this._aliases.get(cellId) ?? null)
+    );
+  }
+
+  private _stepOfCell(cellId: string | null): ICellStep | null {
+    if (cellId === null) {
+      return null;
+    }
     const current = this._index.latestOfCell(cellId);
     if (current) {
       return {
@@ -526,6 +560,28 @@ export class NotebookLive implements INotebookLive {
     return true;
   }
 
+  /**
+   * Cells as recorded, current trajectory first; kept until steps land.
+   */
+  private _recordedCells(): Map<string, IRecordedCell> {
+    const indexes = [this._index, ...this._past.indexes];
+    const key = indexes
+      .map(i => `${i.trajectoryId}:${i.size}:${i.last}`)
+      .join('|');
+    if (key !== this._recordedKey) {
+      this._recordedKey = key;
+      this._recorded = new Map();
+      for (const index of indexes) {
+        for (const [id, cell] of recordedCells(index.summaries())) {
+          if (!this._recorded.has(id)) {
+            this._recorded.set(id, cell);
+          }
+        }
+      }
+    }
+    return this._recorded;
+  }
+
   private _reset(): void {
     this._steps.clear();
     this._stepOrder = [];
@@ -542,6 +598,10 @@ export class NotebookLive implements INotebookLive {
   private _index = new StepIndex();
   private _lastRun: string | null = null;
   private _past = new EarlierTrajectories();
+  private _aliases = new Map<string, string>();
+  private _unaliased = new Map<string, string>();
+  private _recorded = new Map<string, IRecordedCell>();
+  private _recordedKey = '';
   private _changed = new Signal<INotebookLive, LiveChange>(this);
   private _trajectoryId: string | null = null;
   private _kernelId: string | null = null;

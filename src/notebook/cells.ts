@@ -10,6 +10,8 @@ import {
   type NotebookPanel
 } from '@jupyterlab/notebook';
 
+import type { ICellSource } from '../live/cellmatch';
+
 /**
  * The index of the last code cell run, when the notebook still has it.
  */
@@ -83,6 +85,19 @@ export function insertAfterLastRun(
  */
 export function replaceActiveCell(panel: NotebookPanel, source: string): void {
   panel.content.activeCell?.model.sharedModel.setSource(source);
+}
+
+/**
+ * The notebook's code cells, their ids and sources (for
+ * `INotebookLive.recognize`).
+ */
+export function codeCells(notebook: Pick<Notebook, 'widgets'>): ICellSource[] {
+  return notebook.widgets
+    .filter(cell => cell.model.type === 'code')
+    .map(cell => ({
+      id: cell.model.id,
+      source: cell.model.sharedModel.getSource()
+    }));
 }
 
 /**

@@ -27,6 +27,7 @@ import type {
   IPredictionSettings,
   IThemistoLive
 } from '../tokens';
+import { codeCells } from './cells';
 import { cellView, scoreLevel } from './cellview';
 
 export const MARKER_CLASS = 'themisto-CellMarker';
@@ -111,6 +112,7 @@ export class CellMarkers implements IDisposable, IMessageHandler {
       settings.autoPredict,
       this._trans
     );
+    store?.recognize(codeCells(this._panel.content));
     for (const cell of this._panel.content.widgets) {
       const id = cell.model.id;
       const found = store?.cellStep(id) ?? null;

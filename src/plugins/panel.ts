@@ -24,6 +24,7 @@ import {
   insertAfterLastRun,
   replaceActiveCell
 } from '../notebook/cells';
+import { codeCells } from '../notebook/cells';
 import { focusNotebook } from '../notebook/focus';
 import { toggleNotebookRecording } from '../notebook/recording';
 import { PredictionPanel } from '../panel/panel';
@@ -213,6 +214,9 @@ function addPanelCommands(
       const notebook = tracker.currentWidget;
       const cell = notebook?.content.activeCell;
       const store = notebook ? live.store(notebook.context.path) : null;
+      if (notebook && store) {
+        store.recognize(codeCells(notebook.content));
+      }
       const found = cell ? store?.cellStep(cell.model.id) : null;
       if (found) {
         panel.showStep(found.summary.step, found.trajectoryId);

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from themisto_ext.errors import StoreError, StoreUnavailable
-from themisto_ext.records import Prediction, PredictionSummary, Step, StepSummary, TrajectoryInfo
+from themisto_ext.records import (
+    Prediction,
+    PredictionSummary,
+    Step,
+    StepSummary,
+    TrajectoryInfo,
+    code_hash,
+)
 
 __all__ = ["StoreError", "StoreUnavailable"]
 
@@ -116,13 +123,14 @@ def step_summaries_of(
     steps: list[tuple[int, str]], predictions: list[tuple[int, str]]
 ) -> list[StepSummary]:
     """Step summaries from the rows both engines read for them: ``(step, JSON array of
-    cell_id, execution_time, memory_bytes, error name)`` and ``(target step, JSON array of
+    cell_id, execution_time, memory_bytes, error name, code)`` and ``(target step, JSON array of
     id, task, predictor, context, scores, error)``, the latter oldest first."""
     summaries: dict[int, StepSummary] = {}
     for step, fields in steps:
-        cell_id, seconds, memory, error = json.loads(fields)
-        summaries[step] = {"step": step, "cell_id": cell_id, "execution_time": seconds,
-                           "memory_bytes": memory, "error": error, "predictions": []}
+        cell_id, seconds, memory, error, code = json.loads(fields)
+        summaries[step] = {"step": step, "cell_id": cell_id, "code_hash": code_hash(code or ""),
+                           "execution_time": seconds, "memory_bytes": memory, "error": error,
+                           "predictions": []}
     for target, fields in predictions:
         summary = summaries.get(target)
         if summary is not None:

@@ -68,8 +68,9 @@ class PostgresStore(SharedQueries):
     # The few fields are read by the server (jsonb), not by decoding whole steps here.
     STEP_BRIEFS = (
         "SELECT step, jsonb_build_array(d->'cell_id', d->'execution_time', "
-        "d->'memory_bytes', d->'error'->'ename')::text FROM (SELECT step, data::jsonb AS d "
-        "FROM steps WHERE trajectory_id = %s AND step > %s ORDER BY step LIMIT %s) s "
+        "d->'memory_bytes', d->'error'->'ename', d->'code')::text "
+        "FROM (SELECT step, data::jsonb AS d FROM steps "
+        "WHERE trajectory_id = %s AND step > %s ORDER BY step LIMIT %s) s "
         "ORDER BY step")
     PREDICTION_BRIEFS = (
         "SELECT target_step, jsonb_build_array(d->'id', d->'task', d->'predictor', "

@@ -61,7 +61,9 @@ test.describe('Themisto commands', () => {
     await expect(item).toHaveAttribute('data-recording', 'false', {
       timeout: 10000
     });
-    await expect.poll(() => themistoMetadata(page)).toEqual({ recording: false });
+    await expect
+      .poll(() => themistoMetadata(page))
+      .toEqual({ recording: false });
     // The menu must be closed before it is opened again.
     await expect(page.locator('.lm-Menu')).toHaveCount(0);
     await page.menu.clickMenuItem('Themisto>Toggle Recording');

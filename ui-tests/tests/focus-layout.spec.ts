@@ -111,7 +111,9 @@ test.describe('Themisto focus and layout', () => {
     await page.evaluate(source => {
       const widget = window.jupyterapp.shell.currentWidget as unknown as {
         content: {
-          widgets: Array<{ model: { sharedModel: { setSource(s: string): void } } }>;
+          widgets: Array<{
+            model: { sharedModel: { setSource(s: string): void } };
+          }>;
         };
       };
       widget.content.widgets[1].model.sharedModel.setSource(source);
@@ -192,9 +194,7 @@ test.describe('Themisto focus and layout', () => {
       /^df: DataFrame 6×10 = /
     );
     for (const name of ['_', '__', '_i1', '_1', '_exit_code', 'In', 'Out']) {
-      await expect(variables.locator(`tr[data-name="${name}"]`)).toHaveCount(
-        0
-      );
+      await expect(variables.locator(`tr[data-name="${name}"]`)).toHaveCount(0);
     }
     const dataframe = testInfo.outputPath('layout-250-dataframe.png');
     await panel.screenshot({ path: dataframe, animations: 'disabled' });

@@ -85,19 +85,20 @@ export async function screenshotThemes(
 export async function createNamed(
   page: IJupyterLabPageFixture,
   directory: string,
-  name: string
+  name: string,
+  options: { sources?: string[]; nbformatMinor?: number } = {}
 ): Promise<void> {
+  const minor = options.nbformatMinor ?? 5;
   const notebook = {
-    cells: [
-      {
-        cell_type: 'code',
-        id: 'first',
-        source: '',
-        metadata: {},
-        outputs: [],
-        execution_count: null
-      }
-    ],
+    // nbformat < 4.5 has no cell ids (JupyterLab makes new ones at each load).
+    cells: (options.sources ?? ['']).map((source, i) => ({
+      cell_type: 'code',
+      ...(minor >= 5 ? { id: i === 0 ? 'first' : `cell-${i}` } : {}),
+      source,
+      metadata: {},
+      outputs: [],
+      execution_count: null
+    })),
     metadata: {
       kernelspec: {
         name: 'python3',
@@ -106,7 +107,7 @@ export async function createNamed(
       }
     },
     nbformat: 4,
-    nbformat_minor: 5
+    nbformat_minor: minor
   };
   const path = `${directory}/${name}`;
   await page.contents.uploadContent(JSON.stringify(notebook), 'text', path);

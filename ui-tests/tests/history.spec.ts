@@ -1,6 +1,6 @@
 import { expect, test } from '@jupyterlab/galata';
 
-import { createNamed, openPanel } from './helpers';
+import { cellId, createNamed, openPanel } from './helpers';
 
 /*
  * A notebook's prediction history against the real server (baseline
@@ -145,6 +145,53 @@ test.describe('Themisto history', () => {
     await expect(panel).toHaveAttribute('data-view', 'live');
   });
 
+  test('a notebook without cell ids (nbformat 4.4) gets every badge back after a reload', async ({
+    page,
+    tmpPath
+  }) => {
+    // As most notebooks in the wild: JupyterLab gives the cells new ids at
+    // every load, so after the reload no step names a cell by its id.
+    const sources = [
+      'a = 6',
+      'b = a * 7\nb',
+      'print(b + 1)',
+      'c = [a, b]',
+      'len(c)'
+    ];
+    await createNamed(page, tmpPath, 'old-format.ipynb', {
+      sources,
+      nbformatMinor: 4
+    });
+    const ids = async (): Promise<string[]> =>
+      Promise.all(sources.map((_, i) => cellId(page, i)));
+    const idsBefore = await ids();
+    for (let i = 0; i < sources.length; i++) {
+      await page.notebook.runCell(i, { inplace: true });
+      await expect(page.locator(BADGE)).toHaveCount(i + 1, LIVE);
+    }
+    await expect(page.locator(FOOTER)).toHaveCount(sources.length, LIVE);
+    const before = await badges(page);
+    expect(before.map(b => b.step)).toEqual(['1', '2', '3', '4', '5']);
+    // Not saved: the file on disk stays nbformat 4.4, without ids.
+    page.once('dialog', dialog => void dialog.accept());
+    await reopen(page, 'old-format.ipynb');
+    const idsAfter = await ids();
+    expect(idsAfter.filter(id => idsBefore.includes(id))).toEqual([]);
+    await expect(page.locator(BADGE)).toHaveCount(sources.length, LIVE);
+    expect((await badges(page)).map(b => b.step)).toEqual(
+      before.map(b => b.step)
+    );
+    await expect(page.locator(FOOTER)).toHaveCount(sources.length);
+
+    // Review the active cell's step (Alt+Shift+R) finds it too.
+    const panel = await openPanel(page);
+    await page.notebook.selectCells(1);
+    await page.keyboard.press('Alt+Shift+R');
+    await expect(panel.locator('[data-themisto-view-step="2"]')).toBeVisible(
+      LIVE
+    );
+  });
+
   test('cells run in quick succession say why they got no prediction', async ({
     page
   }) => {
@@ -178,7 +225,10 @@ test.describe('Themisto history', () => {
       .click();
     await expect(
       panel.locator('.themisto-NextSection .themisto-Missed').first()
-    ).toHaveText('No prediction: superseded: the next cell started first', LIVE);
+    ).toHaveText(
+      'No prediction: superseded: the next cell started first',
+      LIVE
+    );
   });
 
   test('ghost text shows only in the empty cell below the last cell run', async ({
@@ -195,7 +245,8 @@ test.describe('Themisto history', () => {
     );
     await expect(next).toHaveAttribute('data-target-step', '3', LIVE);
     await expect(next).toHaveAttribute('data-state', 'done', LIVE);
-    const predicted = (await next.locator('.themisto-NextCode').textContent()) ?? '';
+    const predicted =
+      (await next.locator('.themisto-NextCode').textContent()) ?? '';
 
     // An empty cell at the top of the notebook: no ghost text.
     await page.notebook.selectCells(0);

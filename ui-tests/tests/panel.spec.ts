@@ -44,7 +44,11 @@ test.describe('Themisto prediction panel', () => {
     await expect(output).toHaveAttribute('data-landed', 'true', LIVE);
     await expect(output.locator('.themisto-Actual')).toHaveText(/^21\n?$/);
     const scores = output.locator('.themisto-Scores');
-    await expect(scores).toHaveAttribute('data-rouge-l', /^[01](\.\d+)?$/, LIVE);
+    await expect(scores).toHaveAttribute(
+      'data-rouge-l',
+      /^[01](\.\d+)?$/,
+      LIVE
+    );
     await expect(scores).toContainText('ROUGE-L');
     await expect(
       panel.locator('.themisto-Scoreboard tr[data-task="output"]')

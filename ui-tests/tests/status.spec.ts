@@ -52,7 +52,9 @@ test.describe('Themisto status bar item', () => {
       timeout: 10000
     });
     await page.notebook.runCell(0, { inplace: true });
-    const fresh = await page.request.get(`/themisto/api/kernels/${newKernelId}`);
+    const fresh = await page.request.get(
+      `/themisto/api/kernels/${newKernelId}`
+    );
     const freshModel = await fresh.json();
     expect(freshModel.recording).toBe(false);
     expect(freshModel.steps).toBe(0);
