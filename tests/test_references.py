@@ -155,8 +155,9 @@ def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
     asked = hybrid("output", "none", "print(x)", silent)
     assert (asked["answer"], asked["model"], asked["asked"]) == ("7", "hybrid:m", 1)
     assert asked["prompt"]["user"].endswith("Answer with <output>.")
+    # the next cell: an earlier cell's successor (never the cell just run), no model asked
     nxt = hybrid("next-cell", "full", None)
-    assert (nxt["answer"], nxt["model"]) == ("print('shown')", "hybrid:copy-previous")
+    assert (nxt["answer"], nxt["model"], nxt["asked"]) == ("x = 6", "hybrid:analogy", 0)
 
 
 def test_hybrid_is_a_predictor_name_with_the_local_models_window():

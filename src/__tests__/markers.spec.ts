@@ -134,10 +134,9 @@ describe('CellMarkers', () => {
     expect(footer(0)?.textContent).toBe('step 1 · 12 ms · 93.8 MiB · RL 0.50');
     // After the outputs, before JupyterLab's own footer.
     expect(footer(0)?.nextElementSibling?.className).toBe('jp-CellFooter');
+    // Missed because the next cell started first (Run All): quiet.
     expect(footer(1)?.textContent).toBe(
-      'step 2 · NameError in 10 ms · 1.00 KiB · ' +
-        'no output prediction: superseded: the next cell started first · ' +
-        'code not predicted: superseded: the next cell started first'
+      'step 2 · NameError in 10 ms · 1.00 KiB'
     );
     expect(footer(1)?.dataset.state).toBe('missed');
     expect(footer(2)).toBeNull();

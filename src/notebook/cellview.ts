@@ -144,11 +144,17 @@ export function cellView(
     parts.push(scoreText);
   } else if (state === 'predicting') {
     parts.push(trans.__('predicting…'));
-  } else {
+  } else if (state !== 'missed') {
+    // Missed (the next cell started first, as in Run All): said on hover and
+    // in the review, not under every cell.
     parts.push(trans.__('no output prediction: %1', reason));
   }
+  // A next cell superseded by the next cell starting (Run All, cells run in a
+  // row) was pointless: that cell was written already. Only a failure is said.
   const code = shown(summary.predictions, 'next-cell', options.combos);
-  const missedCode = code.find(p => p.error && !code.some(q => !q.error));
+  const missedCode = code.find(
+    p => p.error && !isMissed(p.error) && !code.some(q => !q.error)
+  );
   if (missedCode?.error) {
     parts.push(
       trans.__('code not predicted: %1', errorReason(missedCode.error, trans))

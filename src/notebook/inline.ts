@@ -126,10 +126,17 @@ export class NextCellInlineProvider implements IInlineCompletionProvider {
     if (!isNextCell(widget, store)) {
       return { items: [] };
     }
+    // The cell just run is never offered as the next one, whoever predicted it.
+    const last = lastRunIndex(widget.content, store?.lastRunCell ?? null);
+    const ran =
+      last === null
+        ? null
+        : widget.content.widgets[last].model.sharedModel.getSource();
     const prediction = latestNextCell(store, this._live, this._settings);
-    const insertText = prediction
-      ? ghostText(prediction, request.text, request.offset)
-      : null;
+    const insertText =
+      prediction && prediction.trim() !== ran?.trim()
+        ? ghostText(prediction, request.text, request.offset)
+        : null;
     return { items: insertText ? [{ insertText }] : [] };
   }
 }

@@ -3,7 +3,7 @@
 Output task, in order: the baseline's answer when its rules determine everything the cell
 can show (``baseline.determined_output`` over the state the context shows); else the
 previous step's output, when it showed something; else the local model. Next-cell task:
-the previous cell. The order is the measured one: on the shared notebooks the local model
+the analogy of ``nextcell.py`` (never the cell just run), else the local model. The order is the measured one: on the shared notebooks the local model
 scored below ``copy-previous`` on both tasks under every context, and the baseline's
 determined answers are exact more often than either (docs/benchmark.md, "References").
 
@@ -19,6 +19,7 @@ from typing import Any
 
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest, Predictor
 from themisto_ext.prediction.clients.baseline import determined_output, visible_state
+from themisto_ext.prediction.clients.nextcell import next_cell
 from themisto_ext.prediction.clients.references import copy_previous
 from themisto_ext.prediction.prompts import Prompt
 from themisto_ext.prediction.prompts.postprocess import postprocess
@@ -44,7 +45,8 @@ class HybridPredictor:
     def _rule(self, request: PredictionRequest) -> tuple[str, str] | None:
         """(answer, which rule) when a rule applies."""
         if request.task == "next-cell":
-            return copy_previous(request), "copy-previous"
+            answer = next_cell(request.history)
+            return None if answer is None else (answer, "analogy")
         code = request.target_code or ""
         state = visible_state(request.history, request.prompt.context, code)
         determined = determined_output(code, request.history, state)
