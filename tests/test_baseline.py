@@ -324,3 +324,75 @@ def test_predictions_are_deterministic():
     history = [step(i + 1, code) for i, code in enumerate(NOTEBOOK)]
     assert {predict("next-cell", history) for _ in range(3)} == {"df.head()"}
     assert {output("print(f'{len(df)} rows')") for _ in range(3)} == {"100000 rows"}
+
+
+def array_entry(text: str, shape: list[int]) -> dict[str, Any]:
+    return {"type": "ndarray", "size": 160, "size_exact": True, "shape": shape,
+            "length": shape[0], "repr": text}
+
+
+ARRAYS = [
+    step(1, "import numpy as np"),
+    step(2, "x1 = rng.integers(10, size=6)\nx2 = rng.integers(10, size=(3, 4))", {
+        "x1": array_entry("array([9, 4, 0, 3, 8, 6])", [6]),
+        "x2": array_entry("array([[3, 1, 3, 7],\n       [4, 0, 2, 3],\n       [0, 0, 6, 9]])",
+                          [3, 4]),
+        "v": array_entry("array([ 1., nan,  3.,  4.])", [4]),
+        "big": array_entry("array([   0,    1,    2, ..., 4997, 4998, 4999])", [5000]),
+    }),
+]
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("x1[-1]", "np.int64(6)"),
+        ("x2[2, -1]", "np.int64(9)"),
+        ("x1[::-1]", "array([6, 8, 3, 0, 4, 9])"),
+        ("x2[:2, ::2]", "array([[3, 3],\n       [4, 2]])"),
+        ("x2[:, 0]", "array([3, 4, 0])"),
+        ("x1[:, np.newaxis].shape", "(6, 1)"),
+        ("x1 > 3", "array([ True,  True, False, False,  True,  True])"),
+        ("x1[x1 < 5]", "array([4, 0, 3])"),
+        ("(x1 > 3) & (x1 < 9)", "array([False,  True, False, False,  True,  True])"),
+        ("np.sum(x2 < 6, axis=1)", "array([3, 4, 2])"),
+        ("np.any(x2 > 8), np.all(x2 < 10)", "(np.True_, np.True_)"),
+        ("x2.sum()", "np.int64(38)"),
+        ("v.sum(), np.nansum(v)", "(np.float64(nan), np.float64(8.0))"),
+        ("print(x2)", "[[3 1 3 7]\n [4 0 2 3]\n [0 0 6 9]]"),
+        ("np.concatenate([x1, x1[:2]])", "array([9, 4, 0, 3, 8, 6, 9, 4])"),
+        ("grid = np.arange(1, 7).reshape(2, 3)\ngrid.T",
+         "array([[1, 4],\n       [2, 5],\n       [3, 6]])"),
+        # an assignment to an item is done on the cell's copy, and a view shares it
+        ("x2[0, 0] = 12\nx2[0]", "array([12,  1,  3,  7])"),
+        ("sub = x2[:2, :2]\nsub[0, 0] = 99\nprint(x2[0])", "[99  1  3  7]"),
+        ("sub = x2[:2, :2].copy()\nsub[0, 0] = 99\nprint(x2[0])", "[3 1 3 7]"),
+    ],
+)
+def test_arrays_the_snapshot_holds_whole_are_computed(code, expected):
+    assert output(code, ARRAYS) == expected
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "big[0]",  # the repr was cut short: its values are not all known
+        "np.arange(10**12)",  # bounded before it is made
+        "np.zeros((10**6, 10**6))",
+        "x1[:, np.newaxis] * np.ones(10**8)",  # a broadcast bounded before it runs
+        "x1.reshape(10**5, 10**5)",
+        "np.random.rand(3)",  # not a known function: no guess at randomness
+        "x1.tofile('/tmp/x')",  # not a known method: nothing with side effects runs
+        "x1 < x2 < 3",  # a chained comparison of arrays raises
+        "x1[10]",  # would raise
+    ],
+)
+def test_array_work_the_baseline_cannot_know_or_bound_predicts_nothing(code):
+    assert output(code, ARRAYS) == ""
+
+
+def test_numpy_is_known_only_under_the_name_it_was_imported_as():
+    assert output("np.sum(x1)", ARRAYS) == "np.int64(30)"
+    rebound = [*ARRAYS, step(3, "np = None", ARRAYS[1]["runtime_variables"])]
+    assert output("np.sum(x1)", rebound) == ""
+    assert output("import numpy as numpy_\nnumpy_.max(x1)", rebound) == "np.int64(9)"

@@ -146,6 +146,14 @@ def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
     assert (known["answer"], known["model"], known["asked"]) == ("1000\n1000",
                                                                   "hybrid:baseline", 0)
     assert hybrid("output", "full", "y = 3")["answer"] == ""  # an assignment shows nothing
+    # an array the snapshot holds whole: computed, not the previous output copied
+    x1 = {"type": "ndarray", "size": 160, "size_exact": True, "shape": [6], "length": 6,
+          "repr": "array([9, 4, 0, 3, 8, 6])"}
+    numeric = [step(1, "import numpy as np"), step(2, "x1 = np.array([9, 4, 0, 3, 8, 6])\nx1",
+                                                 {"x1": x1})]
+    numeric[1]["output"] = "array([9, 4, 0, 3, 8, 6])"
+    last = hybrid("output", "full", "x1[-1]", numeric)
+    assert (last["answer"], last["model"], last["asked"]) == ("np.int64(6)", "hybrid:baseline", 0)
     # under none the state is not shown: the rules abstain, the previous output is copied
     blind = hybrid("output", "none", "print(x)")
     assert (blind["answer"], blind["model"], blind["asked"]) == ("shown\n",

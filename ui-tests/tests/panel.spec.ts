@@ -105,17 +105,34 @@ test.describe('Themisto prediction panel', () => {
       panel.locator('.themisto-VariablesTable tr[data-name="x"]')
     ).toContainText('int');
 
-    // An empty cell offers the latest next-cell prediction as ghost text;
-    // Tab takes it.
+    // The next-cell prediction of step 4 is the cell just run (the baseline
+    // repeats the successor of the most similar earlier cell): the empty cell
+    // below offers no ghost text for it.
     await expect(next).toHaveAttribute('data-target-step', '4', LIVE);
+    await expect(next).toHaveAttribute('data-state', 'done', LIVE);
+    expect(await next.locator('.themisto-NextCode').textContent()).toBe(
+      'print(x)'
+    );
+    await page.notebook.addCell('code', '');
+    await page.notebook.enterCellEditingMode(3);
+    await page.waitForTimeout(3000);
+    await expect(page.locator('.jp-GhostText')).toHaveCount(0);
+
+    // A new cell run: now the prediction is another cell's code, and the
+    // empty cell below offers it as ghost text; Tab takes it.
+    await page.keyboard.press('Escape');
+    await page.notebook.setCell(3, 'code', 'x = 22');
+    await page.notebook.runCell(3, { inplace: true });
+    await expect(next).toHaveAttribute('data-target-step', '5', LIVE);
     await expect(next).toHaveAttribute('data-state', 'done', LIVE);
     const latest =
       (await next.locator('.themisto-NextCode').textContent()) ?? '';
     expect(latest).not.toBe('');
+    expect(latest).not.toBe('x = 22');
     await page.notebook.addCell('code', '');
-    await page.notebook.enterCellEditingMode(3);
+    await page.notebook.enterCellEditingMode(4);
     await expect(page.locator('.jp-GhostText')).toHaveText(latest, LIVE);
     await page.keyboard.press('Tab');
-    await expect.poll(() => cellSource(page, 3)).toBe(latest);
+    await expect.poll(() => cellSource(page, 4)).toBe(latest);
   });
 });

@@ -12,6 +12,9 @@ can be known is predicted; the rest is assumed to print nothing, as most cells d
 * a last expression (without ``;``) shows what IPython would show: the value as IPython's
   pretty printer renders it (``[0,\\n 1, ...]`` for a long list, ``int`` for ``type(3)``,
   nothing for ``None``), or the snapshot's own repr for a bare name (a frame's summary);
+* a NumPy array the snapshot holds whole is rebuilt from its repr and computed on
+  (``arrays.py``: indexing, comparisons, arithmetic, reductions, joins; bounded), and
+  ``np`` is NumPy where an earlier cell imported it so;
 * a variable is known from the snapshot until a statement of the cell does anything with
   it other than reading it in something this module evaluates; ``x = <known value>`` keeps
   it known.
@@ -34,7 +37,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from themisto_ext.prediction.clients import operators
+from themisto_ext.prediction.clients import arrays, operators
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.prompts.state import curated_selection
 from themisto_ext.records import Context, RuntimeVariable, Step
@@ -57,6 +60,8 @@ _LIBRARY_TYPES = {
 # Types whose repr is a Python literal: one that does not parse was cut short by the snapshot.
 _LITERAL_TYPES = {"str", "bytes", "int", "float", "complex", "bool"}
 _LITERAL_TYPES |= {"list", "tuple", "dict", "set", "frozenset"}
+_DTYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "complex": complex}
+_ORDERING = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _STR_IS_REPR = {"DataFrame", "Series"}  # print(frame) shows the same text as its repr
 # IPython shows these with its own printers (signatures, qualified names), not their repr.
 _NOT_SHOWN_BY_REPR = {"function", "type", "builtin_function_or_method", "method", "ABCMeta"}
@@ -136,7 +141,8 @@ def determined_output(code: str, history: Sequence[Step],
         return None
     if snapshot is None:
         snapshot = (history[-1].get("runtime_variables") or {}) if history else {}
-    state = _State(snapshot, _bound_names(cell) | set(snapshot), _classes_defined(history))
+    state = _State(snapshot, _bound_names(cell) | set(snapshot), _classes_defined(history),
+                   _numpy_names(history))
     shown: list[str] = []
     for i, statement in enumerate(cell.body):
         is_last = i == len(cell.body) - 1
@@ -192,11 +198,13 @@ class _Shown:
 class _State:
     """What is known of the variables, statement after statement of one cell."""
 
-    def __init__(self, snapshot: Mapping[str, Any], shadowed: set[str], classes: set[str]) -> None:
+    def __init__(self, snapshot: Mapping[str, Any], shadowed: set[str], classes: set[str],
+                 numpy_names: set[str] | None = None) -> None:
         self.entries = dict(snapshot)  # untouched since the snapshot
         self.values: dict[str, Any] = {}  # assigned by the cell to a known value
         self.shadowed = shadowed  # names the user rebinds: builtins no more
         self.classes = classes
+        self.numpy_names = set(numpy_names or ())  # the snapshot leaves modules out
         self.undetermined = False  # a statement that may have shown something was not known
 
     def run(self, statement: ast.stmt, display: bool) -> str:
@@ -217,6 +225,12 @@ class _State:
                 self.values[name] = self.value(statement.value)
                 self.entries.pop(name, None)
                 return ""
+            if self._assigns_item(statement):
+                return ""
+            if isinstance(statement, ast.Import | ast.ImportFrom):
+                self.numpy_names -= _bound_names(ast.Module(body=[statement], type_ignores=[]))
+                self.numpy_names |= _numpy_names_in(statement)
+                return ""
         except _Undetermined:
             pass
         self.undetermined |= _may_display(statement, display)
@@ -225,7 +239,24 @@ class _State:
             if isinstance(node, ast.Name):
                 self.entries.pop(node.id, None)
                 self.values.pop(node.id, None)
+                self.numpy_names.discard(node.id)
         return ""
+
+    def _assigns_item(self, statement: ast.stmt) -> bool:
+        """``a[i] = v`` on an array the cell or the snapshot holds, done on the cell's copy."""
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            return False
+        target = statement.targets[0]
+        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+            return False
+        array = self.value(target.value)
+        if not arrays.is_array(array):
+            return False
+        try:
+            arrays.assign(array, self._index(target.slice), self.value(statement.value))
+        except Exception:  # what the kernel would have raised is not guessed
+            raise _Undetermined from None
+        return True
 
     def printed(self, call: ast.Call) -> str:
         options = {"sep": " ", "end": "\n"}
@@ -254,30 +285,59 @@ class _State:
         if isinstance(node, ast.Name):
             if node.id in self.values:
                 return self.values[node.id]
-            return _from_snapshot(self._entry(node.id))
+            if node.id in _DTYPES and node.id not in self.shadowed and node.id not in self.entries:
+                return _DTYPES[node.id]
+            value = _from_snapshot(self._entry(node.id))
+            if arrays.is_array(value):  # one array per name, so that a view is one
+                self.values[node.id] = value
+            return value
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            recorded = self._entry(node.value.id).get("shape")  # NumPy and pandas objects
-            if recorded is not None:
+            if self._is_numpy(node.value.id):
+                return arrays.constant(node.attr)
+            recorded = self._entry(node.value.id).get("shape") \
+                if node.value.id not in self.values else None
+            if recorded is not None:  # NumPy and pandas objects
                 shape = tuple(recorded)
                 derived = {"shape": shape, "ndim": len(shape), "size": math.prod(shape)}
                 if node.attr in derived:
                     return derived[node.attr]
+        if isinstance(node, ast.Attribute):
+            value = self.value(node.value)
+            if arrays.is_array(value):
+                return arrays.attribute(value, node.attr)
+            raise _Undetermined
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            return self._numpy_call(node.func, node.args, node.keywords)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
             return self._call(node.func.id, node.args)
         if isinstance(node, ast.Subscript):
-            return self.value(node.value)[self._index(node.slice)]
+            value = self.value(node.value)
+            if arrays.is_array(value):
+                return arrays.subscript(value, self._index(node.slice))
+            return value[self._index(node.slice)]
         if isinstance(node, ast.JoinedStr):
             return "".join(self._formatted(part) for part in node.values)
         if isinstance(node, ast.Tuple | ast.List):
             items = [self.value(element) for element in node.elts]
             return tuple(items) if isinstance(node, ast.Tuple) else items
         if isinstance(node, ast.BinOp):  # arithmetic over what the snapshot holds
-            return operators.binary(node.op, self.value(node.left), self.value(node.right))
+            left, right = self.value(node.left), self.value(node.right)
+            if arrays.is_array(left) or arrays.is_array(right):
+                return arrays.binary(operators.BINARY[type(node.op)], left, right)
+            return operators.binary(node.op, left, right)
         if isinstance(node, ast.UnaryOp):
-            return operators.unary(node.op, self.value(node.operand))
+            operand = self.value(node.operand)
+            if arrays.is_array(operand):
+                return arrays.unary(operators.UNARY[type(node.op)], operand)
+            return operators.unary(node.op, operand)
         if isinstance(node, ast.Compare):
-            return operators.compare(self.value(node.left), node.ops,
-                                     [self.value(c) for c in node.comparators])
+            left = self.value(node.left)
+            rights = [self.value(c) for c in node.comparators]
+            if arrays.is_array(left) or any(arrays.is_array(r) for r in rights):
+                if len(node.ops) != 1 or not isinstance(node.ops[0], _ORDERING):
+                    raise _Undetermined  # a chained comparison of arrays raises
+                return arrays.binary(operators.COMPARE[type(node.ops[0])], left, rights[0])
+            return operators.compare(left, node.ops, rights)
         if isinstance(node, ast.BoolOp):  # short-circuits as Python does
             result: Any = None
             for operand in node.values:
@@ -311,6 +371,25 @@ class _State:
             raise _Undetermined
         return _PURE_BUILTINS[function](*(self.value(argument) for argument in arguments))
 
+    def _numpy_call(self, func: ast.Attribute, arguments: list[ast.expr],
+                    keywords: list[ast.keyword]) -> Any:
+        """``np.f(...)`` or ``array.f(...)``, for the functions ``arrays`` computes."""
+        if any(keyword.arg is None for keyword in keywords) or any(
+                isinstance(argument, ast.Starred) for argument in arguments):
+            raise _Undetermined
+        named = {str(keyword.arg): self.value(keyword.value) for keyword in keywords}
+        if isinstance(func.value, ast.Name) and self._is_numpy(func.value.id):
+            return arrays.function(func.attr, [self.value(a) for a in arguments], named)
+        owner = self.value(func.value)
+        if not arrays.is_array(owner):
+            raise _Undetermined
+        return arrays.method(owner, func.attr, [self.value(a) for a in arguments], named)
+
+    def _is_numpy(self, name: str) -> bool:
+        """Whether ``name`` is the NumPy module: imported so, and bound to nothing since."""
+        return name in self.numpy_names and name not in self.values \
+            and name not in self.entries
+
     def _is_builtin_call(self, node: ast.expr | None, function: str) -> bool:
         return (
             isinstance(node, ast.Call)
@@ -330,6 +409,8 @@ class _State:
         return _Shown(qualified, f"<class '{qualified}'>", f"<class '{qualified}'>")
 
     def _index(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Tuple):  # a[1:3, ::2]
+            return tuple(self._index(element) for element in node.elts)
         if isinstance(node, ast.Slice):
             parts = (node.lower, node.upper, node.step)
             return slice(*(None if part is None else self.value(part) for part in parts))
@@ -368,6 +449,11 @@ def _from_snapshot(entry: Mapping[str, Any]) -> Any:
         if type(value).__name__ != kind or not _complete(value, entry.get("length")):
             raise _Undetermined
         return value
+    if kind == "ndarray":
+        try:
+            return arrays.from_repr(text, entry.get("shape"))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            pass  # cut short, or not plain data: known by its text only
     scalar = _NUMPY_SCALAR.fullmatch(text)
     if scalar:
         return _Shown(text, scalar.group(1))
@@ -433,3 +519,27 @@ def _classes_defined(history: Iterable[Step]) -> set[str]:
         for step in history
         for match in re.finditer(r"^\s*class\s+(\w+)", str(step.get("code", "")), re.M)
     }
+
+
+def _numpy_names(history: Iterable[Step]) -> set[str]:
+    """The names NumPy was imported as in the cells run so far (the snapshot has no modules);
+    a name a later cell binds to something else is dropped."""
+    names: set[str] = set()
+    for past in history:
+        try:
+            tree = ast.parse(str(past.get("code", "")))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for statement in tree.body:
+            if isinstance(statement, ast.Import | ast.ImportFrom):
+                names -= _bound_names(ast.Module(body=[statement], type_ignores=[]))
+                names |= _numpy_names_in(statement)
+            else:
+                names -= _bound_names(ast.Module(body=[statement], type_ignores=[]))
+    return names
+
+
+def _numpy_names_in(statement: ast.Import | ast.ImportFrom) -> set[str]:
+    if isinstance(statement, ast.ImportFrom):
+        return set()
+    return {alias.asname or alias.name for alias in statement.names if alias.name == "numpy"}

@@ -3,9 +3,10 @@
 Output task, in order: the baseline's answer when its rules determine everything the cell
 can show (``baseline.determined_output`` over the state the context shows); else the
 previous step's output, when it showed something; else the local model. Next-cell task:
-the analogy of ``nextcell.py`` (never the cell just run), else the local model. The order is the measured one: on the shared notebooks the local model
-scored below ``copy-previous`` on both tasks under every context, and the baseline's
-determined answers are exact more often than either (docs/benchmark.md, "References").
+the analogy of ``nextcell.py`` (never the cell just run), else the local model. The order
+is the measured one: on the shared notebooks the local model scored below
+``copy-previous`` on both tasks under every context, and the baseline's determined
+answers are exact more often than either (docs/benchmark.md, "References").
 
 The model is asked only where both rules abstain, so most predictions cost nothing; its
 prompt is the protocol's, fitted to the model's window, and its reply is post-processed

@@ -18,17 +18,17 @@ MAX_LENGTH = 100_000
 """Longest string, bytes, tuple or list a result may be."""
 
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
-_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
     ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
     ast.BitOr: operator.or_, ast.BitAnd: operator.and_, ast.BitXor: operator.xor,
 }
-_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.UAdd: operator.pos, ast.USub: operator.neg, ast.Not: operator.not_,
     ast.Invert: operator.invert,
 }
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
     ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b, ast.Is: operator.is_, ast.IsNot: operator.is_not,
@@ -59,7 +59,7 @@ def _size(value: Any) -> int:
 
 
 def binary(op: ast.operator, left: Any, right: Any) -> Any:
-    if not (plain(left) and plain(right)) or type(op) not in _BINARY:
+    if not (plain(left) and plain(right)) or type(op) not in BINARY:
         raise ValueError("not a plain operation")
     # The costly ones are bounded before they run, not after.
     if isinstance(op, ast.Pow) and isinstance(left, int) and isinstance(right, int) \
@@ -75,21 +75,21 @@ def binary(op: ast.operator, left: Any, right: Any) -> Any:
         if isinstance(left, int) and isinstance(right, int) \
                 and _size(left) + _size(right) > MAX_BITS:
             raise ValueError("too large to guess")
-    return _bounded(_BINARY[type(op)](left, right))
+    return _bounded(BINARY[type(op)](left, right))
 
 
 def unary(op: ast.unaryop, operand: Any) -> Any:
-    if not plain(operand) or type(op) not in _UNARY:
+    if not plain(operand) or type(op) not in UNARY:
         raise ValueError("not a plain operation")
-    return _UNARY[type(op)](operand)
+    return UNARY[type(op)](operand)
 
 
 def compare(left: Any, ops: list[ast.cmpop], rights: list[Any]) -> bool:
     """``a < b <= c`` as Python chains it."""
     for op, right in zip(ops, rights, strict=True):
-        if not (plain(left) and plain(right)) or type(op) not in _COMPARE:
+        if not (plain(left) and plain(right)) or type(op) not in COMPARE:
             raise ValueError("not a plain comparison")
-        if not _COMPARE[type(op)](left, right):
+        if not COMPARE[type(op)](left, right):
             return False
         left = right
     return True
