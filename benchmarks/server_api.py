@@ -165,15 +165,24 @@ class Server:
 
 
 def stream_events(server: Server, stop: threading.Event) -> Iterator[tuple[str, dict]]:
-    """``(type, data)`` of the server's live events until ``stop`` is set, read as
+    """``(type, data)`` of the server's live events until ``stop`` is set (``timed_events``
+    without the times)."""
+    for _, event, data in timed_events(server, stop):
+        yield event, data
+
+
+def timed_events(server: Server, stop: threading.Event) -> Iterator[tuple[float, str, dict]]:
+    """``(arrival, type, data)`` of the server's live events until ``stop`` is set, read as
     JupyterLab reads them: jupyter_server's event bus WebSocket, themisto's schema; first
-    ``("connected", {})`` once subscribed.
+    ``("connected", {})`` once subscribed. ``arrival`` is ``time.time()`` when the reader
+    got the message off the socket.
 
     Read by tornado on a thread of its own, a buffer at a time: a client that reads each
     frame with its own small ``recv`` calls (websocket-client) waited for the GIL behind
     the 8 kernel clients at every call, and its backlog, not the server, made the figure
-    (median 1.3 s instead of 0.1 s)."""
-    messages: queue.Queue[str | None] = queue.Queue()
+    (median 1.3 s instead of 0.1 s). The arrival is taken there too, as the message comes
+    off the socket, not when the consumer thread gets its turn."""
+    messages: queue.Queue[tuple[float, str] | None] = queue.Queue()
 
     async def read() -> None:
         from tornado.httpclient import HTTPRequest
@@ -182,31 +191,32 @@ def stream_events(server: Server, stop: threading.Event) -> Iterator[tuple[str, 
         socket = await websocket_connect(HTTPRequest(
             f"ws://127.0.0.1:{server.port}/api/events/subscribe",
             headers={"Authorization": f"token {TOKEN}"}))
-        messages.put("")
+        messages.put((time.time(), ""))
         while not stop.is_set() and (message := await socket.read_message()) is not None:
-            messages.put(str(message))
+            messages.put((time.time(), str(message)))
         socket.close()
         messages.put(None)
 
     threading.Thread(target=lambda: asyncio.run(read()), daemon=True).start()
-    while (message := messages.get()) is not None:
+    while (item := messages.get()) is not None:
+        arrival, message = item
         if not message:
-            yield "connected", {}
+            yield arrival, "connected", {}
             continue
         data = json.loads(message)
         if data.pop("schema_id", None) == LIVE_EVENT_SCHEMA_ID:
             event = live_event(data)
-            yield event["type"], dict(event)
+            yield arrival, event["type"], dict(event)
         if stop.is_set():
             return
 
 
 def follow_stream(server: Server, arrivals: dict[tuple[str, int], float], stop: threading.Event,
                   steps: dict[tuple[str, int], dict]) -> None:
-    for event, data in stream_events(server, stop):
+    for arrival, event, data in timed_events(server, stop):
         if event == "step":
             key = (data["kernel_id"], data["step"]["step"])
-            arrivals[key] = time.time()
+            arrivals[key] = arrival
             steps[key] = data["step"]
 
 

@@ -154,7 +154,7 @@ def test_event_loop_code_reaches_the_store_only_through_the_async_facade():
         tree = ast.parse(path.read_text("utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr == "sync" and not (
-                    # the one hand-off to a thread: ingestion polls in asyncio.to_thread
+                    # the one hand-off to a thread: ingestion polls in a thread of its own
                     module == "themisto_ext.server.core"
                     and isinstance(node.value, ast.Name) and node.value.id == "store"):
                 found.append(f"{module}:{node.lineno}")
