@@ -17,6 +17,7 @@ from conftest import ROOT, RecordingKernel
 from jupyter_client import KernelManager
 
 from themisto_ext.contract import CaptureSettings
+from themisto_ext.kernel.snapshot import PENDING
 
 COUNTING = """
 import time
@@ -160,8 +161,13 @@ def test_the_measuring_copy_is_invisible(kernels):
     ])
     assert shown[-2:] == [[("stdout", "SIGCHLD received: 0\n")],
                           [("stdout", "no child to reap\n")]]
+    # measured in the copy: at its cell, or, when that copy hung before it began (a lock
+    # another kernel thread held at the clone, e.g. malloc's: about 1 run in 5 here, and
+    # the value stays pending, as sandbox.py documents), by the copy of a later cell
     steps = kernels[1].steps()
-    assert steps[2]["runtime_variables"]["t"]["repr"] == "slow"  # measured in the copy
+    measured = [step["runtime_variables"]["t"]["repr"] for step in steps[2:]]
+    assert "slow" in measured, measured
+    assert set(measured) <= {"slow", PENDING}, measured
 
 
 def test_a_frozen_clock_does_not_stretch_the_snapshot_budget(kernels):

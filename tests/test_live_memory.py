@@ -11,7 +11,7 @@ from test_store import start, step
 from themisto_ext.events import LiveEvents
 from themisto_ext.journal import JournalWriter
 from themisto_ext.prediction.clients import make_predictor
-from themisto_ext.prediction.live import LivePredictions
+from themisto_ext.prediction.live import LivePredictions, landed_step
 from themisto_ext.prediction.prompts.build import build_prompt, cell_limit
 from themisto_ext.server.core import Themisto
 from themisto_ext.server.settings import ServerSettings
@@ -49,7 +49,8 @@ async def test_histories_hold_outputs_as_prompts_cut_them_and_end_with_the_kerne
     for context in ("none", "full"):  # the cut changes no prompt
         assert build_prompt(history, "next-cell", context, budget_chars=8000) == \
             build_prompt(whole, "next-cell", context, budget_chars=8000)
-    assert (await live._landed("t", 40))["output"] == whole[-1]["output"]  # scored against it whole
+    landed = landed_step(store, "t", 40)  # what a prediction is scored against: whole
+    assert landed is not None and landed["output"] == whole[-1]["output"]
     journal.append({"kind": "end", "trajectory_id": "t", "at": "2026-01-01T01:00:00+00:00"})
     await core.ingest_now()  # the kernel shut down: nothing of it stays
     assert live._histories == {}

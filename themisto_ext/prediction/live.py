@@ -46,6 +46,7 @@ from themisto_ext.prediction.scoring import scored
 from themisto_ext.prediction.speculation import Speculation, Speculations
 from themisto_ext.records import Context, Prediction, Scope, Step, Task
 from themisto_ext.store.aio import AsyncStore
+from themisto_ext.store.base import TrajectoryStore
 from themisto_ext.trajectory.text import clip
 
 log = logging.getLogger("themisto_ext.live")
@@ -76,6 +77,38 @@ Pending = dict[asyncio.Task[None], tuple[str, Context, int]]
 
 def _forget(waiting: Pending, job: asyncio.Task[None]) -> None:
     waiting.pop(job, None)
+
+
+def score_landed(store: TrajectoryStore, steps: list[Step]) -> list[tuple[Scope, Prediction]]:
+    """Score and save the stored predictions of ``steps`` (steps that just landed), in the
+    calling thread: one query per trajectory, not per step (a PostgreSQL round trip each:
+    6,000 per ingested chunk held the server's event loop for seconds). On a database
+    server the server runs it in its ingestion thread right after the scan (in the loop's
+    shared pool it queued behind the predictions' own store calls and held up the next
+    scan); on an embedded SQLite file, on the loop (``AsyncStore.quick``)."""
+    landed: dict[str, dict[int, Step]] = {}
+    for step in steps:
+        landed.setdefault(step["trajectory_id"], {}).setdefault(step["step"], step)
+    done: list[tuple[Scope, Prediction]] = []
+    for trajectory_id, by_number in landed.items():
+        pending = [p for p in store.predictions(
+            trajectory_id, since_step=min(by_number) - 1, unscored=True)
+            if p["target_step"] in by_number]
+        if not pending:
+            continue
+        trajectory = store.get_trajectory(trajectory_id)
+        scope = Scope.of(trajectory.to_json() if trajectory else None, trajectory_id)
+        for prediction in pending:
+            record = scored(prediction, by_number[prediction["target_step"]])
+            store.save_prediction(record)
+            done.append((scope, record))
+    return done
+
+
+def landed_step(store: TrajectoryStore, trajectory_id: str, target_step: int) -> Step | None:
+    """The target step whole (histories hold cut outputs), if it has landed."""
+    found = list(store.iter_steps(trajectory_id, target_step - 1, 1))
+    return found[0] if found and found[0]["step"] == target_step else None
 
 
 def _age(timestamp: str | None) -> float:
@@ -120,13 +153,17 @@ class LivePredictions:
 
     # ------------------------------------------------------------ inputs
 
-    async def on_ingest(self, result: IngestResult) -> None:
+    async def on_ingest(self, result: IngestResult,
+                        scored: list[tuple[Scope, Prediction]] | None = None) -> None:
+        """React to an ingestion pass: publish the scores of the steps that landed
+        (``scored``: ``score_landed`` already run, by the ingestion thread; None: scored
+        here), then predict the cells that started and the cells after those that ended."""
         self._track_running(result)
         begun: set[tuple[str, int]] = set()
         for step in result.steps:
             self._remember(step)
             begun.add((step["trajectory_id"], int(step["step"])))
-        await self._score(result.steps)
+        await self._score(result.steps, scored)
         for started in result.started:
             begun.add((started.trajectory_id, started.step))
             if _age(started.at) < FRESH_SECONDS:
@@ -142,12 +179,13 @@ class LivePredictions:
             else:
                 self.schedule(trajectory_id, "next-cell", target)
 
-    async def score_only(self, result: IngestResult) -> None:
+    async def score_only(self, result: IngestResult,
+                         scored: list[tuple[Scope, Prediction]] | None = None) -> None:
         """Keep histories and score on-request predictions, but predict nothing by itself."""
         self._track_running(result)
         for step in result.steps:
             self._remember(step)
-        await self._score(result.steps)
+        await self._score(result.steps, scored)
 
     def schedule(self, trajectory_id: str, task: Task, target_step: int, *,
                  code: str | None = None, cell_id: str | None = None,
@@ -305,13 +343,8 @@ class LivePredictions:
             if number > landed.get(tid, 0) and _age(started.at) < FRESH_SECONDS:
                 self._running[tid] = number
 
-    async def _landed(self, trajectory_id: str, target_step: int) -> Step | None:
-        """The target step whole (histories hold cut outputs), if it has landed."""
-        found = await self.store.steps(trajectory_id, target_step - 1, 1)
-        return found[0] if found and found[0]["step"] == target_step else None
-
     async def _scope(self, trajectory_id: str) -> Scope:
-        trajectory = await self.store.get_trajectory(trajectory_id)
+        trajectory = await self.store.quick(lambda store: store.get_trajectory(trajectory_id))
         return Scope.of(trajectory.to_json() if trajectory else None, trajectory_id)
 
     async def _predict(self, predictor: Predictor, context: Context, scope: Scope, task: Task,
@@ -366,14 +399,20 @@ class LivePredictions:
             log.exception("themisto: live prediction failed")
 
     async def _deliver(self, scope: Scope, record: Prediction) -> None:
-        """Store and publish a prediction, scored if its step landed meanwhile."""
-        landed = await self._landed(scope.trajectory_id, record["target_step"])
-        if landed is not None:  # the cell finished while the model was thinking
-            record = scored(record, landed)
-        await self.store.save_prediction(record)
-        self.events.publish(prediction_event(scope, record))
-        if landed is not None:
-            self.events.publish(scored_event(scope, record))
+        """Store and publish a prediction, scored if its step landed meanwhile (the read and
+        the write in one worker thread)."""
+        target = record["target_step"]
+
+        def deliver(store: TrajectoryStore) -> tuple[Prediction, bool]:
+            landed = landed_step(store, scope.trajectory_id, target)
+            done = record if landed is None else scored(record, landed)  # it finished
+            store.save_prediction(done)  # while the model was thinking: scored at once
+            return done, landed is not None
+
+        done, was_scored = await self.store.quick(deliver)
+        self.events.publish(prediction_event(scope, done))
+        if was_scored:
+            self.events.publish(scored_event(scope, done))
 
     async def _speculate(self, speculation: Speculation) -> None:
         """Make a speculation's predictions one after the other (one model job at a
@@ -450,21 +489,9 @@ class LivePredictions:
             return
         self.events.publish(prediction_event(scope, record))
 
-    async def _score(self, steps: list[Step]) -> None:
-        """Score the predictions of steps that landed: one store query per trajectory, not
-        per step (a PostgreSQL round trip each: 6,000 per ingested chunk held the server's
-        event loop for seconds)."""
-        landed: dict[str, dict[int, Step]] = {}
-        for step in steps:
-            landed.setdefault(step["trajectory_id"], {}).setdefault(step["step"], step)
-        for trajectory_id, by_number in landed.items():
-            pending = [p for p in await self.store.predictions(
-                trajectory_id, since_step=min(by_number) - 1, unscored=True)
-                if p["target_step"] in by_number]
-            if not pending:
-                continue
-            scope = await self._scope(trajectory_id)
-            for prediction in pending:
-                done: Prediction = scored(prediction, by_number[prediction["target_step"]])
-                await self.store.save_prediction(done)
-                self.events.publish(scored_event(scope, done))
+    async def _score(self, steps: list[Step],
+                     scored: list[tuple[Scope, Prediction]] | None) -> None:
+        if scored is None:
+            scored = await self.store.quick(partial(score_landed, steps=steps)) if steps else []
+        for scope, record in scored:
+            self.events.publish(scored_event(scope, record))

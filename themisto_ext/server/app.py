@@ -235,7 +235,7 @@ class ThemistoExtension(ExtensionApp):
                     pass  # a read-only file: AccessPolicy counts unowned as this user's
             return store
 
-        store = AsyncStore(GuardedStore(opener, retry=self.store_retry))
+        store = AsyncStore(GuardedStore(opener, retry=self.store_retry), embedded=single_user)
         access = AccessPolicy(self.user, frozenset(self.read_all_users), self.read_all_scope,
                               single_user_store=single_user)
         assert self.serverapp is not None  # set before extensions initialize

@@ -22,8 +22,8 @@ from themisto_ext.errors import JournalUnavailable, NotFound, StoreUnavailable, 
 from themisto_ext.events import LiveEvents, recording_event, step_event, trajectory_event
 from themisto_ext.ingest import IngestResult, JournalIngestor, moved_path
 from themisto_ext.journal import SUFFIX
-from themisto_ext.prediction.live import LivePredictions
-from themisto_ext.records import Scope
+from themisto_ext.prediction.live import LivePredictions, score_landed
+from themisto_ext.records import Prediction, Scope
 from themisto_ext.redaction import Redactor
 from themisto_ext.server.access import AccessPolicy
 from themisto_ext.server.settings import ServerSettings
@@ -83,6 +83,7 @@ class Themisto:
         self.events = events
         self.running_kernels = running_kernels
         """The ids of the kernels this server runs (None: unknown, e.g. without Jupyter)."""
+        self._sync_store = store.sync  # for the ingestion thread only
         self.ingestor = JournalIngestor(self.journal_dir, store.sync, user=self.user)
         self.ingestor.windows_per_pass = 1  # the loop comes back 50 ms later for the rest
         if notebook_exists is not None:
@@ -159,9 +160,15 @@ class Themisto:
     # ------------------------------------------------------------ ingestion
 
     async def ingest_now(self) -> IngestResult:
+        def scan() -> tuple[IngestResult, list[tuple[Scope, Prediction]] | None]:
+            result = self.ingestor.poll()
+            if self.store.embedded:  # scored on the loop (AsyncStore.quick)
+                return result, None
+            return result, score_landed(self._sync_store, result.steps)
+
         async with self._ingest_lock:
-            result = await asyncio.get_running_loop().run_in_executor(
-                self._ingest_thread, self.ingestor.poll)
+            result, scored = await asyncio.get_running_loop().run_in_executor(
+                self._ingest_thread, scan)
         for tid in result.new_trajectories:
             trajectory = await self.store.get_trajectory(tid)
             if trajectory is not None:
@@ -174,9 +181,9 @@ class Themisto:
                 scope = Scope.of(trajectory.to_json(), trajectory.id)
                 self.events.publish(recording_event(trajectory.kernel_id, switch.on, scope))
         if self.settings.live_predictions:
-            await self.live.on_ingest(result)
+            await self.live.on_ingest(result, scored)
         else:
-            await self.live.score_only(result)
+            await self.live.score_only(result, scored)
         for tid in result.ended:
             self.live.forget(tid)
         self._untrimmed += result.read_bytes
