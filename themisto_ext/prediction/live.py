@@ -154,16 +154,16 @@ class LivePredictions:
     # ------------------------------------------------------------ inputs
 
     async def on_ingest(self, result: IngestResult,
-                        scored: list[tuple[Scope, Prediction]] | None = None) -> None:
+                        scores: list[tuple[Scope, Prediction]] | None = None) -> None:
         """React to an ingestion pass: publish the scores of the steps that landed
-        (``scored``: ``score_landed`` already run, by the ingestion thread; None: scored
+        (``scores``: ``score_landed`` already run, by the ingestion thread; None: scored
         here), then predict the cells that started and the cells after those that ended."""
         self._track_running(result)
         begun: set[tuple[str, int]] = set()
         for step in result.steps:
             self._remember(step)
             begun.add((step["trajectory_id"], int(step["step"])))
-        await self._score(result.steps, scored)
+        await self._score(result.steps, scores)
         for started in result.started:
             begun.add((started.trajectory_id, started.step))
             if _age(started.at) < FRESH_SECONDS:
@@ -180,12 +180,12 @@ class LivePredictions:
                 self.schedule(trajectory_id, "next-cell", target)
 
     async def score_only(self, result: IngestResult,
-                         scored: list[tuple[Scope, Prediction]] | None = None) -> None:
+                         scores: list[tuple[Scope, Prediction]] | None = None) -> None:
         """Keep histories and score on-request predictions, but predict nothing by itself."""
         self._track_running(result)
         for step in result.steps:
             self._remember(step)
-        await self._score(result.steps, scored)
+        await self._score(result.steps, scores)
 
     def schedule(self, trajectory_id: str, task: Task, target_step: int, *,
                  code: str | None = None, cell_id: str | None = None,
@@ -400,7 +400,7 @@ class LivePredictions:
 
     async def _deliver(self, scope: Scope, record: Prediction) -> None:
         """Store and publish a prediction, scored if its step landed meanwhile (the read and
-        the write in one worker thread)."""
+        the write as one unit of store work, ``AsyncStore.quick``)."""
         target = record["target_step"]
 
         def deliver(store: TrajectoryStore) -> tuple[Prediction, bool]:
@@ -490,8 +490,8 @@ class LivePredictions:
         self.events.publish(prediction_event(scope, record))
 
     async def _score(self, steps: list[Step],
-                     scored: list[tuple[Scope, Prediction]] | None) -> None:
-        if scored is None:
-            scored = await self.store.quick(partial(score_landed, steps=steps)) if steps else []
-        for scope, record in scored:
+                     scores: list[tuple[Scope, Prediction]] | None) -> None:
+        if scores is None:
+            scores = await self.store.quick(partial(score_landed, steps=steps)) if steps else []
+        for scope, record in scores:
             self.events.publish(scored_event(scope, record))

@@ -167,7 +167,7 @@ class Themisto:
             return result, score_landed(self._sync_store, result.steps)
 
         async with self._ingest_lock:
-            result, scored = await asyncio.get_running_loop().run_in_executor(
+            result, scores = await asyncio.get_running_loop().run_in_executor(
                 self._ingest_thread, scan)
         for tid in result.new_trajectories:
             trajectory = await self.store.get_trajectory(tid)
@@ -181,9 +181,9 @@ class Themisto:
                 scope = Scope.of(trajectory.to_json(), trajectory.id)
                 self.events.publish(recording_event(trajectory.kernel_id, switch.on, scope))
         if self.settings.live_predictions:
-            await self.live.on_ingest(result, scored)
+            await self.live.on_ingest(result, scores)
         else:
-            await self.live.score_only(result, scored)
+            await self.live.score_only(result, scores)
         for tid in result.ended:
             self.live.forget(tid)
         self._untrimmed += result.read_bytes

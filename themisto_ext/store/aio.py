@@ -119,4 +119,3 @@ class AsyncStore:
 
     def close(self) -> None:
         self.sync.close()
-
