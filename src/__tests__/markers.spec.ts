@@ -131,7 +131,9 @@ describe('CellMarkers', () => {
     await Promise.resolve();
     const footer = (i: number) =>
       nodes[i].querySelector<HTMLElement>(`.${FOOTER_CLASS}`);
-    expect(footer(0)?.textContent).toBe('step 1 · 12 ms · 93.8 MiB · RL 0.50');
+    expect(footer(0)?.textContent).toBe(
+      'step 1 · 12 ms · 93.8 MiB · output prediction: word overlap (ROUGE-L) 0.50 of 1'
+    );
     // After the outputs, before JupyterLab's own footer.
     expect(footer(0)?.nextElementSibling?.className).toBe('jp-CellFooter');
     // Missed because the next cell started first (Run All): quiet.

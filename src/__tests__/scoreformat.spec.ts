@@ -3,8 +3,10 @@ import {
   formatScore,
   formatScores,
   formatSeconds,
+  scoreMeaning,
   ScoreMeans
 } from '../live/scoreformat';
+import { nullTranslator } from '@jupyterlab/translation';
 
 describe('score formatting', () => {
   it('formats scores with two decimals', () => {
@@ -20,6 +22,13 @@ describe('score formatting', () => {
       'EM 0.00 · ROUGE-L 0.50 · ChrF 0.25'
     );
     expect(formatScores(null)).toBe('EM — · ROUGE-L — · ChrF —');
+  });
+
+  it('says what each score measures in words, not only its abbreviation', () => {
+    const trans = nullTranslator.load('themisto_ext');
+    expect(scoreMeaning('exact_match', trans)).toBe('exact match');
+    expect(scoreMeaning('rouge_l', trans)).toBe('word overlap (ROUGE-L)');
+    expect(scoreMeaning('chrf', trans)).toBe('character overlap (chrF)');
   });
 
   it('formats durations and sizes', () => {

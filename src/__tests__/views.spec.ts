@@ -99,7 +99,9 @@ describe('cellView', () => {
       'baseline · full (step 3): EM 0.00 · ROUGE-L 0.90 · ChrF 0.90'
     );
     expect(view.title).toContain('Click to review step 3');
-    expect(view.footer).toBe('step 3 · 1.50 s · 2.00 KiB · RL 0.40');
+    expect(view.footer).toBe(
+      'step 3 · 1.50 s · 2.00 KiB · output prediction: word overlap (ROUGE-L) 0.40 of 1'
+    );
   });
 
   it('says why a cell has no prediction', () => {

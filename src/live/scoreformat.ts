@@ -38,6 +38,24 @@ export function scoreTitle(name: ScoreName, trans: TranslationBundle): string {
 }
 
 /**
+ * What a score measures, in words, for the footer under a cell: a badge's
+ * `RL 0.50` is explained there, not only on hover.
+ */
+export function scoreMeaning(
+  name: ScoreName,
+  trans: TranslationBundle
+): string {
+  switch (name) {
+    case 'exact_match':
+      return trans.__('exact match');
+    case 'rouge_l':
+      return trans.__('word overlap (ROUGE-L)');
+    case 'chrf':
+      return trans.__('character overlap (chrF)');
+  }
+}
+
+/**
  * Short score names for narrow columns and cell markers.
  */
 export const SHORT_SCORE: Record<ScoreName, string> = {

@@ -16,6 +16,7 @@ import {
   formatScore,
   formatScores,
   formatSeconds,
+  scoreMeaning,
   SHORT_SCORE
 } from '../live/scoreformat';
 import type { ICombo } from '../live/types';
@@ -141,7 +142,14 @@ export function cellView(
     formatBytes(summary.memory_bytes)
   ];
   if (state === 'scored') {
-    parts.push(scoreText);
+    // The badge's abbreviation, said in words with its scale.
+    parts.push(
+      trans.__(
+        'output prediction: %1 %2 of 1',
+        scoreMeaning(options.score, trans),
+        formatScore(value)
+      )
+    );
   } else if (state === 'predicting') {
     parts.push(trans.__('predicting…'));
   } else if (state !== 'missed') {

@@ -84,7 +84,7 @@ test.describe('Themisto history', () => {
     );
     await expect(page.locator(FOOTER)).toHaveCount(3);
     await expect(page.locator(FOOTER).nth(1)).toHaveText(
-      /^step 2 · \d+ ms · [\d.]+ [KMG]iB · RL \d\.\d\d/
+      /^step 2 · \d+ ms · [\d.]+ [KMG]iB · output prediction: word overlap \(ROUGE-L\) \d\.\d\d of 1/
     );
     const before = await badges(page);
     expect(before.map(b => b.step)).toEqual(['1', '2', '3']);
