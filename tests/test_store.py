@@ -176,8 +176,9 @@ def test_history_in_brief_slim_and_bounded_predictions(store):
     base = {"trajectory_id": "t", "task": "output", "predictor": "baseline", "context": "full",
             "reference": None, "scores": None, "error": None,
             "prompt": {"system": "s", "user": "u"}, "raw": "r"}
+    # What answered travels in brief: a hybrid's copy is shown as a reference.
     store.save_prediction({**base, "id": "p2", "target_step": 2,
-                           "scores": {"exact_match": 1.0}})
+                           "model": "hybrid:copy-previous", "scores": {"exact_match": 1.0}})
     store.save_prediction({**base, "id": "m2", "target_step": 2, "task": "next-cell",
                            "error": {"type": "PredictionSuperseded", "message": "late"}})
     store.save_prediction({**base, "id": "p3", "target_step": 3})
@@ -186,9 +187,10 @@ def test_history_in_brief_slim_and_bounded_predictions(store):
                       "execution_time": 0.5, "memory_bytes": 7,
                       "error": "KeyError", "predictions": [
                           {"id": "p2", "task": "output", "predictor": "baseline",
-                           "context": "full", "scores": {"exact_match": 1.0}, "error": None},
+                           "model": "hybrid:copy-previous", "context": "full",
+                           "scores": {"exact_match": 1.0}, "error": None},
                           {"id": "m2", "task": "next-cell", "predictor": "baseline",
-                           "context": "full", "scores": None,
+                           "model": None, "context": "full", "scores": None,
                            "error": {"type": "PredictionSuperseded", "message": "late"}}]}]
     assert [s["step"] for s in store.step_summaries("t")] == [1, 2, 3]
     assert store.step_summaries("t", since_step=3) == []

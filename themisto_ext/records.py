@@ -199,6 +199,7 @@ class PredictionSummary(TypedDict):
     id: str
     task: Task
     predictor: str
+    model: str | None
     context: Context
     scores: Scores | None
     error: PredictionError | None

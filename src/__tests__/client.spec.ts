@@ -359,6 +359,8 @@ describe('ThemistoClient: live data', () => {
         id: 'p',
         task: 'output',
         predictor: 'baseline',
+        // A record stored before summaries carried it: no model.
+        model: null,
         context: 'full',
         scores: null,
         error: {

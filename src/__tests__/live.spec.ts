@@ -110,6 +110,7 @@ class FakeClient implements IThemistoClient {
                       : `${id}-p3`,
                   task: 'output' as const,
                   predictor: 'baseline',
+                  model: 'baseline',
                   context: 'none' as const,
                   scores: { exact_match: 1, rouge_l: 1, chrf: 1 },
                   error: null

@@ -127,6 +127,31 @@ describe('PredictionPanel', () => {
     panel.dispose();
   });
 
+  it('labels references as references and a copy of the previous output as a copy', () => {
+    const { panel, store, qa } = setup();
+    store!.apply(stepEvent(1));
+    store!.apply(
+      predictionEvent(
+        prediction('output', 2, {
+          answer: 'out 1',
+          model: 'hybrid:copy-previous'
+        })
+      )
+    );
+    panel.flush();
+    const [copy, other] = qa('.themisto-OutputSection .themisto-Card');
+    // `baseline` is a reference predictor: its column says so.
+    expect(copy.querySelector('.themisto-Card-title')?.textContent).toBe(
+      'baseline · none · reference'
+    );
+    expect(copy.dataset.copy).toBe('true');
+    expect(copy.querySelector('.themisto-Label')?.textContent).toBe(
+      'The previous output, copied (a reference, not a prediction)'
+    );
+    expect(other.dataset.copy).toBe('false');
+    panel.dispose();
+  });
+
   it('fetches and shows a prompt only when asked to, and keeps it open', async () => {
     const { panel, store, actions, qa } = setup();
     store!.apply(stepEvent(1));

@@ -145,6 +145,7 @@ describe('NotebookLive', () => {
           id: 'p0',
           task: 'output' as const,
           predictor: 'baseline',
+          model: 'baseline',
           context: 'none' as const,
           scores: scores(0.5),
           error: null

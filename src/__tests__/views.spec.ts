@@ -62,6 +62,7 @@ describe('cellView', () => {
     id: `p-${context}`,
     task: 'output',
     predictor: 'baseline',
+    model: 'baseline',
     context,
     scores: null,
     error: null,
@@ -102,6 +103,55 @@ describe('cellView', () => {
     expect(view.footer).toBe(
       'step 3 · 1.50 s · 2.00 KiB · output prediction: word overlap (ROUGE-L) 0.40 of 1'
     );
+  });
+
+  it('badges no copy of the previous output: a reference is not a prediction', () => {
+    const copy = { model: 'hybrid:copy-previous', scores: scores(0.2) };
+    // Every shown column copied: a quiet badge, the footer says so, no score.
+    const copied = cellView(
+      summary([brief('none', copy), brief('full', copy)]),
+      options,
+      trans
+    );
+    expect(copied.state).toBe('copy');
+    expect(copied.badge).toBe('—');
+    expect(copied.value).toBeNull();
+    expect(copied.title).toContain('only a copy of the previous output');
+    expect(copied.footer).toBe(
+      'step 3 · 1.50 s · 2.00 KiB · no output prediction (the previous output copied)'
+    );
+    // Still quiet before its scores came.
+    expect(
+      cellView(
+        summary([brief('none', { ...copy, scores: null })]),
+        options,
+        trans
+      ).state
+    ).toBe('copy');
+    // A column that predicted is shown, whatever its place.
+    const mixed = cellView(
+      summary([
+        brief('none', copy),
+        brief('full', { model: 'hybrid:arrays', scores: scores(0.9) })
+      ]),
+      options,
+      trans
+    );
+    expect(mixed.state).toBe('scored');
+    expect(mixed.badge).toBe('RL 0.90');
+    // A copy that failed still says why.
+    const failed = cellView(
+      summary([
+        brief('none', {
+          ...copy,
+          scores: null,
+          error: { type: 'ProviderTimeoutError', message: 'no answer in 60 s' }
+        })
+      ]),
+      options,
+      trans
+    );
+    expect(failed.state).toBe('error');
   });
 
   it('says why a cell has no prediction', () => {

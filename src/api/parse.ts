@@ -337,6 +337,7 @@ export function toPredictionSummary(value: unknown): PredictionSummary | null {
     id: value.id,
     task: value.task,
     predictor: str(value.predictor, '?'),
+    model: strOrNull(value.model),
     context: value.context,
     scores: toScores(value.scores),
     error: toPredictionError(value.error)

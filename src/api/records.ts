@@ -362,6 +362,10 @@ export interface PredictionSummary {
   id: string;
   task: PredictionTask;
   predictor: string;
+  /**
+   * What answered: the model, or for a predictor that combines rules and a model (hybrid) which of them, e.g. hybrid:copy-previous for a copy of the previous output (shown as a reference, not as a prediction).
+   */
+  model: string | null;
   context: PredictionContext;
   scores: null | Scores;
   error: null | PredictionError;

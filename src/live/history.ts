@@ -122,6 +122,7 @@ export class StepIndex implements IStepHistory {
       id: prediction.id,
       task: prediction.task,
       predictor: prediction.predictor,
+      model: prediction.model,
       context: prediction.context,
       scores: prediction.scores,
       error: prediction.error

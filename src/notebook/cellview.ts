@@ -10,6 +10,7 @@ import type { ScoreName } from '../api/model';
 import type { PredictionSummary, StepSummary } from '../api/records';
 import { latestByCombo } from '../live/history';
 import { errorReason, isMissed } from '../live/reasons';
+import { isCopy } from '../live/references';
 import {
   comboLabel,
   formatBytes,
@@ -24,7 +25,8 @@ import type { ICombo } from '../live/types';
 /**
  * The state of a cell's output prediction.
  */
-export type CellState = 'scored' | 'predicting' | 'missed' | 'error' | 'none';
+export type CellState =
+  'scored' | 'predicting' | 'copy' | 'missed' | 'error' | 'none';
 
 export interface ICellView {
   step: number;
@@ -89,7 +91,12 @@ export function cellView(
   options: ICellViewOptions,
   trans: TranslationBundle
 ): ICellView {
-  const outputs = shown(summary.predictions, 'output', options.combos);
+  const answered = shown(summary.predictions, 'output', options.combos);
+  // A copy of the previous output repeats what the user saw: a reference
+  // (reviewed in the panel), not a prediction to badge the cell with.
+  // (A copy that failed still says why.)
+  const outputs = answered.filter(p => !isCopy(p) || p.error);
+  const copied = answered.some(p => isCopy(p) && !p.error);
   const scored = outputs.filter(p => p.scores);
   const first = scored[0]?.scores ?? null;
   const lines = outputs.map(p =>
@@ -108,6 +115,8 @@ export function cellView(
   let reason = '';
   if (first) {
     state = 'scored';
+  } else if (copied && !options.predicting && outputs.every(p => p.error)) {
+    state = 'copy';
   } else if (options.predicting || outputs.some(p => !p.error)) {
     state = 'predicting';
   } else if (outputs.length > 0) {
@@ -127,9 +136,14 @@ export function cellView(
   const title =
     state === 'none'
       ? trans.__('No output prediction: %1', reason)
-      : [trans.__('Predicted output vs real output'), ...lines].join('\n') +
-        '\n' +
-        trans.__('Click to review step %1', summary.step);
+      : state === 'copy'
+        ? trans.__(
+            'No output prediction: only a copy of the previous output, a reference (click to review step %1)',
+            summary.step
+          )
+        : [trans.__('Predicted output vs real output'), ...lines].join('\n') +
+          '\n' +
+          trans.__('Click to review step %1', summary.step);
   const parts = [
     trans.__('step %1', summary.step),
     summary.error
@@ -152,6 +166,8 @@ export function cellView(
     );
   } else if (state === 'predicting') {
     parts.push(trans.__('predicting…'));
+  } else if (state === 'copy') {
+    parts.push(trans.__('no output prediction (the previous output copied)'));
   } else if (state !== 'missed') {
     // Missed (the next cell started first, as in Run All): said on hover and
     // in the review, not under every cell.

@@ -13,6 +13,7 @@ import {
   scoreTitle
 } from '../live/scoreformat';
 import { errorReason, isMissed } from '../live/reasons';
+import { isCopy, isReference } from '../live/references';
 import type { ICombo, IPredictionSlot } from '../live/types';
 import { diffText, type IDiffResult, type IDiffSegment } from './diff';
 import { attrs, button } from './dom';
@@ -184,7 +185,8 @@ export function textPre(
 function card(
   combo: ICombo,
   data: Record<string, string>,
-  content: h.Child[]
+  content: h.Child[],
+  trans: TranslationBundle
 ): VirtualElement {
   return h.section(
     {
@@ -195,7 +197,16 @@ function card(
         ...data
       }
     },
-    h.header({ className: 'themisto-Card-title' }, comboLabel(combo)),
+    h.header(
+      { className: 'themisto-Card-title' },
+      comboLabel(combo),
+      isReference(combo.predictor)
+        ? h.span(
+            { className: 'themisto-Reference' },
+            ` · ${trans.__('reference')}`
+          )
+        : null
+    ),
     ...content
   );
 }
@@ -394,7 +405,9 @@ export function outputCard(
     state,
     landed: step ? 'true' : 'false',
     // Made from the cell's text before it ran, and taken when it started.
-    speculative: slot?.prediction?.speculative ? 'true' : 'false'
+    speculative: slot?.prediction?.speculative ? 'true' : 'false',
+    // The previous output repeated: shown as the reference it is.
+    copy: slot?.prediction && isCopy(slot.prediction) ? 'true' : 'false'
   };
   const label = (text: string) => h.div({ className: 'themisto-Label' }, text);
   const muted = (text: string) => h.div({ className: 'themisto-Muted' }, text);
@@ -407,11 +420,18 @@ export function outputCard(
     content = [errorView(slot, actions.retry, trans)];
   } else if (slot.prediction) {
     const answer = slot.prediction.answer;
+    const predicted = label(
+      isCopy(slot.prediction)
+        ? trans.__(
+            'The previous output, copied (a reference, not a prediction)'
+          )
+        : trans.__('Predicted')
+    );
     if (step) {
       const diff = cachedDiff(slot.prediction.id, answer, step.output);
       content = [
         tracebackView(step, trans),
-        label(trans.__('Predicted')),
+        predicted,
         answer.trim() === '' ? muted(trans.__('(no output)')) : null,
         diffPre(diff.segments, 'a', 'themisto-Predicted', trans),
         label(trans.__('Actual')),
@@ -422,7 +442,7 @@ export function outputCard(
       ];
     } else {
       content = [
-        label(trans.__('Predicted')),
+        predicted,
         textPre(answer, 'themisto-Predicted', trans),
         muted(trans.__('waiting for the cell to finish…'))
       ];
@@ -431,7 +451,7 @@ export function outputCard(
   } else {
     content = [];
   }
-  return card(combo, data, content);
+  return card(combo, data, content, trans);
 }
 
 /**
@@ -452,13 +472,13 @@ export function nextCellCard(
   const data = { task: 'next-cell', 'target-step': `${target}`, state };
   const label = (text: string) => h.div({ className: 'themisto-Label' }, text);
   if (!slot) {
-    return card(combo, data, [missingView(missing, trans)]);
+    return card(combo, data, [missingView(missing, trans)], trans);
   } else if (slot.state === 'predicting') {
-    return card(combo, data, [writing(slot, trans)]);
+    return card(combo, data, [writing(slot, trans)], trans);
   } else if (slot.state === 'error') {
-    return card(combo, data, [errorView(slot, actions.retry, trans)]);
+    return card(combo, data, [errorView(slot, actions.retry, trans)], trans);
   } else if (!slot.prediction) {
-    return card(combo, data, []);
+    return card(combo, data, [], trans);
   }
   const prediction = slot.prediction;
   const code = prediction.answer;
@@ -468,47 +488,54 @@ export function nextCellCard(
     actual !== null
       ? cachedDiff(`${prediction.id}:code`, code, actual).segments
       : null;
-  return card(combo, data, [
-    diff
-      ? [
-          label(trans.__('Predicted')),
-          diffPre(diff, 'a', 'themisto-NextCode', trans),
-          label(trans.__('Actual')),
-          diffPre(diff, 'b', 'themisto-ActualCode', trans)
-        ]
-      : textPre(code, 'themisto-NextCode', trans),
-    h.div(
-      { className: 'themisto-Actions' },
-      !review
-        ? button(trans.__('Insert below'), () => actions.insertBelow(code), {
-            className: 'themisto-Insert',
-            title: trans.__('Insert the predicted cell after the last cell run')
-          })
-        : null,
-      !review
-        ? button(
-            trans.__('Replace active cell'),
-            () => actions.replaceActive(code),
-            {
-              className: 'themisto-Replace',
+  return card(
+    combo,
+    data,
+    [
+      diff
+        ? [
+            label(trans.__('Predicted')),
+            diffPre(diff, 'a', 'themisto-NextCode', trans),
+            label(trans.__('Actual')),
+            diffPre(diff, 'b', 'themisto-ActualCode', trans)
+          ]
+        : textPre(code, 'themisto-NextCode', trans),
+      h.div(
+        { className: 'themisto-Actions' },
+        !review
+          ? button(trans.__('Insert below'), () => actions.insertBelow(code), {
+              className: 'themisto-Insert',
               title: trans.__(
-                "Replace the active cell's source with the prediction"
+                'Insert the predicted cell after the last cell run'
               )
-            }
-          )
-        : null,
-      // Copy says it did its work for a moment: nothing else shows that
-      // the clipboard changed.
-      button(
-        copied ? trans.__('Copied') : trans.__('Copy'),
-        () => actions.copy(code, prediction.id),
-        {
-          className: `themisto-Copy${copied ? ' themisto-mod-done' : ''}`,
-          title: trans.__('Copy the predicted cell')
-        }
-      )
-    ),
-    prediction.scores ? scoresView(prediction.scores, trans) : null,
-    footer(slot, actions, trans)
-  ]);
+            })
+          : null,
+        !review
+          ? button(
+              trans.__('Replace active cell'),
+              () => actions.replaceActive(code),
+              {
+                className: 'themisto-Replace',
+                title: trans.__(
+                  "Replace the active cell's source with the prediction"
+                )
+              }
+            )
+          : null,
+        // Copy says it did its work for a moment: nothing else shows that
+        // the clipboard changed.
+        button(
+          copied ? trans.__('Copied') : trans.__('Copy'),
+          () => actions.copy(code, prediction.id),
+          {
+            className: `themisto-Copy${copied ? ' themisto-mod-done' : ''}`,
+            title: trans.__('Copy the predicted cell')
+          }
+        )
+      ),
+      prediction.scores ? scoresView(prediction.scores, trans) : null,
+      footer(slot, actions, trans)
+    ],
+    trans
+  );
 }
