@@ -33,6 +33,10 @@ class Actions implements IPanelActions {
   cellCode(cellId: string): string | null {
     return `code of ${cellId}`;
   }
+  written = false;
+  nextCellWritten(): boolean {
+    return this.written;
+  }
   async toggleRecording(): Promise<void> {
     this.toggles++;
   }
@@ -231,6 +235,36 @@ describe('PredictionPanel', () => {
     });
     card.querySelector('.themisto-Insert')!.dispatchEvent(press);
     expect(press.defaultPrevented).toBe(true);
+    panel.dispose();
+  });
+
+  it('predicts no next cell where it is written already, and says so', () => {
+    const { panel, store, actions, q } = setup();
+    store!.apply(stepEvent(1));
+    store!.apply(predictionEvent(prediction('next-cell', 2, { answer: 'y' })));
+    actions.written = true;
+    panel.flush();
+    const next = q('.themisto-NextSection');
+    expect(next?.dataset.frontier).toBe('false');
+    expect(next?.querySelector('.themisto-Written')?.textContent).toContain(
+      'The next cell is written already'
+    );
+    expect(next?.querySelectorAll('.themisto-Card')).toHaveLength(0);
+    // The output section is not concerned.
+    expect(q('.themisto-OutputSection')?.dataset.frontier).toBeUndefined();
+    // An edit that changes nothing of it redraws nothing.
+    const update = jest.spyOn(panel, 'update');
+    panel.notebookEdited();
+    expect(update).not.toHaveBeenCalled();
+    // At the frontier again (the cell below emptied): redrawn, the
+    // prediction shows.
+    actions.written = false;
+    panel.notebookEdited();
+    expect(update).toHaveBeenCalledTimes(1);
+    panel.flush();
+    expect(q('.themisto-NextSection .themisto-NextCode')?.textContent).toBe(
+      'y'
+    );
     panel.dispose();
   });
 

@@ -1,6 +1,7 @@
 import { type INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
 
 import type { IPredictionSettings, IThemistoLive } from '../tokens';
+import { isFrontier } from './cells';
 
 /**
  * Predict as cells run when the server does not do it by itself (its
@@ -40,7 +41,14 @@ export function startAutoPredict(
     }
   });
   live.eventReceived.connect((_, { store, event }) => {
-    if (event.type === 'step' && wanted() && store.recording !== false) {
+    if (event.type !== 'step' || !wanted() || store.recording === false) {
+      return;
+    }
+    // Only at the notebook's frontier: elsewhere the next cell is written.
+    // (The step names its cell: the page may not have seen it finish yet.)
+    const panel = tracker.find(p => p.context.path === store.path);
+    const ran = event.step.cell_id ?? store.lastRunCell;
+    if (!panel || isFrontier(panel.content, ran)) {
       live.requestPrediction('next-cell', { store }).catch(warn);
     }
   });

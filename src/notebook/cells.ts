@@ -101,6 +101,26 @@ export function codeCells(notebook: Pick<Notebook, 'widgets'>): ICellSource[] {
 }
 
 /**
+ * Whether a notebook's frontier is right after a cell: no code cell below
+ * it, or the first code cell below it is empty. There the next cell is new
+ * code worth predicting; elsewhere it is written already, and running the
+ * cells in order (Run All, Shift+Enter down the notebook) needs no guess of
+ * it. Unknown cells (none run yet, or gone) count as the frontier.
+ */
+export function isFrontier(
+  notebook: Pick<Notebook, 'widgets'>,
+  cellId: string | null
+): boolean {
+  const cells = notebook.widgets;
+  const at = cellId === null ? -1 : cells.findIndex(c => c.model.id === cellId);
+  if (at < 0) {
+    return true;
+  }
+  const next = cells.slice(at + 1).find(c => c.model.type === 'code');
+  return !next || next.model.sharedModel.getSource().trim() === '';
+}
+
+/**
  * The cell widget with a given model id, if the notebook has it.
  */
 export function findCell(notebook: Notebook, cellId: string): Cell | null {

@@ -54,6 +54,12 @@ export interface IPanelActions {
    */
   cellCode(cellId: string): string | null;
   /**
+   * Whether the code cell after the last cell run is written already: the
+   * notebook's next cell is then no prediction's business (see
+   * `notebook/cells.ts` `isFrontier`).
+   */
+  nextCellWritten(): boolean;
+  /**
    * Switch recording of the active notebook's kernel.
    */
   toggleRecording(): Promise<void>;
@@ -337,6 +343,17 @@ export class PredictionPanel extends Widget {
     this.node.dataset.state = store ? 'notebook' : 'no-notebook';
     this.node.dataset.view = view.mode;
     VirtualDOM.render(this._render(store, view), this.node);
+  }
+
+  /**
+   * The notebook's cells were edited: redraw if the next cell is written now
+   * and was not (or the reverse) when last drawn.
+   */
+  notebookEdited(): void {
+    const shown = this._tasks.writtenShown;
+    if (shown !== null && shown !== this._actions.nextCellWritten()) {
+      this.update();
+    }
   }
 
   /**

@@ -108,6 +108,25 @@ export class TaskView {
         ? this._reviewed(task, store, combos, view, detail)
         : this._latest(task, store, combos);
     const dataset = { 'target-step': shown ? String(shown.target) : '' };
+    if (task === 'next-cell' && view.mode === 'live') {
+      this._writtenShown = this._actions.nextCellWritten();
+    }
+    if (task === 'next-cell' && view.mode === 'live' && this._writtenShown) {
+      // Not the frontier: the next cell is there to read, not to guess.
+      return section(
+        cls,
+        trans.__('Next cell'),
+        [
+          h.p(
+            { className: 'themisto-Muted themisto-Written' },
+            trans.__(
+              'The next cell is written already: nothing to predict. Predictions of new code come at the end of the notebook (or in an empty cell below the last cell run).'
+            )
+          )
+        ],
+        { ...dataset, frontier: 'false' }
+      );
+    }
     if (!shown || combos.length === 0) {
       const none = this._live.predictors?.predictors.length === 0;
       const title =
@@ -147,6 +166,14 @@ export class TaskView {
       [code, note, h.div({ className: 'themisto-Cards' }, cards)],
       dataset
     );
+  }
+
+  /**
+   * Whether the live next-cell section last drawn said the next cell is
+   * written already (`null`: not drawn live yet).
+   */
+  get writtenShown(): boolean | null {
+    return this._writtenShown;
   }
 
   /**
@@ -387,6 +414,7 @@ export class TaskView {
 
   private _prompts = new Map<string, PromptState>();
   private _openPrompts = new Set<string>();
+  private _writtenShown: boolean | null = null;
   private _copied: string | null = null;
   private _copiedTimer = 0;
 }

@@ -22,6 +22,7 @@ import { themistoIcon } from '../icon';
 import {
   cellSource,
   insertAfterLastRun,
+  isFrontier,
   replaceActiveCell
 } from '../notebook/cells';
 import { codeCells } from '../notebook/cells';
@@ -65,6 +66,15 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
         act(notebook);
       }
     };
+    const nextCellWritten = (): boolean => {
+      const notebook = tracker.currentWidget;
+      const store = notebook ? live.store(notebook.context.path) : null;
+      return (
+        !!notebook &&
+        !!store &&
+        !isFrontier(notebook.content, store.lastRunCell)
+      );
+    };
     const panel = new PredictionPanel({
       live,
       settings,
@@ -84,6 +94,7 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
           const notebook = tracker.currentWidget;
           return notebook ? cellSource(notebook, cellId) : null;
         },
+        nextCellWritten,
         toggleRecording: async () => {
           const notebook = tracker.currentWidget;
           if (notebook) {
@@ -93,6 +104,16 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
         getPrediction: id => client.getPrediction(id),
         returnFocus: () => focusNotebook(app.shell, tracker)
       }
+    });
+    // Whether the next cell is written already shows in the panel: follow
+    // the active notebook's edits (the widget's signal: its model may not be
+    // loaded yet).
+    const edited = (): void => panel.notebookEdited();
+    let watched: NotebookPanel | null = null;
+    tracker.currentChanged.connect((_, notebook) => {
+      watched?.content.modelContentChanged.disconnect(edited);
+      watched = notebook;
+      watched?.content.modelContentChanged.connect(edited);
     });
     panel.id = PANEL_ID;
     panel.title.icon = themistoIcon;

@@ -46,19 +46,20 @@ test.describe('Themisto focus and layout', () => {
     await expect(next).toHaveAttribute('data-target-step', '3', LIVE);
     await expect(next).toHaveAttribute('data-state', 'done', LIVE);
 
-    // Insert below: the cell goes after the last cell run; Enter then edits
-    // it instead of inserting it again.
+    // Copy says so, and gives the focus back.
+    await next.locator('.themisto-Copy').click();
+    await expect(next.locator('.themisto-Copy')).toHaveText('Copied');
+    expect(await focusInNotebook(page)).toBe(true);
+
+    // Insert below (last: the next cell is then written, and the panel says
+    // so instead of predicting it): the cell goes after the last cell run;
+    // Enter then edits it instead of inserting it again.
     await next.locator('.themisto-Insert').click();
     await expect.poll(() => page.notebook.getCellCount()).toBe(3);
     expect(await focusInNotebook(page)).toBe(true);
     await page.keyboard.press('Enter');
     await page.keyboard.press('Escape');
     expect(await page.notebook.getCellCount()).toBe(3);
-
-    // Copy says so, and gives the focus back.
-    await next.locator('.themisto-Copy').click();
-    await expect(next.locator('.themisto-Copy')).toHaveText('Copied');
-    expect(await focusInNotebook(page)).toBe(true);
 
     for (const button of [
       '.themisto-PredictNow',

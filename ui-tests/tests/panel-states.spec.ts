@@ -369,17 +369,23 @@ test.describe('Themisto prediction panel states', () => {
 
     await screenshotThemes(page, panel, testInfo, 'panel-states');
 
-    // Insert the predicted next cell below the active cell.
+    // Replace the active cell with the predicted next cell, then insert it
+    // below the last cell run (last: the next cell is then written, and the
+    // panel says so instead of predicting it).
     await page.notebook.selectCells(1);
     const next = panel.locator('.themisto-NextSection [data-context="none"]');
+    await next.locator('.themisto-Replace').click();
+    await expect
+      .poll(() => cellSource(page, 1))
+      .toBe('print(greeting.upper())');
     await next.locator('.themisto-Insert').click();
     await expect
       .poll(() => cellSource(page, 2))
       .toBe('print(greeting.upper())');
-    await next.locator('.themisto-Replace').click();
-    await expect
-      .poll(() => cellSource(page, 2))
-      .toBe('print(greeting.upper())');
+    await expect(panel.locator('.themisto-NextSection')).toHaveAttribute(
+      'data-frontier',
+      'false'
+    );
 
     // Predict next cell now: the header button posts a request.
     await panel.locator('.themisto-PredictNow').click();

@@ -16,6 +16,34 @@ const LIVE = { timeout: 30000 };
 test.use({ viewport: { width: 1280, height: 1800 } });
 
 test.describe('Themisto prediction panel', () => {
+  test('says the next cell is written already where it is, and predicts one at the frontier', async ({
+    page
+  }) => {
+    await page.notebook.createNew();
+    const panel = await openPanel(page);
+    await page.notebook.setCell(0, 'code', 'a = 1');
+    await page.notebook.addCell('code', 'b = a + 1');
+    await page.notebook.runCell(0, { inplace: true });
+    await expect(page.locator(STATUS_ITEM)).toHaveAttribute(
+      'data-steps',
+      '1',
+      LIVE
+    );
+    // The cell below is written: nothing to guess.
+    const next = panel.locator('.themisto-NextSection');
+    await expect(next).toHaveAttribute('data-frontier', 'false', LIVE);
+    await expect(next.locator('.themisto-Written')).toContainText(
+      'written already'
+    );
+    await expect(next.locator('.themisto-Card')).toHaveCount(0);
+    // Emptied (blank), it is the frontier: the predictions of the next cell
+    // show. (Galata types the source over a selection: typing nothing would
+    // leave it.)
+    await page.notebook.setCell(1, 'code', ' ');
+    await expect(next.locator('.themisto-Card')).toHaveCount(2, LIVE);
+    await expect(next).not.toHaveAttribute('data-frontier', 'false');
+  });
+
   test('shows the predicted output, then the real one with scores, and inserts the next cell', async ({
     page
   }, testInfo) => {
