@@ -110,22 +110,22 @@ export class TaskView {
     const dataset = { 'target-step': shown ? String(shown.target) : '' };
     if (task === 'next-cell' && view.mode === 'live') {
       this._writtenShown = this._actions.nextCellWritten();
-    }
-    if (task === 'next-cell' && view.mode === 'live' && this._writtenShown) {
-      // Not the frontier: the next cell is there to read, not to guess.
-      return section(
-        cls,
-        trans.__('Next cell'),
-        [
-          h.p(
-            { className: 'themisto-Muted themisto-Written' },
-            trans.__(
-              'The next cell is written already: nothing to predict. Predictions of new code come at the end of the notebook (or in an empty cell below the last cell run).'
+      if (this._writtenShown) {
+        // Not the frontier: the next cell is there to read, not to guess.
+        return section(
+          cls,
+          trans.__('Next cell'),
+          [
+            h.p(
+              { className: 'themisto-Muted themisto-Written' },
+              trans.__(
+                'The next cell is written already: nothing to predict. Predictions of new code come at the end of the notebook (or in an empty cell below the last cell run).'
+              )
             )
-          )
-        ],
-        { ...dataset, frontier: 'false' }
-      );
+          ],
+          { ...dataset, frontier: 'false' }
+        );
+      }
     }
     if (!shown || combos.length === 0) {
       const none = this._live.predictors?.predictors.length === 0;

@@ -96,13 +96,18 @@ def score_landed(store: TrajectoryStore, steps: list[Step]) -> list[tuple[Scope,
             if p["target_step"] in by_number]
         if not pending:
             continue
-        trajectory = store.get_trajectory(trajectory_id)
-        scope = Scope.of(trajectory.to_json() if trajectory else None, trajectory_id)
+        scope = scope_in(store, trajectory_id)
         for prediction in pending:
             record = scored(prediction, by_number[prediction["target_step"]])
             store.save_prediction(record)
             done.append((scope, record))
     return done
+
+
+def scope_in(store: TrajectoryStore, trajectory_id: str) -> Scope:
+    """A trajectory's scope as the store has it (its id alone if it is gone)."""
+    trajectory = store.get_trajectory(trajectory_id)
+    return Scope.of(trajectory.to_json() if trajectory else None, trajectory_id)
 
 
 def landed_step(store: TrajectoryStore, trajectory_id: str, target_step: int) -> Step | None:
@@ -344,8 +349,7 @@ class LivePredictions:
                 self._running[tid] = number
 
     async def _scope(self, trajectory_id: str) -> Scope:
-        trajectory = await self.store.quick(lambda store: store.get_trajectory(trajectory_id))
-        return Scope.of(trajectory.to_json() if trajectory else None, trajectory_id)
+        return await self.store.quick(partial(scope_in, trajectory_id=trajectory_id))
 
     async def _predict(self, predictor: Predictor, context: Context, scope: Scope, task: Task,
                        target_step: int, code: str | None, cell_id: str | None,
