@@ -83,6 +83,9 @@ class Themisto:
         self.events = events
         self.running_kernels = running_kernels
         """The ids of the kernels this server runs (None: unknown, e.g. without Jupyter)."""
+        # The synchronous store, for the ingestion thread only: event-loop code reaches the
+        # store through the async facade (tests/test_architecture.py holds it to that).
+        self._sync_store = store.sync
         self.ingestor = JournalIngestor(self.journal_dir, store.sync, user=self.user)
         self.ingestor.windows_per_pass = 1  # the loop comes back 50 ms later for the rest
         if notebook_exists is not None:
@@ -163,7 +166,7 @@ class Themisto:
             result = self.ingestor.poll()
             if self.store.embedded:  # scored on the loop (AsyncStore.quick)
                 return result, None
-            return result, score_landed(self.store.sync, result.steps)
+            return result, score_landed(self._sync_store, result.steps)
 
         async with self._ingest_lock:
             result, scores = await asyncio.get_running_loop().run_in_executor(
