@@ -273,9 +273,10 @@ async def test_history_pages_steps_in_brief_with_their_predictions(api, jp_serve
                            "error", "predictions"}
     assert twelve["predictions"] == [
         {"id": scored["id"], "task": "output", "predictor": "baseline", "model": "baseline",
-         "context": "full", "scores": scored["scores"], "error": None},
+         "context": "full", "scores": scored["scores"], "error": None, "abstained": False},
         {"id": "missed-12", "task": "next-cell", "predictor": "baseline",
-         "model": missed["model"], "context": "full", "scores": None, "error": missed["error"]}]
+         "model": missed["model"], "context": "full", "scores": None, "error": missed["error"],
+         "abstained": False}]
     assert all(s["predictions"] == [] for s in page["steps"] if s["step"] != 12)
     # no prompt, no code, no output: a summary stays small
     assert "prompt" not in json.dumps(page) and "x = 1" not in json.dumps(page)

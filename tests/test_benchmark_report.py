@@ -116,12 +116,33 @@ def test_every_condition_is_measured_on_the_examples_all_of_them_answered(tmp_pa
                 (ci.mean, ci.low, ci.high)
             assert (entry["n"], entry["clusters"]) == (39, 8)
     row = table_row(markdown, "p", "none")
-    assert row[2:6] == ["39", "1 (ProviderServerError 1)", "39", "8"]
-    assert row[6] == fmt(*(next(m[k] for m in summary["means"] if (m["predictor"],
+    assert row[2:7] == ["39", "0", "1 (ProviderServerError 1)", "39", "8"]
+    assert row[7] == fmt(*(next(m[k] for m in summary["means"] if (m["predictor"],
                            m["context"], m["metric"], m["task"]) == ("p", "none", "exact_match",
                            "output")) for k in ("mean", "ci_low", "ci_high")))
-    assert table_row(markdown, "p", "curated")[2:4] == ["40", "0"]  # the retry succeeded
+    assert table_row(markdown, "p", "curated")[2:5] == ["40", "0", "0"]  # the retry succeeded
     assert any("1 of 40 examples are left out" in w for w in summary["warnings"])
+
+
+def test_an_abstention_is_counted_apart_and_comparisons_keep_to_the_examples_answered(
+        tmp_path):
+    """A predictor that chose not to answer is neither a failure nor a wrong answer: its
+    abstentions are its coverage, and it is compared where it answered."""
+    folder = results_dir(tmp_path)
+    rng = np.random.default_rng(1)
+    abstained = {**record("e20", "p", "full", 0.0, rng), "answer": "", "scores": None,
+                 "abstained": True}
+    with (folder / "results.jsonl").open("a") as out:
+        out.write(json.dumps(abstained) + "\n")
+    markdown, summary = run_report(folder)
+    output = next(t for t in summary["tasks"] if t["task"] == "output")
+    assert output["common"] == 38  # e38 (a failure) and e20 (an abstention) are out
+    row = next(r for r in summary["conditions"]
+               if (r["task"], r["predictor"], r["context"]) == ("output", "p", "full"))
+    assert (row["answered"], row["abstained"], row["failed"]) == (39, 1, 0)
+    assert table_row(markdown, "p", "full")[2:5] == ["39", "1", "0"]
+    none = table_row(markdown, "p", "none")
+    assert none[2:5] == ["39", "0", "1 (ProviderServerError 1)"]
 
 
 def test_comparisons_resample_trajectories_and_holm_covers_every_test(tmp_path):
@@ -317,7 +338,7 @@ def test_report_prints_to_stdout_by_default(tmp_path, capsys):
     folder = results_dir(tmp_path)
     assert main(["report", str(folder), "--resamples", "200"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("# Benchmark report") and "| p | curated | 40 | 0 | 39 | 8 |" in out
+    assert out.startswith("# Benchmark report") and "| p | curated | 40 | 0 | 0 | 39 | 8 |" in out
 
 
 def degenerate_results(tmp_path: Path) -> Path:

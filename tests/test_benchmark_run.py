@@ -307,7 +307,7 @@ def test_results_carry_strata_and_the_run_describes_its_examples(benches, tmp_pa
     report = capsys.readouterr().out
     assert "## What the trajectories are like" in report
     assert "2 trajectories" in report and "0 re-runs (0% of steps; 0 edited, 0%)" in report
-    assert "| copy-previous | none | 12 | 0 | 12 | 2 |" in report
+    assert "| copy-previous | none | 12 | 0 | 0 | 12 | 2 |" in report
 
 
 def test_in_order_chains_keep_their_slot_so_caches_are_not_interleaved(benches, tmp_path):

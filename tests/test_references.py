@@ -16,6 +16,7 @@ from test_server import start_kernel, wait_for_steps
 
 from themisto_ext.prediction.clients import PredictorSpecError, make_predictor
 from themisto_ext.prediction.clients.baseline import visible_state
+from themisto_ext.prediction.prompts.build import demonstration_answers
 from themisto_ext.prediction.run import predict
 from themisto_ext.prediction.scoring import scored
 from themisto_ext.records import Context, Scope, Task
@@ -128,8 +129,9 @@ def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
                step(3, "print('shown')", {"x": VARIABLES["n"]})]
     history[2]["output"] = "shown\n"
 
-    async def go(task: Task, context: Context, code: str | None, steps: list) -> dict:
-        with FakeLLM(answer="The output:\n<output>\n7\n</output>") as llm:
+    async def go(task: Task, context: Context, code: str | None, steps: list,
+                 answer: str) -> dict:
+        with FakeLLM(answer=answer) as llm:
             hybrid = HybridPredictor(make_predictor("openai:m", base_url=llm.openai_url))
             try:
                 record = await predict(hybrid, steps, task, context, scope=Scope("t"),
@@ -138,8 +140,9 @@ def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
                 await hybrid.aclose()
             return {**record, "asked": len(llm.requests)}  # type: ignore[dict-item]
 
-    def hybrid(task: Task, context: Context, code: str | None, steps: list = history) -> dict:
-        return asyncio.run(go(task, context, code, steps))
+    def hybrid(task: Task, context: Context, code: str | None, steps: list = history,
+               answer: str = "The output:\n<output>\n7\n</output>") -> dict:
+        return asyncio.run(go(task, context, code, steps, answer))
 
     # the baseline's rules determine everything this cell shows (the state has x = 1000)
     known = hybrid("output", "full", "print(x)\nx")
@@ -154,15 +157,28 @@ def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
     numeric[1]["output"] = "array([9, 4, 0, 3, 8, 6])"
     last = hybrid("output", "full", "x1[-1]", numeric)
     assert (last["answer"], last["model"], last["asked"]) == ("np.int64(6)", "hybrid:baseline", 0)
-    # under none the state is not shown: the rules abstain, the previous output is copied
-    blind = hybrid("output", "none", "print(x)")
-    assert (blind["answer"], blind["model"], blind["asked"]) == ("shown\n",
-                                                                  "hybrid:copy-previous", 0)
-    # nothing to copy either: the model answers, read back by the protocol
-    silent = history[:2]
-    asked = hybrid("output", "none", "print(x)", silent)
+    # a re-run of the previous cell the rules cannot tell (x is not shown under none): its
+    # output again, no model asked
+    ran = [*history[:2], step(3, "print(x)", {"x": VARIABLES["n"]})]
+    ran[2]["output"] = "1000\n"
+    rerun = hybrid("output", "none", "print(x)", ran)
+    assert (rerun["answer"], rerun["model"], rerun["asked"]) == ("1000\n", "hybrid:rerun", 0)
+    # under none the state is not shown, so the rules cannot tell: the model answers, read
+    # back by the protocol; the previous output is not copied ("shown" is not "7")
+    asked = hybrid("output", "none", "print(x)")
     assert (asked["answer"], asked["model"], asked["asked"]) == ("7", "hybrid:m", 1)
     assert asked["prompt"]["user"].endswith("Answer with <output>.")
+    assert not asked["abstained"]
+    # a model answer that is no prediction (the prompt's demonstration echoed) is an
+    # abstention: no answer, nothing to score
+    garbage = hybrid("output", "none", "print(x)",
+                     answer=f"<output>\n{demonstration_answers()[0]}\n</output>")
+    assert (garbage["answer"], garbage["abstained"], garbage["asked"]) == ("", True, 1)
+    assert scored(garbage, {**history[2], "output": "1000\n"})["scores"] is None
+    # the model offering the cell just run as the next one abstains too
+    same = hybrid("next-cell", "full", None, [step(1, "print('shown')")],
+                  answer="<code>\nprint('shown')\n</code>")
+    assert (same["answer"], same["abstained"], same["asked"]) == ("", True, 1)
     # the next cell: an earlier cell's successor (never the cell just run), no model asked
     nxt = hybrid("next-cell", "full", None)
     assert (nxt["answer"], nxt["model"], nxt["asked"]) == ("x = 6", "hybrid:analogy", 0)

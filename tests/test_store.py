@@ -181,6 +181,9 @@ def test_history_in_brief_slim_and_bounded_predictions(store):
                            "model": "hybrid:copy-previous", "scores": {"exact_match": 1.0}})
     store.save_prediction({**base, "id": "m2", "target_step": 2, "task": "next-cell",
                            "error": {"type": "PredictionSuperseded", "message": "late"}})
+    # an abstention travels too (a record made before the field existed reads false)
+    store.save_prediction({**base, "id": "a2", "target_step": 2, "model": "hybrid:m",
+                           "abstained": True})
     store.save_prediction({**base, "id": "p3", "target_step": 3})
     brief = store.step_summaries("t", since_step=1, limit=1)
     assert brief == [{"step": 2, "cell_id": "c2", "code_hash": code_hash(failed["code"]),
@@ -188,14 +191,18 @@ def test_history_in_brief_slim_and_bounded_predictions(store):
                       "error": "KeyError", "predictions": [
                           {"id": "p2", "task": "output", "predictor": "baseline",
                            "model": "hybrid:copy-previous", "context": "full",
-                           "scores": {"exact_match": 1.0}, "error": None},
+                           "scores": {"exact_match": 1.0}, "error": None, "abstained": False},
                           {"id": "m2", "task": "next-cell", "predictor": "baseline",
                            "model": None, "context": "full", "scores": None,
-                           "error": {"type": "PredictionSuperseded", "message": "late"}}]}]
+                           "error": {"type": "PredictionSuperseded", "message": "late"},
+                           "abstained": False},
+                          {"id": "a2", "task": "output", "predictor": "baseline",
+                           "model": "hybrid:m", "context": "full", "scores": None,
+                           "error": None, "abstained": True}]}]
     assert [s["step"] for s in store.step_summaries("t")] == [1, 2, 3]
     assert store.step_summaries("t", since_step=3) == []
     slim = store.predictions("t", until_step=2, slim=True)
-    assert [p["id"] for p in slim] == ["p2", "m2"]
+    assert [p["id"] for p in slim] == ["p2", "m2", "a2"]
     assert all("prompt" not in p and "raw" not in p for p in slim)
     assert store.predictions("t", since_step=2)[0]["prompt"] == {"system": "s", "user": "u"}
 

@@ -190,6 +190,7 @@ class Prediction(TypedDict):
     queue_seconds: NotRequired[float | None]
     speculative: NotRequired[bool]
     ready_before_start: NotRequired[float | None]
+    abstained: NotRequired[bool]
 
 
 # ---------------------------------------------------------------- step summary (history)
@@ -203,6 +204,7 @@ class PredictionSummary(TypedDict):
     context: Context
     scores: Scores | None
     error: PredictionError | None
+    abstained: bool
 
 
 def code_hash(code: str) -> str:

@@ -366,7 +366,9 @@ describe('ThemistoClient: live data', () => {
         error: {
           type: 'PredictionSuperseded',
           message: 'the next cell started first'
-        }
+        },
+        // nor whether it abstained: it did not
+        abstained: false
       }
     ]);
     expect(calls[0].url.searchParams.get('since_step')).toBe('3');

@@ -59,6 +59,7 @@ export function prediction(
     dropped_steps: 0,
     speculative: false,
     ready_before_start: null,
+    abstained: false,
     answer: 'answer',
     error: null,
     reference: null,

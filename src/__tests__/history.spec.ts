@@ -62,7 +62,7 @@ describe('StepIndex', () => {
       { ...prediction('output', 1), id: 'a', scores: scores(0.1) },
       { ...prediction('output', 1), id: 'b', scores: scores(0.2) },
       { ...prediction('next-cell', 1), id: 'c' }
-    ];
+    ].map(p => ({ ...p, abstained: false }));
     expect(latestByCombo(list, 'output').map(p => p.id)).toEqual(['b']);
   });
 });

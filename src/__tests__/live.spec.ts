@@ -113,7 +113,8 @@ class FakeClient implements IThemistoClient {
                   model: 'baseline',
                   context: 'none' as const,
                   scores: { exact_match: 1, rouge_l: 1, chrf: 1 },
-                  error: null
+                  error: null,
+                  abstained: false
                 }
               ]
             : []

@@ -156,6 +156,25 @@ describe('PredictionPanel', () => {
     panel.dispose();
   });
 
+  it('says a predictor abstained instead of showing an empty prediction', () => {
+    const { panel, store, qa } = setup();
+    store!.apply(stepEvent(1));
+    const none = { answer: '', abstained: true, model: 'hybrid:m' };
+    store!.apply(predictionEvent(prediction('next-cell', 2, none)));
+    panel.flush();
+    const [next] = qa('.themisto-NextSection .themisto-Card');
+    expect(next.dataset.abstained).toBe('true');
+    expect(next.textContent).toContain('the predictor abstained');
+    expect(next.querySelector('.themisto-Insert')).toBeNull();
+    store!.apply(predictionEvent(prediction('output', 2, none)));
+    panel.flush();
+    const [output] = qa('.themisto-OutputSection .themisto-Card');
+    expect(output.dataset.abstained).toBe('true');
+    expect(output.textContent).toContain('the predictor abstained');
+    expect(output.querySelector('.themisto-Predicted')).toBeNull();
+    panel.dispose();
+  });
+
   it('fetches and shows a prompt only when asked to, and keeps it open', async () => {
     const { panel, store, actions, qa } = setup();
     store!.apply(stepEvent(1));

@@ -239,12 +239,22 @@ describe('payload readers', () => {
     expect(ahead?.speculative).toBe(true);
     expect(ahead?.ready_before_start).toBe(2.5);
     // records made before the fields existed
-    const { speculative, ready_before_start, ...old } = prediction('output', 2);
-    expect(speculative === false && ready_before_start === null).toBe(true);
+    const { speculative, ready_before_start, abstained, ...old } = prediction(
+      'output',
+      2
+    );
+    expect(
+      speculative === false && ready_before_start === null && !abstained
+    ).toBe(true);
     expect(toPrediction(old)).toMatchObject({
       speculative: false,
-      ready_before_start: null
+      ready_before_start: null,
+      abstained: false
     });
+    // an abstention: no answer, said so
+    expect(
+      toPrediction({ ...prediction('output', 2), answer: '', abstained: true })
+    ).toMatchObject({ answer: '', abstained: true });
   });
 
   it('drops incomplete scores', () => {

@@ -148,7 +148,8 @@ describe('NotebookLive', () => {
           model: 'baseline',
           context: 'none' as const,
           scores: scores(0.5),
-          error: null
+          error: null,
+          abstained: false
         }
       ]
     };

@@ -66,6 +66,7 @@ describe('cellView', () => {
     context,
     scores: null,
     error: null,
+    abstained: false,
     ...extra
   });
   const summary = (predictions: PredictionSummary[]): StepSummary => ({
@@ -103,6 +104,29 @@ describe('cellView', () => {
     expect(view.footer).toBe(
       'step 3 · 1.50 s · 2.00 KiB · output prediction: word overlap (ROUGE-L) 0.40 of 1'
     );
+  });
+
+  it('gives a cell whose predictor abstained a quiet footer, not a pill', () => {
+    const none = { model: 'hybrid:m', abstained: true };
+    const quiet = cellView(summary([brief('full', none)]), options, trans);
+    expect(quiet.state).toBe('abstained');
+    expect(quiet.badge).toBe('—');
+    expect(quiet.value).toBeNull();
+    expect(quiet.title).toContain('the predictor abstained');
+    expect(quiet.footer).toBe(
+      'step 3 · 1.50 s · 2.00 KiB · no confident output prediction'
+    );
+    // Another column that answered is shown.
+    const mixed = cellView(
+      summary([
+        brief('none', none),
+        brief('full', { model: 'hybrid:baseline', scores: scores(0.5) })
+      ]),
+      options,
+      trans
+    );
+    expect(mixed.state).toBe('scored');
+    expect(mixed.badge).toBe('RL 0.50');
   });
 
   it('badges no copy of the previous output: a reference is not a prediction', () => {

@@ -299,6 +299,7 @@ export function toPrediction(value: unknown): LivePrediction | null {
     dropped_steps: num(value.dropped_steps),
     speculative: value.speculative === true,
     ready_before_start: numOrNull(value.ready_before_start),
+    abstained: value.abstained === true,
     answer: str(value.answer),
     error,
     reference: strOrNull(value.reference),
@@ -340,7 +341,8 @@ export function toPredictionSummary(value: unknown): PredictionSummary | null {
     model: strOrNull(value.model),
     context: value.context,
     scores: toScores(value.scores),
-    error: toPredictionError(value.error)
+    error: toPredictionError(value.error),
+    abstained: value.abstained === true
   };
 }
 

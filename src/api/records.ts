@@ -289,6 +289,10 @@ export interface Prediction {
    */
   queue_seconds?: number | null;
   /**
+   * True when the predictor chose not to answer: its rules could not determine the answer and its model's was no prediction (the prompt's demonstration echoed, prompt markup, cut off at the cap). The answer is then empty and is not scored (scores null; reference still set): the panel shows no prediction, and the benchmark report counts abstentions apart and compares predictors on the examples each answered. Absent from records made before it existed (false).
+   */
+  abstained?: boolean;
+  /**
    * True when the output was predicted from the cell's text before the cell ran (the front end announced the text, POST /themisto/api/speculations) and that prediction was used when the cell started with the same text right after the same step; false when it was predicted as the cell ran (or after, for next-cell). Absent from records made before it existed.
    */
   speculative?: boolean;
@@ -369,6 +373,10 @@ export interface PredictionSummary {
   context: PredictionContext;
   scores: null | Scores;
   error: null | PredictionError;
+  /**
+   * The predictor chose not to answer (prediction.schema.json abstained; false for records made before it existed).
+   */
+  abstained: boolean;
 }
 /**
  * What every event carries.

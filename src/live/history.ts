@@ -125,7 +125,8 @@ export class StepIndex implements IStepHistory {
       model: prediction.model,
       context: prediction.context,
       scores: prediction.scores,
-      error: prediction.error
+      error: prediction.error,
+      abstained: prediction.abstained === true
     };
     const held = this._steps.get(prediction.target_step);
     if (held) {

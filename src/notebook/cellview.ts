@@ -26,7 +26,7 @@ import type { ICombo } from '../live/types';
  * The state of a cell's output prediction.
  */
 export type CellState =
-  'scored' | 'predicting' | 'copy' | 'missed' | 'error' | 'none';
+  'scored' | 'predicting' | 'copy' | 'abstained' | 'missed' | 'error' | 'none';
 
 export interface ICellView {
   step: number;
@@ -93,10 +93,13 @@ export function cellView(
 ): ICellView {
   const answered = shown(summary.predictions, 'output', options.combos);
   // A copy of the previous output repeats what the user saw: a reference
-  // (reviewed in the panel), not a prediction to badge the cell with.
-  // (A copy that failed still says why.)
-  const outputs = answered.filter(p => !isCopy(p) || p.error);
-  const copied = answered.some(p => isCopy(p) && !p.error);
+  // (reviewed in the panel), not a prediction to badge the cell with; an
+  // abstention is no answer at all. (One that failed still says why.)
+  const quiet = (p: PredictionSummary): boolean =>
+    (isCopy(p) || p.abstained) && !p.error;
+  const outputs = answered.filter(p => !quiet(p));
+  const copied = answered.some(p => quiet(p) && isCopy(p));
+  const abstained = answered.some(p => quiet(p) && !isCopy(p));
   const scored = outputs.filter(p => p.scores);
   const first = scored[0]?.scores ?? null;
   const lines = outputs.map(p =>
@@ -115,8 +118,12 @@ export function cellView(
   let reason = '';
   if (first) {
     state = 'scored';
-  } else if (copied && !options.predicting && outputs.every(p => p.error)) {
-    state = 'copy';
+  } else if (
+    (copied || abstained) &&
+    !options.predicting &&
+    outputs.every(p => p.error)
+  ) {
+    state = copied ? 'copy' : 'abstained';
   } else if (options.predicting || outputs.some(p => !p.error)) {
     state = 'predicting';
   } else if (outputs.length > 0) {
@@ -141,9 +148,14 @@ export function cellView(
             'No output prediction: only a copy of the previous output, a reference (click to review step %1)',
             summary.step
           )
-        : [trans.__('Predicted output vs real output'), ...lines].join('\n') +
-          '\n' +
-          trans.__('Click to review step %1', summary.step);
+        : state === 'abstained'
+          ? trans.__(
+              'No output prediction: the predictor abstained, having no confident answer (click to review step %1)',
+              summary.step
+            )
+          : [trans.__('Predicted output vs real output'), ...lines].join('\n') +
+            '\n' +
+            trans.__('Click to review step %1', summary.step);
   const parts = [
     trans.__('step %1', summary.step),
     summary.error
@@ -168,6 +180,8 @@ export function cellView(
     parts.push(trans.__('predicting…'));
   } else if (state === 'copy') {
     parts.push(trans.__('no output prediction (the previous output copied)'));
+  } else if (state === 'abstained') {
+    parts.push(trans.__('no confident output prediction'));
   } else if (state !== 'missed') {
     // Missed (the next cell started first, as in Run All): said on hover and
     // in the review, not under every cell.

@@ -384,6 +384,15 @@ function footer(
 }
 
 /**
+ * What a card says of a predictor that chose not to answer.
+ */
+function abstainedText(trans: TranslationBundle): string {
+  return trans.__(
+    'No confident prediction: the predictor abstained rather than guess'
+  );
+}
+
+/**
  * The card of one predictor × context's output prediction for the running
  * (or last run) cell: predicted output, then the real one with a diff and
  * scores once the cell finished.
@@ -407,7 +416,9 @@ export function outputCard(
     // Made from the cell's text before it ran, and taken when it started.
     speculative: slot?.prediction?.speculative ? 'true' : 'false',
     // The previous output repeated: shown as the reference it is.
-    copy: slot?.prediction && isCopy(slot.prediction) ? 'true' : 'false'
+    copy: slot?.prediction && isCopy(slot.prediction) ? 'true' : 'false',
+    // The predictor chose not to answer: there is nothing to compare.
+    abstained: slot?.prediction?.abstained ? 'true' : 'false'
   };
   const label = (text: string) => h.div({ className: 'themisto-Label' }, text);
   const muted = (text: string) => h.div({ className: 'themisto-Muted' }, text);
@@ -418,6 +429,17 @@ export function outputCard(
     content = [writing(slot, trans)];
   } else if (slot.state === 'error') {
     content = [errorView(slot, actions.retry, trans)];
+  } else if (slot.prediction?.abstained) {
+    content = [
+      muted(abstainedText(trans)),
+      ...(step
+        ? [
+            label(trans.__('Actual')),
+            textPre(step.output, 'themisto-Actual', trans)
+          ]
+        : []),
+      ...footer(slot, actions, trans)
+    ];
   } else if (slot.prediction) {
     const answer = slot.prediction.answer;
     const predicted = label(
@@ -469,7 +491,12 @@ export function nextCellCard(
   const missing = review?.missing ?? { kind: 'predicting' };
   const state =
     slot?.state ?? (missing.kind === 'none' ? 'none' : 'predicting');
-  const data = { task: 'next-cell', 'target-step': `${target}`, state };
+  const data = {
+    task: 'next-cell',
+    'target-step': `${target}`,
+    state,
+    abstained: slot?.prediction?.abstained ? 'true' : 'false'
+  };
   const label = (text: string) => h.div({ className: 'themisto-Label' }, text);
   if (!slot) {
     return card(combo, data, [missingView(missing, trans)], trans);
@@ -479,6 +506,9 @@ export function nextCellCard(
     return card(combo, data, [errorView(slot, actions.retry, trans)], trans);
   } else if (!slot.prediction) {
     return card(combo, data, [], trans);
+  } else if (slot.prediction.abstained) {
+    const muted = h.div({ className: 'themisto-Muted' }, abstainedText(trans));
+    return card(combo, data, [muted, footer(slot, actions, trans)], trans);
   }
   const prediction = slot.prediction;
   const code = prediction.answer;

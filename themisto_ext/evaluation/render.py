@@ -152,9 +152,9 @@ def render_markdown(summary: Summary) -> str:
                   f"condition, from {info['clusters']} trajectories"
                   + (" (stratified)" if info["stratified"] else "") + "."
                   + _history_line(info), "",
-                  "| predictor | context | answered | failed | n | clusters | "
+                  "| predictor | context | answered | abstained | failed | n | clusters | "
                   + " | ".join(METRIC_NAMES[m] for m in task_metrics(task)) + " |",
-                  "|---|---|--:|--:|--:|--:|" + "---|" * len(task_metrics(task))]
+                  "|---|---|--:|--:|--:|--:|--:|" + "---|" * len(task_metrics(task))]
         means = _means(summary, task)
         for row in summary["conditions"]:
             if row["task"] != task:
@@ -167,7 +167,8 @@ def render_markdown(summary: Summary) -> str:
             failed = str(row["failed"]) + (" (" + ", ".join(
                 f"{k} {v}" for k, v in row["errors"].items()) + ")" if row["errors"] else "")
             lines.append(f"| {row['predictor']} | {row['context']} | {row['answered']} | "
-                         f"{failed} | {n} | {clusters} | " + " | ".join(cells) + " |")
+                         f"{row.get('abstained', 0)} | {failed} | {n} | {clusters} | "
+                         + " | ".join(cells) + " |")
         lines += _reproducible_table(summary, info)
         lines += _garbage_table(summary, task)
         lines += ["", f"### Paired differences ({task})", ""]

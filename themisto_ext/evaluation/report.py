@@ -2,8 +2,10 @@
 which the Markdown report, the figure and ``--json`` are all made (``render.py``).
 
 Per task, every predictor x context is measured on one **common example set**: the
-examples every condition of the task answered (a failed call is counted and shown, and
-its example leaves the set for everyone, never for one side only). Means and paired
+examples every condition of the task answered (a failed call, and an abstention
+(``abstained``: the predictor chose not to answer), is counted and shown, and its example
+leaves the set for everyone, never for one side only: a predictor that abstains is
+compared with the others where it answered, and its abstentions are its coverage). Means and paired
 differences get percentile bootstrap intervals resampling whole **trajectories** (the unit,
 ``unit="trajectory"``; a trajectory's examples cross the sample's length strata, so this
 bootstrap is not stratified) or examples as if independent (``"example"``, within the
@@ -28,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from themisto_ext.evaluation.family import Primary, degenerate, parse_primary
-from themisto_ext.evaluation.quality import GARBAGE_KINDS, garbage
 from themisto_ext.evaluation.run import METRICS, RESULTS_FILE, RUN_FILE, Record, load_results
 from themisto_ext.evaluation.stats import bootstrap_ci, holm, mcnemar_exact, paired_bootstrap
 from themisto_ext.prediction.metrics import line_exact_match
 from themisto_ext.prediction.prompts import CONTEXTS
+from themisto_ext.prediction.prompts.garbage import GARBAGE_KINDS, garbage
 
 METRIC_NAMES = {"exact_match": "EM", "rouge_l": "ROUGE-L", "chrf": "chrF",
                 "line_match": "line EM"}
@@ -157,10 +159,13 @@ def _condition_rows(task: _Task) -> list[dict[str, Any]]:
     rows = []
     for predictor, context in task.conditions:
         records = task.by[(predictor, context)]
+        abstained = sum(1 for r in records.values() if r.get("abstained") and not r.get("error"))
         failed = Counter(str((r.get("error") or {}).get("type", "error"))
-                         for r in records.values() if not _scored(r))
+                         for r in records.values()
+                         if not _scored(r) and not (r.get("abstained") and not r.get("error")))
         rows.append({"task": task.task, "predictor": predictor, "context": context,
-                     "answered": len(records) - sum(failed.values()),
+                     "answered": len(records) - sum(failed.values()) - abstained,
+                     "abstained": abstained,
                      "failed": sum(failed.values()), "errors": dict(sorted(failed.items())),
                      "missing": len(task.examples) - len(records)})
     return rows

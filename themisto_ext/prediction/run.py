@@ -70,7 +70,7 @@ def blank_record(predictor: str, task: Task, context: Context, *, scope: Scope,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
         "latency": None, "queue_seconds": None, "prompt_tokens": None,
         "completion_tokens": None, "cached_tokens": None, "prefix_reused": None, "dropped_steps": 0,
-        "speculative": False, "ready_before_start": None,
+        "speculative": False, "ready_before_start": None, "abstained": False,
         "answer": "", "error": None, "reference": None, "scores": None,
     }
 
@@ -153,6 +153,7 @@ async def predict(
     record["raw"] = completion.text
     record["answer"] = completion.answer if completion.answer is not None \
         else postprocess(completion.text, task)
+    record["abstained"] = completion.abstained
     return record
 
 

@@ -14,7 +14,8 @@ def reference_for(task: str, step: Step) -> str:
 
 
 def scored(prediction: Prediction, step: Step) -> Prediction:
-    """The prediction with the real result and, unless the call failed, its scores.
+    """The prediction with the real result and, unless the call failed or the predictor
+    abstained, its scores.
 
     rouge-score and sacrebleu score two empty texts 0 (no tokens, no n-grams); the metric
     functions keep that for comparability, but a cell predicted to show nothing that shows
@@ -22,8 +23,8 @@ def scored(prediction: Prediction, step: Step) -> Prediction:
     """
     reference = reference_for(prediction["task"], step)
     scores: Scores | None
-    if prediction.get("error"):
-        scores = None
+    if prediction.get("error") or prediction.get("abstained"):
+        scores = None  # no answer to score: the report counts these apart
     elif not prediction["answer"].strip() and not reference.strip():
         scores = PERFECT.copy()
     else:

@@ -124,7 +124,8 @@ def step_summaries_of(
 ) -> list[StepSummary]:
     """Step summaries from the rows both engines read for them: ``(step, JSON array of
     cell_id, execution_time, memory_bytes, error name, code)`` and ``(target step, JSON array of
-    id, task, predictor, model, context, scores, error)``, the latter oldest first."""
+    id, task, predictor, model, context, scores, error, abstained)``, the latter oldest
+    first."""
     summaries: dict[int, StepSummary] = {}
     for step, fields in steps:
         cell_id, seconds, memory, error, code = json.loads(fields)
@@ -134,10 +135,10 @@ def step_summaries_of(
     for target, fields in predictions:
         summary = summaries.get(target)
         if summary is not None:
-            pid, task, predictor, model, context, scores, error = json.loads(fields)
+            pid, task, predictor, model, context, scores, error, abstained = json.loads(fields)
             brief: PredictionSummary = {"id": pid, "task": task, "predictor": predictor,
                                         "model": model, "context": context, "scores": scores,
-                                        "error": error}
+                                        "error": error, "abstained": bool(abstained)}
             summary["predictions"].append(brief)
     return list(summaries.values())
 

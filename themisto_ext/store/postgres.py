@@ -74,7 +74,8 @@ class PostgresStore(SharedQueries):
         "ORDER BY step")
     PREDICTION_BRIEFS = (
         "SELECT target_step, jsonb_build_array(d->'id', d->'task', d->'predictor', "
-        "d->'model', d->'context', d->'scores', d->'error')::text FROM (SELECT target_step, seq, "
+        "d->'model', d->'context', d->'scores', d->'error', d->'abstained')::text "
+        "FROM (SELECT target_step, seq, "
         "data::jsonb AS d FROM predictions WHERE trajectory_id = %s AND target_step > %s "
         "AND target_step <= %s) p ORDER BY target_step, seq")
 

@@ -116,7 +116,8 @@ class SQLiteStore(SharedQueries):
         "AND step > ? ORDER BY step LIMIT ?")
     PREDICTION_BRIEFS = (
         "SELECT target_step, json_extract(data, '$.id', '$.task', '$.predictor', "
-        "'$.model', '$.context', '$.scores', '$.error') FROM predictions WHERE trajectory_id = ? "
+        "'$.model', '$.context', '$.scores', '$.error', '$.abstained') FROM predictions "
+        "WHERE trajectory_id = ? "
         "AND target_step > ? AND target_step <= ? ORDER BY target_step, rowid")
     """``readonly``: for commands that only read: nothing is created, migrated or written
     (a missing store is an error, not a new empty one)."""

@@ -60,6 +60,8 @@ class Completion:
     answer: str | None = None
     """A rule-based predictor's final answer, used as it is; a model's ``text`` is
     post-processed instead."""
+    abstained: bool = False
+    """The predictor chose not to answer (``answer`` is then empty): see ``hybrid``."""
 
 
 @dataclass

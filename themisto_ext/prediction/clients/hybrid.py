@@ -1,16 +1,22 @@
-"""``hybrid``: a reference rule where one applies, the embedded model where none does.
+"""``hybrid``: a rule where one determines the answer, else the embedded model, else
+nothing (it abstains).
 
 Output task, in order: the baseline's answer when its rules determine everything the cell
-can show (``baseline.determined_output`` over the state the context shows); else the
-previous step's output, when it showed something; else the local model. Next-cell task:
-the analogy of ``nextcell.py`` (never the cell just run), else the local model. The order
-is the measured one: on the shared notebooks the local model scored below
-``copy-previous`` on both tasks under every context, and the baseline's determined
-answers are exact more often than either (docs/benchmark.md, "References").
+can show (``baseline.determined_output`` over the state the context shows); the previous
+step's output when the cell *is* a re-run of the previous one (the same code: the same
+output, unless the state changed under it); else the local model. Copying the previous
+output anywhere else would repeat what the user just saw, which is no prediction.
+Next-cell task: the analogy of ``nextcell.py`` (never the cell just run), else the model.
 
-The model is asked only where both rules abstain, so most predictions cost nothing; its
-prompt is the protocol's, fitted to the model's window, and its reply is post-processed
-here the same way ``run.py`` post-processes a model's.
+The model's answer is shown only when it is one: an answer that is no prediction (the
+prompt's demonstration echoed, cut off at the cap: ``prompts.garbage``; prompt markup in
+the answer itself) or,
+for the next cell, the cell just run, is an abstention (``abstained``, no answer, not
+scored), and the notebook says there is no confident prediction.
+
+Most predictions cost nothing; the model's prompt is the protocol's, fitted to the model's
+window, and its reply is post-processed here the same way ``run.py`` post-processes a
+model's.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from themisto_ext.prediction.clients.base import Completion, PredictionRequest, 
 from themisto_ext.prediction.clients.baseline import determined_output, visible_state
 from themisto_ext.prediction.clients.nextcell import next_cell
 from themisto_ext.prediction.clients.references import copy_previous
-from themisto_ext.prediction.prompts import Prompt
+from themisto_ext.prediction.prompts import MARKUP, Prompt
+from themisto_ext.prediction.prompts.garbage import garbage
 from themisto_ext.prediction.prompts.postprocess import postprocess
 from themisto_ext.prediction.prompts.window import Window
 
@@ -53,8 +60,9 @@ class HybridPredictor:
         determined = determined_output(code, request.history, state)
         if determined is not None and determined[1]:
             return determined[0], "baseline"
-        previous = copy_previous(request)
-        return (previous, "copy-previous") if previous.strip() else None
+        if request.history and code.strip() == str(request.history[-1]["code"]).strip():
+            return copy_previous(request), "rerun"
+        return None
 
     async def predict(self, request: PredictionRequest) -> Completion:
         started = time.perf_counter()
@@ -64,8 +72,27 @@ class HybridPredictor:
                               latency=time.perf_counter() - started, answer=rule[0])
         completion = await self._model.predict(request)
         completion.model = f"{HYBRID}:{completion.model}"
-        completion.answer = postprocess(completion.text, request.task)
+        answer = postprocess(completion.text, request.task)
+        if self._no_prediction(request, completion, answer):
+            completion.answer, completion.abstained = "", True
+        else:
+            completion.answer = answer
         return completion
+
+    def _no_prediction(self, request: PredictionRequest, completion: Completion,
+                       answer: str) -> bool:
+        """Whether the model's ``answer`` is no prediction, so that hybrid abstains."""
+        if request.task == "next-cell" and request.history and \
+                answer.strip() == str(request.history[-1]["code"]).strip():
+            return True
+        if any(tag in answer for tag in MARKUP):
+            return True
+        # (markup after the answer's closing tag was cut off by post-processing: the answer
+        # before it stands; the report still counts such text as garbage)
+        kinds = garbage({"answer": answer, "raw": completion.text, "task": request.task,
+                         "completion_tokens": completion.completion_tokens,
+                         "answer_cap": self._model.max_tokens})
+        return "demonstration" in kinds or "cap" in kinds
 
     def status(self) -> dict[str, Any] | None:
         """The model's process, as ``local`` reports it, under this predictor's name

@@ -1,4 +1,5 @@
-"""Answers that are not predictions at all: the benchmark report's garbage rate.
+"""Answers that are not predictions at all: the benchmark report's garbage rate, and
+where ``hybrid`` abstains rather than show its model's answer.
 
 A score says how close an answer is; it does not say that a model returned the prompt's
 own example, markup, nothing, or a loop cut off at the cap, which a small model does
@@ -45,7 +46,8 @@ def _markup(raw: str, task: str) -> bool:
 
 
 def garbage(record: Mapping[str, Any]) -> list[str]:
-    """The ways the answer of a scored ``record`` (a results.jsonl line) is no prediction."""
+    """The ways the answer of a ``record`` (a results.jsonl line, or a prediction before it
+    is scored: ``empty`` needs the reference) is no prediction."""
     answer = str(record.get("answer") or "")
     raw = record.get("raw")
     reference = str(record.get("reference") or "")
