@@ -197,8 +197,12 @@ class Kernel:
     def run(self, cell: Cell) -> None:
         cell.run_at = time.time()
         self.executed.append(cell)
-        msg_id = self.client.execute(cell.code, allow_stdin=False)
-        self._pending[msg_id] = cell
+        # registered before it is sent: a quick cell's IOPub may beat ``execute``'s return
+        msg = self.client.session.msg("execute_request", {
+            "code": cell.code, "silent": False, "store_history": True,
+            "user_expressions": {}, "allow_stdin": False, "stop_on_error": False})
+        self._pending[msg["header"]["msg_id"]] = cell
+        self.client.shell_channel.send(msg)
 
     def wait_idle(self, timeout: float = 120) -> None:
         deadline = time.time() + timeout

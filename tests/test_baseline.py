@@ -396,3 +396,77 @@ def test_numpy_is_known_only_under_the_name_it_was_imported_as():
     rebound = [*ARRAYS, step(3, "np = None", ARRAYS[1]["runtime_variables"])]
     assert output("np.sum(x1)", rebound) == ""
     assert output("import numpy as numpy_\nnumpy_.max(x1)", rebound) == "np.int64(9)"
+
+
+def frame_entry(kind: str, text: str, shape: list[int]) -> dict[str, Any]:
+    return {"type": kind, "size": 600, "size_exact": True, "shape": shape,
+            "length": shape[0], "repr": text}
+
+
+# reprs as the kernel wrote them (03.01 and 03.04 of the shared notebooks, recorded)
+FRAMES = [
+    step(1, "import pandas as pd"),
+    step(2, "states = pd.DataFrame({'population': population, 'area': area})", {
+        "data": frame_entry("Series", "0    0.25\n1    0.50\n2    0.75\n3    1.00\n"
+                                      "dtype: float64", [4]),
+        "states": frame_entry(
+            "DataFrame",
+            "              population    area\nCalifornia      39538223  423967\n"
+            "Texas           29145505  695662\nFlorida         21538187  170312\n"
+            "New York        20201249  141297\nPennsylvania    13002700  119280", [5, 2]),
+        "mixed": frame_entry("Series", "0        1\n1      NaN\n2    hello\n3     None\n"
+                                       "dtype: object", [4]),
+        "df": frame_entry("DataFrame", "     0    1  2\n0  1.0  NaN  2\n1  2.0  3.0  5\n"
+                                       "2  NaN  4.0  6", [3, 3]),
+        "rounded": frame_entry("Series", "0    0.374540\n1    0.950714\n2    0.731994\n"
+                                         "dtype: float64", [3]),
+        "long": frame_entry("Series", "0     0\n1     1\n2     2\n     ..\n97   97\n98   98\n"
+                                      "99   99\nLength: 100, dtype: int64", [100]),
+    }),
+]
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("data.sum()", "np.float64(2.5)"),
+        ("data[1:3]", "1    0.50\n2    0.75\ndtype: float64"),
+        ("data * 2", "0    0.5\n1    1.0\n2    1.5\n3    2.0\ndtype: float64"),
+        ("states['area'].max()", "np.int64(695662)"),
+        ("states.loc['Texas', 'area']", "np.int64(695662)"),
+        ("states.loc['New York']",
+         "population    20201249\narea            141297\nName: New York, dtype: int64"),
+        ("print(states['population'].sum())", "123425864"),
+        ("states.head(2)", "            population    area\nCalifornia    39538223  423967\n"
+                           "Texas         29145505  695662"),
+        ("states.index[0]", "'California'"),
+        ("mixed.isnull()", "0    False\n1     True\n2    False\n3     True\ndtype: bool"),
+        ("mixed.dropna()", "0        1\n2    hello\ndtype: object"),
+        ("df.dropna()", "     0    1  2\n1  2.0  3.0  5"),
+    ],
+)
+def test_pandas_objects_the_snapshot_holds_whole_are_computed(code, expected):
+    assert output(code, FRAMES) == expected
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "rounded.sum()",  # shown at pandas' precision: the kernel's values are not these
+        "long.sum()",  # cut short
+        "data.index",  # 0, 1, 2, 3: a RangeIndex or an Index of those, the repr cannot say
+        "states.to_csv('/tmp/x.csv')",  # not a known method: nothing with side effects
+        "states.fillna(0, inplace=True)",
+        "states['nowhere']",  # would raise
+    ],
+)
+def test_pandas_work_the_baseline_cannot_know_predicts_nothing(code):
+    assert output(code, FRAMES) == ""
+
+
+def test_a_pandas_repr_that_does_not_come_back_the_same_is_not_trusted():
+    # values with spaces cannot be split from their neighbours: known by their text only
+    spaced = frame_entry("DataFrame", "        name  n\n0  Ada Love  1\n1   Alan T.  2", [2, 2])
+    history = [step(1, "import pandas as pd"), step(2, "people = ...", {"people": spaced})]
+    assert output("people['n'].sum()", history) == ""
+    assert output("people", history) == spaced["repr"]  # the bare name shows its text

@@ -14,7 +14,9 @@ can be known is predicted; the rest is assumed to print nothing, as most cells d
   nothing for ``None``), or the snapshot's own repr for a bare name (a frame's summary);
 * a NumPy array the snapshot holds whole is rebuilt from its repr and computed on
   (``arrays.py``: indexing, comparisons, arithmetic, reductions, joins; bounded), and
-  ``np`` is NumPy where an earlier cell imported it so;
+  ``np`` is NumPy where an earlier cell imported it so; likewise a pandas Series or
+  DataFrame whose repr the snapshot holds whole and rebuilds faithfully (``frames.py``:
+  columns, ``loc``/``iloc``, aggregates, ``head``, sorting, arithmetic; bounded);
 * a variable is known from the snapshot until a statement of the cell does anything with
   it other than reading it in something this module evaluates; ``x = <known value>`` keeps
   it known.
@@ -38,7 +40,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from themisto_ext.prediction.clients import arrays, operators
+from themisto_ext.prediction.clients import arrays, frames, operators
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.prompts.state import curated_selection
 from themisto_ext.records import Context, RuntimeVariable, Step
@@ -289,8 +291,8 @@ class _State:
             if node.id in _DTYPES and node.id not in self.shadowed:
                 return _DTYPES[node.id]
             value = _from_snapshot(self._entry(node.id))
-            if arrays.is_array(value):  # one array per name, so that a view is one
-                self.values[node.id] = value
+            if arrays.is_array(value) or frames.is_frame(value):
+                self.values[node.id] = value  # one object per name, so that a view is one
             return value
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if self._is_numpy(node.value.id):
@@ -304,6 +306,8 @@ class _State:
                     return derived[node.attr]
         if isinstance(node, ast.Attribute):
             value = self.value(node.value)
+            if frames.is_frame(value):
+                return frames.attribute(value, node.attr)
             if arrays.is_array(value):
                 return arrays.attribute(value, node.attr)
             raise _Undetermined
@@ -313,6 +317,8 @@ class _State:
             return self._call(node.func.id, node.args)
         if isinstance(node, ast.Subscript):
             value = self.value(node.value)
+            if frames.is_frame(value):
+                return frames.subscript(value, self._index(node.slice))
             if arrays.is_array(value):
                 return arrays.subscript(value, self._index(node.slice))
             return value[self._index(node.slice)]
@@ -323,17 +329,25 @@ class _State:
             return tuple(items) if isinstance(node, ast.Tuple) else items
         if isinstance(node, ast.BinOp):  # arithmetic over what the snapshot holds
             left, right = self.value(node.left), self.value(node.right)
+            if frames.is_frame(left) or frames.is_frame(right):
+                return frames.binary(operators.BINARY[type(node.op)], left, right)
             if arrays.is_array(left) or arrays.is_array(right):
                 return arrays.binary(operators.BINARY[type(node.op)], left, right)
             return operators.binary(node.op, left, right)
         if isinstance(node, ast.UnaryOp):
             operand = self.value(node.operand)
+            if frames.is_frame(operand):
+                return frames.unary(operators.UNARY[type(node.op)], operand)
             if arrays.is_array(operand):
                 return arrays.unary(operators.UNARY[type(node.op)], operand)
             return operators.unary(node.op, operand)
         if isinstance(node, ast.Compare):
             left = self.value(node.left)
             rights = [self.value(c) for c in node.comparators]
+            if frames.is_frame(left) or any(frames.is_frame(r) for r in rights):
+                if len(node.ops) != 1 or not isinstance(node.ops[0], _ORDERING):
+                    raise _Undetermined
+                return frames.binary(operators.COMPARE[type(node.ops[0])], left, rights[0])
             if arrays.is_array(left) or any(arrays.is_array(r) for r in rights):
                 if len(node.ops) != 1 or not isinstance(node.ops[0], _ORDERING):
                     raise _Undetermined  # a chained comparison of arrays raises
@@ -382,6 +396,8 @@ class _State:
         if isinstance(func.value, ast.Name) and self._is_numpy(func.value.id):
             return arrays.function(func.attr, [self.value(a) for a in arguments], named)
         owner = self.value(func.value)
+        if frames.is_frame(owner):
+            return frames.method(owner, func.attr, [self.value(a) for a in arguments], named)
         if not arrays.is_array(owner):
             raise _Undetermined
         return arrays.method(owner, func.attr, [self.value(a) for a in arguments], named)
@@ -455,6 +471,11 @@ def _from_snapshot(entry: Mapping[str, Any]) -> Any:
             return arrays.from_repr(text, entry.get("shape"))
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             pass  # cut short, or not plain data: known by its text only
+    if kind in frames.KINDS:
+        try:
+            return frames.from_repr(text, str(kind), entry.get("shape"))
+        except (ValueError, TypeError, KeyError, IndexError, ImportError):
+            pass  # cut short, not plain data, or no pandas here: known by its text only
     scalar = _NUMPY_SCALAR.fullmatch(text)
     if scalar:
         return _Shown(text, scalar.group(1))

@@ -1,0 +1,199 @@
+"""pandas objects the baseline rebuilds from a snapshot's repr and computes on, bounded.
+
+A pandas notebook's cells mostly read a small Series or DataFrame and aggregate, select or
+look at it: ``ser.sum()``, ``data['area']``, ``df.loc['Texas']``, ``df.mean(axis=1)``,
+``df.head(2)``. When the snapshot holds the object's whole repr (the kernel writes it with
+at most 10 rows and 12 columns, ``kernel/reprs.py``), the object is rebuilt from that text
+and the cell's expression computed on it, so the baseline answers instead of copying the
+previous output.
+
+A rebuild is used only when it is faithful: the object rebuilt is shown again with the
+kernel's display options and must give back exactly the recorded text (a column whose
+values have spaces, a dtype the text does not say, a cut-short frame all fail that test,
+and the baseline then does not know); and no float may be shown at pandas' precision or
+in scientific notation, where the text is a rounding of the kernel's value. Only the
+attributes and methods listed here are computed, on objects of at most ``MAX_ELEMENTS``
+values; anything else raises ``ValueError``. pandas is imported only when a cell reads
+such an object (and a server without pandas answers nothing here).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+MAX_ELEMENTS = 10_000
+"""Largest object a guess may make."""
+
+KINDS = frozenset({"Series", "DataFrame"})
+_ROUNDED = re.compile(r"\d\.\d{6}|\de[+-]\d")
+"""A float pandas shows at its precision (6 decimals) or in scientific notation may be
+rounded: what it computes from would be other numbers than the kernel's."""
+_FOOTER = re.compile(r"(?:Name: (?P<name>.*), )?dtype: (?P<dtype>\w+)")
+_DISPLAY = ("display.max_rows", 10, "display.min_rows", 6, "display.max_columns", 12,
+            "display.width", 120, "display.max_colwidth", 40)
+"""The kernel's options when it wrote a pandas object's repr (``kernel/reprs.py``)."""
+_ATTRIBUTES = {"shape", "size", "ndim", "columns", "index", "values", "dtypes", "dtype",
+               "T", "name", "loc", "iloc", "empty"}
+_METHODS = {
+    "sum", "mean", "min", "max", "std", "var", "median", "count", "prod", "any", "all",
+    "head", "tail", "cumsum", "cumprod", "abs", "round", "sort_values", "sort_index",
+    "isnull", "isna", "notnull", "notna", "dropna", "fillna", "unique", "nunique",
+    "value_counts", "idxmax", "idxmin", "to_numpy", "copy", "describe", "nlargest",
+    "nsmallest", "transpose", "to_dict", "to_list", "tolist",
+}
+_KEYWORDS = {"axis", "ascending", "skipna", "ddof", "how", "thresh", "n", "decimals",
+             "normalize", "numeric_only", "value", "keep"}
+
+
+def pandas() -> Any:
+    import pandas as pd  # imported here: only a cell that reads a pandas object pays
+
+    return pd
+
+
+def is_frame(value: Any) -> bool:
+    """A Series, DataFrame or Index, or one of their ``.loc``/``.iloc`` indexers."""
+    # (pandas 3 names its classes' module "pandas"; earlier ones "pandas.core.…")
+    return type(value).__module__.partition(".")[0] == "pandas"
+
+
+def from_repr(text: str, kind: str, shape: Sequence[int] | None) -> Any:
+    """The ``kind`` object whose whole repr ``text`` is, or ValueError when it cannot be
+    rebuilt faithfully (see the module docstring)."""
+    if kind not in KINDS or "..." in text or not shape:
+        raise ValueError("not a whole Series or DataFrame")
+    if _size(tuple(shape)) > MAX_ELEMENTS:
+        raise ValueError("too large")
+    if _ROUNDED.search(text):
+        raise ValueError("floats shown rounded: the values are not known")
+    pd = pandas()
+    rebuilt = _series(pd, text) if kind == "Series" else _frame(pd, text)
+    if tuple(rebuilt.shape) != tuple(shape) or shown(rebuilt) != text:
+        raise ValueError("the rebuilt object does not show as recorded")
+    return rebuilt
+
+
+def shown(value: Any) -> str:
+    pd = pandas()
+    with pd.option_context(*_DISPLAY):
+        return repr(value)
+
+
+def _frame(pd: Any, text: str) -> Any:
+    header, *rows = text.splitlines()
+    columns = header.split()
+    if not columns or not rows:
+        raise ValueError("no columns or no rows")
+    # values hold no spaces (else the check fails); an index label may ("New York")
+    cells = [row.rsplit(None, len(columns)) for row in rows]
+    if any(len(parts) != len(columns) + 1 for parts in cells):
+        raise ValueError("rows and columns do not match")
+    frame = pd.DataFrame({c: _typed(pd, [parts[j + 1] for parts in cells])
+                          for j, c in enumerate(columns)})
+    frame.index = _labels(pd, [parts[0] for parts in cells])
+    return frame
+
+
+def _series(pd: Any, text: str) -> Any:
+    *rows, footer = text.splitlines()
+    match = _FOOTER.fullmatch(footer.strip())
+    if match is None or not rows:
+        raise ValueError("no dtype line")
+    cells = [row.rsplit(None, 1) for row in rows]
+    if any(len(parts) != 2 for parts in cells):
+        raise ValueError("not one label and one value a row")
+    dtype = match.group("dtype")
+    values = [parts[1] for parts in cells]
+    if dtype == "bool":
+        data = pd.Series([{"True": True, "False": False}[v] for v in values], dtype=bool)
+    else:
+        data = _typed(pd, values).astype(dtype)
+    data.index = _labels(pd, [parts[0] for parts in cells])
+    data.name = match.group("name")
+    return data
+
+
+_MISSING = {"NaN": math.nan, "None": None, "<NA>": None}
+
+
+def _typed(pd: Any, values: list[str]) -> Any:
+    """A column's shown values: numbers when they all read as numbers (NaN missing), else
+    each as what it reads as (a number, NaN, None, else its text)."""
+    try:
+        return pd.Series([float(v) if v in _MISSING else _number(v) for v in values])
+    except ValueError:
+        read = [_MISSING[v] if v in _MISSING else _scalar(v) for v in values]
+        if all(isinstance(v, str) for v in read):
+            return pd.Series(read)  # pandas' own string dtype, as the kernel's would be
+        return pd.Series(read, dtype=object)
+
+
+def _number(text: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _scalar(text: str) -> Any:
+    try:
+        return _number(text)
+    except ValueError:
+        return text
+
+
+def _labels(pd: Any, labels: list[str]) -> Any:
+    try:
+        numbers = [int(label) for label in labels]
+    except ValueError:
+        return pd.Index([label.strip() for label in labels])
+    if numbers == list(range(len(numbers))):
+        return pd.RangeIndex(len(numbers))  # (or an Index of those: ``attribute`` knows)
+    return pd.Index(numbers)
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    return math.prod(int(n) for n in shape)
+
+
+def _bounded(value: Any) -> Any:
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple) and _size(shape) > MAX_ELEMENTS:
+        raise ValueError("the result would be too large")
+    return value
+
+
+def attribute(value: Any, name: str) -> Any:
+    if name not in _ATTRIBUTES:
+        raise ValueError(f"{name} is not computed")
+    if name == "index" and type(getattr(value, "index", None)).__name__ == "RangeIndex":
+        # 0, 1, 2... in the repr is a RangeIndex or an Index of those integers: unknown
+        raise ValueError("the index's kind is not in the repr")
+    return _bounded(getattr(value, name))
+
+
+def method(value: Any, name: str, args: Sequence[Any], keywords: Mapping[str, Any]) -> Any:
+    if name not in _METHODS or not set(keywords) <= _KEYWORDS:
+        raise ValueError(f"{name} is not computed")
+    if any(is_frame(a) and _size(tuple(a.shape)) > MAX_ELEMENTS for a in args):
+        raise ValueError("too large")
+    return _bounded(getattr(value, name)(*args, **keywords))
+
+
+def subscript(value: Any, index: Any) -> Any:
+    """``value[index]`` (a column, labels, a mask, ``.loc[...]``/``.iloc[...]``)."""
+    if isinstance(index, list) and len(index) > MAX_ELEMENTS:
+        raise ValueError("too large")
+    return _bounded(value[index])
+
+
+def binary(function: Any, left: Any, right: Any) -> Any:
+    """Arithmetic and comparisons: both sides already bounded, alignment at most adds."""
+    return _bounded(function(left, right))
+
+
+def unary(function: Any, operand: Any) -> Any:
+    return _bounded(function(operand))
