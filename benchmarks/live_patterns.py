@@ -22,7 +22,8 @@ changed for the pause. Scenarios:
 
 Per scenario and predictor, over its counted cells: ``at_run`` the share whose output
 prediction was complete when the cell started (the server's ``ready_before_start``: it
-is published with the cell's start); ``before_output`` the share whose prediction
+is published with the cell's start); ``within_100ms`` the share whose prediction was on
+the live stream at most 0.1 s after Shift+Enter; ``before_output`` the share whose prediction
 arrived on the live stream before the cell's real output (its first output message on
 the kernel's IOPub, or its end when it shows none); ``superseded`` the share of output
 predictions missed because a newer cell started first, and ``next_superseded`` the same
@@ -126,6 +127,11 @@ class Session:
             if c.prediction and not c.prediction.get("error") and not c.abstained)
 
 
+def superseded(error: dict[str, Any]) -> bool:
+    """Missed because a newer cell started first (its code; older records: its type)."""
+    return error.get("code") == "superseded" or error.get("type") == "PredictionSuperseded"
+
+
 class Listener:
     """The server's live events, routed to the session of their kernel."""
 
@@ -166,8 +172,7 @@ class Listener:
                 cell.abstained = True
                 cell.prediction = cell.prediction or record
             elif record.get("error"):
-                cell.superseded = cell.superseded or (
-                    record["error"].get("type") == "superseded")
+                cell.superseded = cell.superseded or superseded(record["error"])
                 cell.prediction = cell.prediction or record
             elif cell.prediction is None or cell.prediction.get("error"):
                 cell.prediction, cell.prediction_at = record, arrival
@@ -413,10 +418,11 @@ def summary(session: Session) -> dict[str, Any]:
         "cells": n,
         "at_run": sum(1 for c in counted if c.prediction and not c.prediction.get("error")
                       and (c.prediction.get("ready_before_start") or -1) >= 0) / n,
+        "within_100ms": sum(1 for w in waits if w <= 0.1) / n,
         "before_output": sum(1 for c in counted if c.prediction_at < c.output_at) / n,
         "superseded": sum(c.superseded for c in counted) / n,
         "next_superseded": sum(1 for r in made if r.get("error")
-                               and r["error"].get("type") == "superseded") / max(1, len(made)),
+                               and superseded(r["error"])) / max(1, len(made)),
         "p50": percentile(waits, 0.5), "p95": percentile(waits, 0.95),
         "predicted": sum(1 for c in counted if math.isfinite(c.prediction_at)),
         "scored": len(scored),
@@ -470,7 +476,8 @@ def describe(r: dict[str, Any]) -> str:
         return f"{x:4.0%}"
     quality = (f"EM {r['em']:.3f} chrF {r['chrf']:.3f} (n {r['scored']})"
                if r["scored"] else "no scores")
-    return (f"at run {share(r['at_run'])} · before output {share(r['before_output'])} · "
+    return (f"at run {share(r['at_run'])} · within 0.1 s {share(r['within_100ms'])} · "
+            f"before output {share(r['before_output'])} · "
             f"superseded {share(r['superseded'])} (next cell {share(r['next_superseded'])}) · "
             f"abstained {share(r['abstained'])} · "
             f"p50 {r['p50']:.3f} s p95 {r['p95']:.3f} s · {quality} · next cell = the cell "

@@ -470,3 +470,30 @@ def test_a_pandas_repr_that_does_not_come_back_the_same_is_not_trusted():
     history = [step(1, "import pandas as pd"), step(2, "people = ...", {"people": spaced})]
     assert output("people['n'].sum()", history) == ""
     assert output("people", history) == spaced["repr"]  # the bare name shows its text
+
+
+def test_a_cut_short_frame_gives_its_first_and_last_rows():
+    """The kernel shows a long frame's 5 first and last rows: what head() and tail() show."""
+    import pandas as pd
+
+    from themisto_ext.kernel.reprs import render
+
+    def safe_repr(value: Any) -> str:  # as the kernel writes a snapshot's repr
+        return render(value, 10_000, lambda *_: "?")
+
+    frame = pd.DataFrame({"age": range(20, 120), "income": [i * 1000 for i in range(100)],
+                          "name": [f"n{i}" for i in range(100)]})
+    text = safe_repr(frame)
+    assert "[100 rows x 3 columns]" in text  # cut short, as the kernel writes it
+    series_text = safe_repr(frame["age"])
+    history = [step(1, "import pandas as pd"), step(2, "df = pd.read_csv('people.csv')", {
+        "df": frame_entry("DataFrame", text, [100, 3]),
+        "ages": frame_entry("Series", series_text, [100])})]
+    assert output("df.head()", history) == repr(frame.head())
+    assert output("df.tail(3)", history) == repr(frame.tail(3))
+    assert output("df.head(2)['name']", history) == repr(frame.head(2)["name"])
+    assert output("ages.head()", history) == repr(frame["age"].head())
+    assert output("list(df.columns)", history) == "['age', 'income', 'name']"
+    assert output("df", history) == text  # a bare name: the recorded text
+    for unknown in ("df.head(10)", "df.sum()", "df['age']", "df.describe()", "ages.max()"):
+        assert output(unknown, history) == "", unknown

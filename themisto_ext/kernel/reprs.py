@@ -150,7 +150,8 @@ def _pandas_repr(obj: Any) -> str:
     import pandas as pd
 
     with pd.option_context(
-        "display.max_rows", 10, "display.min_rows", 6, "display.max_columns", 12,
+        # 10 rows when cut short: the 5 first and last, what head() and tail() show
+        "display.max_rows", 10, "display.min_rows", 10, "display.max_columns", 12,
         "display.width", 120, "display.max_colwidth", 40,
     ):
         return real_repr(obj)

@@ -472,10 +472,11 @@ def _from_snapshot(entry: Mapping[str, Any]) -> Any:
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             pass  # cut short, or not plain data: known by its text only
     if kind in frames.KINDS:
-        try:
-            return frames.from_repr(text, str(kind), entry.get("shape"))
-        except (ValueError, TypeError, KeyError, IndexError, ImportError):
-            pass  # cut short, not plain data, or no pandas here: known by its text only
+        for rebuild in (frames.from_repr, frames.partial):  # whole, else its ends
+            try:
+                return rebuild(text, str(kind), entry.get("shape"))
+            except (ValueError, TypeError, KeyError, IndexError, ImportError):
+                pass  # not plain data, or no pandas here: known by its text only
     scalar = _NUMPY_SCALAR.fullmatch(text)
     if scalar:
         return _Shown(text, scalar.group(1))

@@ -32,7 +32,7 @@ _ROUNDED = re.compile(r"\d\.\d{6}|\de[+-]\d")
 """A float pandas shows at its precision (6 decimals) or in scientific notation may be
 rounded: what it computes from would be other numbers than the kernel's."""
 _FOOTER = re.compile(r"(?:Name: (?P<name>.*), )?dtype: (?P<dtype>\w+)")
-_DISPLAY = ("display.max_rows", 10, "display.min_rows", 6, "display.max_columns", 12,
+_DISPLAY = ("display.max_rows", 10, "display.min_rows", 10, "display.max_columns", 12,
             "display.width", 120, "display.max_colwidth", 40)
 """The kernel's options when it wrote a pandas object's repr (``kernel/reprs.py``)."""
 _ATTRIBUTES = {"shape", "size", "ndim", "columns", "index", "values", "dtypes", "dtype",
@@ -55,9 +55,72 @@ def pandas() -> Any:
 
 
 def is_frame(value: Any) -> bool:
-    """A Series, DataFrame or Index, or one of their ``.loc``/``.iloc`` indexers."""
+    """A Series, DataFrame or Index, one of their ``.loc``/``.iloc`` indexers, or a
+    ``Partial`` one."""
     # (pandas 3 names its classes' module "pandas"; earlier ones "pandas.core.…")
-    return type(value).__module__.partition(".")[0] == "pandas"
+    return isinstance(value, Partial) or type(value).__module__.partition(".")[0] == "pandas"
+
+
+class Partial:
+    """A Series or DataFrame known by its first and last rows only: the kernel's repr of a
+    longer one shows 5 of each (``display.min_rows`` 10). ``head``/``tail`` of at most
+    those rows and ``columns`` are computed from them; anything else is not known. Shown
+    (a bare name) as the recorded text."""
+
+    def __init__(self, text: str, top: Any, bottom: Any) -> None:
+        self.text, self.top, self.bottom = text, top, bottom
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.text)
+
+    def attribute(self, name: str) -> Any:
+        if name == "columns" and hasattr(self.top, "columns"):
+            return self.top.columns
+        raise ValueError(f"{name} of a cut-short object is not known")
+
+    def method(self, name: str, args: Sequence[Any], keywords: Mapping[str, Any]) -> Any:
+        n = keywords.get("n", args[0] if args else 5)
+        if name not in ("head", "tail") or not isinstance(n, int) or set(keywords) - {"n"} \
+                or not 0 <= n <= len(self.top if name == "head" else self.bottom):
+            raise ValueError(f"{name} of a cut-short object is not known")
+        return self.top.head(n) if name == "head" else self.bottom.tail(n)
+
+
+_ROWS_LINE = re.compile(r"\[(\d+) rows x (\d+) columns\]")
+_LENGTH_FOOTER = re.compile(r"(?P<name>Name: .*, )?Length: (?P<length>\d+), (?P<dtype>dtype: \w+)")
+
+
+def partial(text: str, kind: str, shape: Sequence[int] | None) -> Partial:
+    """The first and last rows of a cut-short repr (``...`` between them), as a
+    ``Partial``; ValueError when it is not one this module reads."""
+    if kind not in KINDS or not shape or _ROUNDED.search(text):
+        raise ValueError("not a cut-short Series or DataFrame of known values")
+    pd = pandas()
+    lines = text.splitlines()
+    if kind == "DataFrame":
+        match = _ROWS_LINE.fullmatch(lines[-1].strip())
+        if match is None or lines[-2].strip() or "..." in lines[0] or \
+                [int(match.group(1)), int(match.group(2))] != list(shape):
+            raise ValueError("not a frame cut short by rows only")
+        header, body, footer = lines[0], lines[1:-2], None
+    else:
+        found = _LENGTH_FOOTER.fullmatch(lines[-1].strip())
+        if found is None or int(found.group("length")) != shape[0]:
+            raise ValueError("not a Series cut short")
+        header, body = None, lines[:-1]
+        footer = (found.group("name") or "") + found.group("dtype")
+    cut = [i for i, line in enumerate(body) if line.strip() and set(line.split()) <= {"..", "..."}]
+    if len(cut) != 1:
+        raise ValueError("no one row of dots")
+    parts = [body[: cut[0]], body[cut[0] + 1:]]
+    if kind == "DataFrame":
+        top, bottom = (_frame(pd, "\n".join([str(header), *rows])) for rows in parts)
+    else:
+        top, bottom = (_series(pd, "\n".join([*rows, str(footer)])) for rows in parts)
+    return Partial(text, top, bottom)
 
 
 def from_repr(text: str, kind: str, shape: Sequence[int] | None) -> Any:
@@ -167,6 +230,8 @@ def _bounded(value: Any) -> Any:
 
 
 def attribute(value: Any, name: str) -> Any:
+    if isinstance(value, Partial):
+        return value.attribute(name)
     if name not in _ATTRIBUTES:
         raise ValueError(f"{name} is not computed")
     if name == "index" and type(getattr(value, "index", None)).__name__ == "RangeIndex":
@@ -176,6 +241,10 @@ def attribute(value: Any, name: str) -> Any:
 
 
 def method(value: Any, name: str, args: Sequence[Any], keywords: Mapping[str, Any]) -> Any:
+    if isinstance(value, Partial):
+        return value.method(name, args, keywords)
+    if any(isinstance(a, Partial) for a in args):
+        raise ValueError("a cut-short object's values are not known")
     if name not in _METHODS or not set(keywords) <= _KEYWORDS:
         raise ValueError(f"{name} is not computed")
     if any(is_frame(a) and _size(tuple(a.shape)) > MAX_ELEMENTS for a in args):
@@ -185,6 +254,8 @@ def method(value: Any, name: str, args: Sequence[Any], keywords: Mapping[str, An
 
 def subscript(value: Any, index: Any) -> Any:
     """``value[index]`` (a column, labels, a mask, ``.loc[...]``/``.iloc[...]``)."""
+    if isinstance(value, Partial) or isinstance(index, Partial):
+        raise ValueError("a cut-short object's values are not known")
     if isinstance(index, list) and len(index) > MAX_ELEMENTS:
         raise ValueError("too large")
     return _bounded(value[index])
@@ -192,8 +263,12 @@ def subscript(value: Any, index: Any) -> Any:
 
 def binary(function: Any, left: Any, right: Any) -> Any:
     """Arithmetic and comparisons: both sides already bounded, alignment at most adds."""
+    if isinstance(left, Partial) or isinstance(right, Partial):
+        raise ValueError("a cut-short object's values are not known")
     return _bounded(function(left, right))
 
 
 def unary(function: Any, operand: Any) -> Any:
+    if isinstance(operand, Partial):
+        raise ValueError("a cut-short object's values are not known")
     return _bounded(function(operand))
