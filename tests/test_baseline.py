@@ -443,6 +443,11 @@ FRAMES = [
         ("mixed.isnull()", "0    False\n1     True\n2    False\n3     True\ndtype: bool"),
         ("mixed.dropna()", "0        1\n2    hello\ndtype: object"),
         ("df.dropna()", "     0    1  2\n1  2.0  3.0  5"),
+        # made from known values, under the name pandas was imported as
+        ("pd.Series([2, 4, 6])", "0    2\n1    4\n2    6\ndtype: int64"),
+        ("s = pd.Series({'b': 1, 'a': 2})\ns['a']", "np.int64(2)"),
+        ("pd.DataFrame({'x': [1, 2]}, index=['a', 'b']).loc['b', 'x']", "np.int64(2)"),
+        ("pd.Index([2, 3, 5])[1]", "np.int64(3)"),
     ],
 )
 def test_pandas_objects_the_snapshot_holds_whole_are_computed(code, expected):
@@ -458,6 +463,9 @@ def test_pandas_objects_the_snapshot_holds_whole_are_computed(code, expected):
         "states.to_csv('/tmp/x.csv')",  # not a known method: nothing with side effects
         "states.fillna(0, inplace=True)",
         "states['nowhere']",  # would raise
+        "pd.Series(range(10**9))",  # not a known value: nothing is made
+        "pd.read_csv('data.csv')",  # not a constructor this computes
+        "import pandas as other\nother.Series(pd)",  # pd is not known as a value
     ],
 )
 def test_pandas_work_the_baseline_cannot_know_predicts_nothing(code):

@@ -145,7 +145,7 @@ def determined_output(code: str, history: Sequence[Step],
     if snapshot is None:
         snapshot = (history[-1].get("runtime_variables") or {}) if history else {}
     state = _State(snapshot, _bound_names(cell) | set(snapshot), _classes_defined(history),
-                   _numpy_names(history))
+                   _module_names(history, "numpy"), _module_names(history, "pandas"))
     shown: list[str] = []
     for i, statement in enumerate(cell.body):
         is_last = i == len(cell.body) - 1
@@ -202,12 +202,14 @@ class _State:
     """What is known of the variables, statement after statement of one cell."""
 
     def __init__(self, snapshot: Mapping[str, Any], shadowed: set[str], classes: set[str],
-                 numpy_names: set[str] | None = None) -> None:
+                 numpy_names: set[str] | None = None,
+                 pandas_names: set[str] | None = None) -> None:
         self.entries = dict(snapshot)  # untouched since the snapshot
         self.values: dict[str, Any] = {}  # assigned by the cell to a known value
         self.shadowed = shadowed  # names the user rebinds: builtins no more
         self.classes = classes
         self.numpy_names = set(numpy_names or ())  # the snapshot leaves modules out
+        self.pandas_names = set(pandas_names or ())
         self.undetermined = False  # a statement that may have shown something was not known
 
     def run(self, statement: ast.stmt, display: bool) -> str:
@@ -231,8 +233,10 @@ class _State:
             if self._assigns_item(statement):
                 return ""
             if isinstance(statement, ast.Import | ast.ImportFrom):
-                bound, imported = _numpy_effect(statement)
+                bound, imported = _module_effect(statement, "numpy")
                 self.numpy_names = (self.numpy_names - bound) | imported
+                bound, imported = _module_effect(statement, "pandas")
+                self.pandas_names = (self.pandas_names - bound) | imported
                 return ""
         except _Undetermined:
             pass
@@ -243,6 +247,7 @@ class _State:
                 self.entries.pop(node.id, None)
                 self.values.pop(node.id, None)
                 self.numpy_names.discard(node.id)
+                self.pandas_names.discard(node.id)
         return ""
 
     def _assigns_item(self, statement: ast.stmt) -> bool:
@@ -395,6 +400,8 @@ class _State:
         named = {str(keyword.arg): self.value(keyword.value) for keyword in keywords}
         if isinstance(func.value, ast.Name) and self._is_numpy(func.value.id):
             return arrays.function(func.attr, [self.value(a) for a in arguments], named)
+        if isinstance(func.value, ast.Name) and self._is_pandas(func.value.id):
+            return frames.construct(func.attr, [self.value(a) for a in arguments], named)
         owner = self.value(func.value)
         if frames.is_frame(owner):
             return frames.method(owner, func.attr, [self.value(a) for a in arguments], named)
@@ -405,6 +412,11 @@ class _State:
     def _is_numpy(self, name: str) -> bool:
         """Whether ``name`` is the NumPy module: imported so, and bound to nothing since."""
         return name in self.numpy_names and name not in self.values \
+            and name not in self.entries
+
+    def _is_pandas(self, name: str) -> bool:
+        """Whether ``name`` is the pandas module: imported so, and bound to nothing since."""
+        return name in self.pandas_names and name not in self.values \
             and name not in self.entries
 
     def _is_builtin_call(self, node: ast.expr | None, function: str) -> bool:
@@ -544,19 +556,19 @@ def _classes_defined(history: Iterable[Step]) -> set[str]:
     }
 
 
-def _numpy_names(history: Iterable[Step]) -> set[str]:
-    """The names NumPy was imported as in the cells run so far (the snapshot has no modules);
-    a name a later cell binds to something else is dropped."""
+def _module_names(history: Iterable[Step], module: str) -> set[str]:
+    """The names ``module`` (numpy, pandas) was imported as in the cells run so far (the
+    snapshot has no modules); a name a later cell binds to something else is dropped."""
     names: set[str] = set()
     for past in history:
-        dropped, added = _cell_numpy_effect(str(past.get("code", "")))
+        dropped, added = _cell_module_effect(str(past.get("code", "")), module)
         names = (names - dropped) | added
     return names
 
 
-@functools.lru_cache(maxsize=4096)
-def _cell_numpy_effect(code: str) -> tuple[frozenset[str], frozenset[str]]:
-    """``(dropped, added)``: a cell turns the names NumPy is known by into ``(names -
+@functools.lru_cache(maxsize=8192)
+def _cell_module_effect(code: str, module: str) -> tuple[frozenset[str], frozenset[str]]:
+    """``(dropped, added)``: a cell turns the names ``module`` is known by into ``(names -
     dropped) | added``. Cached by the cell's text: every prediction reads the whole
     history, and parsing 2,000 cells each time cost ~45 ms on the server's loop."""
     dropped: set[str] = set()
@@ -566,17 +578,17 @@ def _cell_numpy_effect(code: str) -> tuple[frozenset[str], frozenset[str]]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset(), frozenset()
     for statement in tree.body:
-        bound, imported = _numpy_effect(statement)
+        bound, imported = _module_effect(statement, module)
         dropped |= bound
         added = (added - bound) | imported
     return frozenset(dropped), frozenset(added)
 
 
-def _numpy_effect(statement: ast.stmt) -> tuple[set[str], set[str]]:
+def _module_effect(statement: ast.stmt, module: str) -> tuple[set[str], set[str]]:
     """``(bound, imported)``: the names a statement binds, and those of them it binds to
-    NumPy (``import numpy as np``)."""
+    ``module`` (``import numpy as np``)."""
     bound = _bound_names(ast.Module(body=[statement], type_ignores=[]))
     if not isinstance(statement, ast.Import):
         return bound, set()
     return bound, {alias.asname or alias.name for alias in statement.names
-                   if alias.name == "numpy"}
+                   if alias.name == module}

@@ -229,6 +229,31 @@ def _bounded(value: Any) -> Any:
     return value
 
 
+_MAKERS = {"Series", "DataFrame", "Index"}
+_MAKER_KEYWORDS = {"index", "columns", "name", "dtype"}
+
+
+def construct(kind: str, args: Sequence[Any], keywords: Mapping[str, Any]) -> Any:
+    """``pd.Series(...)``, ``pd.DataFrame(...)``, ``pd.Index(...)`` of values already known
+    (literals, rebuilt objects), none larger than ``MAX_ELEMENTS`` values."""
+    if kind not in _MAKERS or not set(keywords) <= _MAKER_KEYWORDS or len(args) > 1:
+        raise ValueError(f"pd.{kind} is not computed")
+    for value in [*args, *keywords.values()]:
+        if isinstance(value, Partial) or _count(value) > MAX_ELEMENTS:
+            raise ValueError("too large or not known")
+    return _bounded(getattr(pandas(), kind)(*args, **keywords))
+
+
+def _count(value: Any) -> int:
+    """Values in a constructor's argument, roughly (nested containers counted whole)."""
+    if isinstance(value, dict):
+        return sum(_count(v) for v in value.values()) + len(value)
+    if isinstance(value, list | tuple):
+        return sum(_count(v) for v in value) + len(value)
+    shape = getattr(value, "shape", None)
+    return _size(tuple(shape)) if isinstance(shape, tuple) else 1
+
+
 def attribute(value: Any, name: str) -> Any:
     if isinstance(value, Partial):
         return value.attribute(name)
