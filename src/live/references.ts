@@ -1,9 +1,9 @@
 /**
  * References: answers a prediction is measured against, never shown as a
  * prediction. A copy of the previous output is the commonest: it repeats
- * what the user just saw (the `copy-previous` reference, or the default
- * `hybrid` predictor falling back to it where neither its rules nor its model
- * answered).
+ * what the user just saw (the `copy-previous` reference, or a `hybrid`
+ * record made before hybrid stopped copying anything but a re-run, which it
+ * names `hybrid:rerun` and shows as a prediction).
  *
  * This module is pure: it has no JupyterLab dependency so it can be unit tested.
  */
