@@ -234,6 +234,14 @@ def default_journal_dir() -> Path:
     return Path(env) if env else default_home() / "journal"
 
 
+PANDAS_DISPLAY: tuple[Any, ...] = (
+    "display.max_rows", 10, "display.min_rows", 10, "display.max_columns", 12,
+    "display.width", 120, "display.max_colwidth", 40)
+"""``pandas.option_context`` arguments with which the kernel writes a pandas object's repr
+into the snapshot, and with which the baseline shows a rebuilt one to check it against that
+text (``prediction/clients/frames.py``). A longer object shows 10 rows: its 5 first and
+last, what ``head()`` and ``tail()`` show."""
+
 MAX_NAME = 100
 """Longest kernel-derived file name part: far below every file system's 255 bytes."""
 

@@ -5,18 +5,18 @@ Per task, every predictor x context is measured on one **common example set**: t
 examples every condition of the task answered (a failed call, and an abstention
 (``abstained``: the predictor chose not to answer), is counted and shown, and its example
 leaves the set for everyone, never for one side only: a predictor that abstains is
-compared with the others where it answered, and its abstentions are its coverage). Means and paired
-differences get percentile bootstrap intervals resampling whole **trajectories** (the unit,
-``unit="trajectory"``; a trajectory's examples cross the sample's length strata, so this
-bootstrap is not stratified) or examples as if independent (``"example"``, within the
-length strata) (``stats.py``). Comparisons: each predictor's contexts against each other
-(``full - none``, ``curated - none``, ``curated - full``; skipped when the answers are the
-same under both), and each model against each reference (``copy-previous``, ``baseline``)
-under the same context. Every p-value of the report (bootstrap per metric, McNemar on
-exact match) is Holm-adjusted over the family ``family.py`` says: every test that can
-reject, or only those of the primary comparisons a study names (``primary``); comparisons
-identical by construction are left out. Every bootstrap gets its own seed, derived from
-the report's seed and what it describes.
+compared with the others where it answered, and its abstentions are its coverage). Means
+and paired differences get percentile bootstrap intervals resampling whole
+**trajectories** (the unit, ``unit="trajectory"``; a trajectory's examples cross the
+sample's length strata, so this bootstrap is not stratified) or examples as if independent
+(``"example"``, within the length strata) (``stats.py``). Comparisons: each predictor's
+contexts against each other (``full - none``, ``curated - none``, ``curated - full``;
+skipped when the answers are the same under both), and each model against each reference
+(``copy-previous``, ``baseline``) under the same context. Every p-value of the report
+(bootstrap per metric, McNemar on exact match) is Holm-adjusted over the family
+``family.py`` says: every test that can reject, or only those of the primary comparisons a
+study names (``primary``); comparisons identical by construction are left out. Every
+bootstrap gets its own seed, derived from the report's seed and what it describes.
 """
 
 from __future__ import annotations
@@ -155,14 +155,18 @@ def _scored(record: Record) -> bool:
     return not record.get("error") and isinstance(record.get("scores"), dict)
 
 
+def _abstained(record: Record) -> bool:
+    """The predictor chose not to answer (a failed call is a failure, whatever it says)."""
+    return bool(record.get("abstained")) and not record.get("error")
+
+
 def _condition_rows(task: _Task) -> list[dict[str, Any]]:
     rows = []
     for predictor, context in task.conditions:
         records = task.by[(predictor, context)]
-        abstained = sum(1 for r in records.values() if r.get("abstained") and not r.get("error"))
+        abstained = sum(1 for r in records.values() if _abstained(r))
         failed = Counter(str((r.get("error") or {}).get("type", "error"))
-                         for r in records.values()
-                         if not _scored(r) and not (r.get("abstained") and not r.get("error")))
+                         for r in records.values() if not _scored(r) and not _abstained(r))
         rows.append({"task": task.task, "predictor": predictor, "context": context,
                      "answered": len(records) - sum(failed.values()) - abstained,
                      "abstained": abstained,

@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from themisto_ext.contract import PANDAS_DISPLAY
 from themisto_ext.kernel.measure import is_numpy_array, pandas_kind
 from themisto_ext.kernel.private import real_repr
 from themisto_ext.kernel.safe import (
@@ -149,11 +150,7 @@ def _numpy_repr(obj: Any) -> str:
 def _pandas_repr(obj: Any) -> str:
     import pandas as pd
 
-    with pd.option_context(
-        # 10 rows when cut short: the 5 first and last, what head() and tail() show
-        "display.max_rows", 10, "display.min_rows", 10, "display.max_columns", 12,
-        "display.width", 120, "display.max_colwidth", 40,
-    ):
+    with pd.option_context(*PANDAS_DISPLAY):
         return real_repr(obj)
 
 

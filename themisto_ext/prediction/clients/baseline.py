@@ -65,6 +65,8 @@ _LITERAL_TYPES = {"str", "bytes", "int", "float", "complex", "bool"}
 _LITERAL_TYPES |= {"list", "tuple", "dict", "set", "frozenset"}
 _DTYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "complex": complex}
 _ORDERING = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_MODULES = ("numpy", "pandas")
+"""Modules whose functions the baseline computes (``arrays.py``, ``frames.py``)."""
 _STR_IS_REPR = {"DataFrame", "Series"}  # print(frame) shows the same text as its repr
 # IPython shows these with its own printers (signatures, qualified names), not their repr.
 _NOT_SHOWN_BY_REPR = {"function", "type", "builtin_function_or_method", "method", "ABCMeta"}
@@ -145,7 +147,7 @@ def determined_output(code: str, history: Sequence[Step],
     if snapshot is None:
         snapshot = (history[-1].get("runtime_variables") or {}) if history else {}
     state = _State(snapshot, _bound_names(cell) | set(snapshot), _classes_defined(history),
-                   _module_names(history, "numpy"), _module_names(history, "pandas"))
+                   {module: _module_names(history, module) for module in _MODULES})
     shown: list[str] = []
     for i, statement in enumerate(cell.body):
         is_last = i == len(cell.body) - 1
@@ -202,14 +204,13 @@ class _State:
     """What is known of the variables, statement after statement of one cell."""
 
     def __init__(self, snapshot: Mapping[str, Any], shadowed: set[str], classes: set[str],
-                 numpy_names: set[str] | None = None,
-                 pandas_names: set[str] | None = None) -> None:
+                 modules: Mapping[str, set[str]] | None = None) -> None:
         self.entries = dict(snapshot)  # untouched since the snapshot
         self.values: dict[str, Any] = {}  # assigned by the cell to a known value
         self.shadowed = shadowed  # names the user rebinds: builtins no more
         self.classes = classes
-        self.numpy_names = set(numpy_names or ())  # the snapshot leaves modules out
-        self.pandas_names = set(pandas_names or ())
+        # the names each of _MODULES is known by (the snapshot leaves modules out)
+        self.modules = {m: set((modules or {}).get(m, ())) for m in _MODULES}
         self.undetermined = False  # a statement that may have shown something was not known
 
     def run(self, statement: ast.stmt, display: bool) -> str:
@@ -233,10 +234,9 @@ class _State:
             if self._assigns_item(statement):
                 return ""
             if isinstance(statement, ast.Import | ast.ImportFrom):
-                bound, imported = _module_effect(statement, "numpy")
-                self.numpy_names = (self.numpy_names - bound) | imported
-                bound, imported = _module_effect(statement, "pandas")
-                self.pandas_names = (self.pandas_names - bound) | imported
+                for module, names in self.modules.items():
+                    bound, imported = _module_effect(statement, module)
+                    self.modules[module] = (names - bound) | imported
                 return ""
         except _Undetermined:
             pass
@@ -246,8 +246,8 @@ class _State:
             if isinstance(node, ast.Name):
                 self.entries.pop(node.id, None)
                 self.values.pop(node.id, None)
-                self.numpy_names.discard(node.id)
-                self.pandas_names.discard(node.id)
+                for names in self.modules.values():
+                    names.discard(node.id)
         return ""
 
     def _assigns_item(self, statement: ast.stmt) -> bool:
@@ -300,7 +300,7 @@ class _State:
                 self.values[node.id] = value  # one object per name, so that a view is one
             return value
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if self._is_numpy(node.value.id):
+            if self._is_module("numpy", node.value.id):
                 return arrays.constant(node.attr)
             recorded = self._entry(node.value.id).get("shape") \
                 if node.value.id not in self.values else None
@@ -398,9 +398,9 @@ class _State:
                 isinstance(argument, ast.Starred) for argument in arguments):
             raise _Undetermined
         named = {str(keyword.arg): self.value(keyword.value) for keyword in keywords}
-        if isinstance(func.value, ast.Name) and self._is_numpy(func.value.id):
+        if isinstance(func.value, ast.Name) and self._is_module("numpy", func.value.id):
             return arrays.function(func.attr, [self.value(a) for a in arguments], named)
-        if isinstance(func.value, ast.Name) and self._is_pandas(func.value.id):
+        if isinstance(func.value, ast.Name) and self._is_module("pandas", func.value.id):
             return frames.construct(func.attr, [self.value(a) for a in arguments], named)
         owner = self.value(func.value)
         if frames.is_frame(owner):
@@ -409,14 +409,10 @@ class _State:
             raise _Undetermined
         return arrays.method(owner, func.attr, [self.value(a) for a in arguments], named)
 
-    def _is_numpy(self, name: str) -> bool:
-        """Whether ``name`` is the NumPy module: imported so, and bound to nothing since."""
-        return name in self.numpy_names and name not in self.values \
-            and name not in self.entries
-
-    def _is_pandas(self, name: str) -> bool:
-        """Whether ``name`` is the pandas module: imported so, and bound to nothing since."""
-        return name in self.pandas_names and name not in self.values \
+    def _is_module(self, module: str, name: str) -> bool:
+        """Whether ``name`` is ``module`` (numpy, pandas): imported so, and bound to nothing
+        since."""
+        return name in self.modules[module] and name not in self.values \
             and name not in self.entries
 
     def _is_builtin_call(self, node: ast.expr | None, function: str) -> bool:

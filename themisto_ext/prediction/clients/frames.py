@@ -24,6 +24,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from themisto_ext.contract import PANDAS_DISPLAY
+
 MAX_ELEMENTS = 10_000
 """Largest object a guess may make."""
 
@@ -32,9 +34,6 @@ _ROUNDED = re.compile(r"\d\.\d{6}|\de[+-]\d")
 """A float pandas shows at its precision (6 decimals) or in scientific notation may be
 rounded: what it computes from would be other numbers than the kernel's."""
 _FOOTER = re.compile(r"(?:Name: (?P<name>.*), )?dtype: (?P<dtype>\w+)")
-_DISPLAY = ("display.max_rows", 10, "display.min_rows", 10, "display.max_columns", 12,
-            "display.width", 120, "display.max_colwidth", 40)
-"""The kernel's options when it wrote a pandas object's repr (``kernel/reprs.py``)."""
 _ATTRIBUTES = {"shape", "size", "ndim", "columns", "index", "values", "dtypes", "dtype",
                "T", "name", "loc", "iloc", "empty"}
 _METHODS = {
@@ -141,7 +140,7 @@ def from_repr(text: str, kind: str, shape: Sequence[int] | None) -> Any:
 
 def shown(value: Any) -> str:
     pd = pandas()
-    with pd.option_context(*_DISPLAY):
+    with pd.option_context(*PANDAS_DISPLAY):
         return repr(value)
 
 
@@ -238,9 +237,9 @@ def construct(kind: str, args: Sequence[Any], keywords: Mapping[str, Any]) -> An
     (literals, rebuilt objects), none larger than ``MAX_ELEMENTS`` values."""
     if kind not in _MAKERS or not set(keywords) <= _MAKER_KEYWORDS or len(args) > 1:
         raise ValueError(f"pd.{kind} is not computed")
-    for value in [*args, *keywords.values()]:
-        if isinstance(value, Partial) or _count(value) > MAX_ELEMENTS:
-            raise ValueError("too large or not known")
+    _whole(*args, *keywords.values())
+    if any(_count(value) > MAX_ELEMENTS for value in [*args, *keywords.values()]):
+        raise ValueError("too large")
     return _bounded(getattr(pandas(), kind)(*args, **keywords))
 
 
@@ -252,6 +251,12 @@ def _count(value: Any) -> int:
         return sum(_count(v) for v in value) + len(value)
     shape = getattr(value, "shape", None)
     return _size(tuple(shape)) if isinstance(shape, tuple) else 1
+
+
+def _whole(*values: Any) -> None:
+    """ValueError when any of ``values`` is a cut-short object, whose values are unknown."""
+    if any(isinstance(value, Partial) for value in values):
+        raise ValueError("a cut-short object's values are not known")
 
 
 def attribute(value: Any, name: str) -> Any:
@@ -268,8 +273,7 @@ def attribute(value: Any, name: str) -> Any:
 def method(value: Any, name: str, args: Sequence[Any], keywords: Mapping[str, Any]) -> Any:
     if isinstance(value, Partial):
         return value.method(name, args, keywords)
-    if any(isinstance(a, Partial) for a in args):
-        raise ValueError("a cut-short object's values are not known")
+    _whole(*args, *keywords.values())
     if name not in _METHODS or not set(keywords) <= _KEYWORDS:
         raise ValueError(f"{name} is not computed")
     if any(is_frame(a) and _size(tuple(a.shape)) > MAX_ELEMENTS for a in args):
@@ -279,8 +283,7 @@ def method(value: Any, name: str, args: Sequence[Any], keywords: Mapping[str, An
 
 def subscript(value: Any, index: Any) -> Any:
     """``value[index]`` (a column, labels, a mask, ``.loc[...]``/``.iloc[...]``)."""
-    if isinstance(value, Partial) or isinstance(index, Partial):
-        raise ValueError("a cut-short object's values are not known")
+    _whole(value, index)
     if isinstance(index, list) and len(index) > MAX_ELEMENTS:
         raise ValueError("too large")
     return _bounded(value[index])
@@ -288,12 +291,10 @@ def subscript(value: Any, index: Any) -> Any:
 
 def binary(function: Any, left: Any, right: Any) -> Any:
     """Arithmetic and comparisons: both sides already bounded, alignment at most adds."""
-    if isinstance(left, Partial) or isinstance(right, Partial):
-        raise ValueError("a cut-short object's values are not known")
+    _whole(left, right)
     return _bounded(function(left, right))
 
 
 def unary(function: Any, operand: Any) -> Any:
-    if isinstance(operand, Partial):
-        raise ValueError("a cut-short object's values are not known")
+    _whole(operand)
     return _bounded(function(operand))

@@ -10,9 +10,9 @@ Next-cell task: the analogy of ``nextcell.py`` (never the cell just run), else t
 
 The model's answer is shown only when it is one: an answer that is no prediction (the
 prompt's demonstration echoed, cut off at the cap: ``prompts.garbage``; prompt markup in
-the answer itself) or,
-for the next cell, the cell just run, is an abstention (``abstained``, no answer, not
-scored), and the notebook says there is no confident prediction.
+the answer itself) or, for the next cell, the cell just run, is an abstention
+(``abstained``, no answer, not scored), and the notebook says there is no confident
+prediction.
 
 Most predictions cost nothing; the model's prompt is the protocol's, fitted to the model's
 window, and its reply is post-processed here the same way ``run.py`` post-processes a
@@ -60,7 +60,7 @@ class HybridPredictor:
         determined = determined_output(code, request.history, state)
         if determined is not None and determined[1]:
             return determined[0], "baseline"
-        if request.history and code.strip() == str(request.history[-1]["code"]).strip():
+        if _is_last_cell(code, request):
             return copy_previous(request), "rerun"
         return None
 
@@ -82,8 +82,7 @@ class HybridPredictor:
     def _no_prediction(self, request: PredictionRequest, completion: Completion,
                        answer: str) -> bool:
         """Whether the model's ``answer`` is no prediction, so that hybrid abstains."""
-        if request.task == "next-cell" and request.history and \
-                answer.strip() == str(request.history[-1]["code"]).strip():
+        if request.task == "next-cell" and _is_last_cell(answer, request):
             return True
         if any(tag in answer for tag in MARKUP):
             return True
@@ -107,3 +106,8 @@ class HybridPredictor:
 
     async def aclose(self) -> None:
         await self._model.aclose()
+
+
+def _is_last_cell(code: str, request: PredictionRequest) -> bool:
+    """Whether ``code`` is the code of the cell just run (a re-run; a next cell that is none)."""
+    return bool(request.history) and code.strip() == str(request.history[-1]["code"]).strip()
