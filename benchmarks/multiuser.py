@@ -16,8 +16,12 @@ fsync on, as deployed; tests/pg.py) or, for comparison, one shared SQLite file. 
     published on the server's live stream, which happens once it is stored and readable
     through the API (p50/p95).
 
-    python benchmarks/multiuser.py [--engine postgresql|sqlite] [--servers 8] [--kernels 4]
-        [--steps 2500] [--rate 1000] [--real-kernels 4] [--cells 20]
+With ``--roles`` each server records as a PostgreSQL role of its own under row-level
+security, as README's JupyterHub deployment does (themisto_ext.hub); the count check reads
+as the owner.
+
+    python benchmarks/multiuser.py [--engine postgresql|sqlite] [--roles] [--servers 8]
+        [--kernels 4] [--steps 2500] [--rate 1000] [--real-kernels 4] [--cells 20]
 """
 
 from __future__ import annotations
@@ -38,8 +42,10 @@ import httpx
 from jupyter_client import BlockingKernelClient
 from server_api import Server, fake_step, stream_events
 
+from themisto_ext.contract import STORE_PASSWORD_ENV
 from themisto_ext.journal import JournalWriter
-from themisto_ext.store import TrajectoryStore, open_store
+from themisto_ext.store import TrajectoryStore, open_store, parse_store_url
+from themisto_ext.store.roles import StoreRoles
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from pg import PASSWORD, Cluster  # the tests' throw-away cluster
@@ -58,9 +64,17 @@ SERVER_OPTIONS: list[str] = []
 """More options for every server (``--ingest-interval``)."""
 
 
+ROLES: dict[int, tuple[str, str]] = {}
+"""``--roles``: server i's own database role (store URL, password), as the hub's spawn
+hook gives it (themisto_ext.hub); empty: every server uses the one store URL."""
+
+
 def start_server(work: Path, url: str, i: int) -> Server:
     home = work / f"server{i}"
-    return Server(home, extra=[
+    env = {}
+    if i in ROLES:
+        url, env[STORE_PASSWORD_ENV] = ROLES[i]
+    return Server(home, env=env, extra=[
         f"--ThemistoExtension.store_url={url}", f"--ThemistoExtension.user=user{i}",
         f"--ThemistoExtension.journal_dir={home / 'data' / 'themisto' / 'journal'}",
         "--ThemistoExtension.predictors=baseline", "--ThemistoExtension.live_predictions=False",
@@ -278,6 +292,10 @@ def main() -> int:
     parser.add_argument("--synchronous-commit", choices=["on", "off"], default="on",
                         help="PostgreSQL: off trades the last ~0.6 s of commits on a "
                              "database crash (the journals still hold them) for latency")
+    parser.add_argument("--roles", action="store_true",
+                        help="PostgreSQL: each server records as a database role of its "
+                             "own under row-level security, as README's hub deployment "
+                             "does (default: all through the owner's role)")
     parser.add_argument("--ingest-interval", type=float, default=None,
                         help="ThemistoExtension.ingest_interval of every server (seconds; "
                              "default: the server's)")
@@ -288,13 +306,21 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="themisto-multi-") as tmp:
         work = Path(tmp)
         cluster = Cluster(fsync=True).start() if args.engine == "postgresql" else None
-        url = cluster.create_database("bench") if cluster else f"sqlite:///{work}/shared.sqlite3"
+        url = cluster.create_owned_database(PASSWORD) if cluster else \
+            f"sqlite:///{work}/shared.sqlite3"
+        if cluster and args.roles:
+            roles = StoreRoles(parse_store_url(url))
+            for i in range(args.servers):
+                role_url, password = roles.ensure(f"user{i}")
+                ROLES[i] = (role_url.target, password)
         if cluster and args.synchronous_commit == "off":
             import psycopg
 
             with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute("ALTER DATABASE bench SET synchronous_commit = off")
-        print(f"engine: {args.engine} (synchronous_commit {args.synchronous_commit}); load "
+                conn.execute(f"ALTER DATABASE {url.rsplit('/', 1)[1]} SET "  # type: ignore[arg-type]
+                             "synchronous_commit = off")
+        print(f"engine: {args.engine} (synchronous_commit {args.synchronous_commit}"
+              f"{'; a role per server, row-level security' if ROLES else ''}); load "
               f"before: {os.getloadavg()[0]:.2f}")
         servers: list[Server] = []
         try:

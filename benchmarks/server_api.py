@@ -83,14 +83,14 @@ def ingestion(work: Path) -> None:
 
 class Server:
     def __init__(self, home: Path, root: Path | None = None, extra: list[str] | None = None,
-                 ready_timeout: float = 60) -> None:
+                 ready_timeout: float = 60, env: dict[str, str] | None = None) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.home = home
         env = dict(os.environ, HOME=str(home), JUPYTER_DATA_DIR=str(home / "data"),
                    JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-                   JUPYTER_CONFIG_DIR=str(home / "config"))
+                   JUPYTER_CONFIG_DIR=str(home / "config"), **(env or {}))
         self.store = home / "data" / "themisto" / "trajectories.sqlite3"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",

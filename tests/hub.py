@@ -1,14 +1,22 @@
-"""A real JupyterHub for the tests: dummy authenticator, local-process spawner, the npm
-configurable-http-proxy (installed by scripts/test.sh under .test-tools/), users' servers
-recording into one PostgreSQL; everything on 127.0.0.1, stopped at the end."""
+"""A real JupyterHub for the tests, deployed as README's "Deploying on JupyterHub" says:
+dummy authenticator, the local-process spawner starting each user's server as that user's
+own UNIX account (created here; the tests run as root in CI), the npm
+configurable-http-proxy (installed by scripts/test.sh under .test-tools/), and
+``themisto_ext.hub.StoreRolesHook`` giving each server a database role of its own in one
+PostgreSQL whose owner's password only the hub holds; everything on 127.0.0.1, stopped at
+the end."""
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
+import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -16,13 +24,15 @@ from typing import Any
 from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
-from pg import PASSWORD, free_port
+from pg import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CHP = ROOT / ".test-tools" / "node_modules" / ".bin" / "configurable-http-proxy"
 READ_ALL_SCOPE = "custom:themisto:read-all"
 
 CONFIG = """
+from themisto_ext.hub import StoreRolesHook
+
 c = get_config()  # noqa
 c.JupyterHub.ip = "127.0.0.1"
 c.JupyterHub.port = {port}
@@ -37,49 +47,96 @@ c.JupyterHub.pid_file = "{dir}/jupyterhub.pid"
 c.JupyterHub.authenticator_class = "dummy"
 c.Authenticator.allowed_users = {users!r}
 c.JupyterHub.api_tokens = {tokens!r}
-c.JupyterHub.spawner_class = "simple"  # SimpleLocalProcessSpawner: works as root
-c.SimpleLocalProcessSpawner.home_dir_template = "{dir}/home/{{username}}"
+c.JupyterHub.spawner_class = "localprocess"  # each user's server as their own account
 c.Spawner.cmd = [{singleuser!r}]
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 c.Spawner.default_url = "/lab"
-# What README's "Deploying on JupyterHub" documents: every user's server records into
-# the shared database; the password travels in the environment, never in the URL.
-c.Spawner.environment = {{"PGPASSWORD": {password!r}}}
-c.Spawner.args = [
-    "--allow-root",
-    "--ThemistoExtension.store_url={store_url}",
-    "--ThemistoExtension.predictors=baseline",
-]
+# README's "Deploying on JupyterHub": the owner's password stays in the hub's environment
+# (THEMISTO_DB_PASSWORD); each server gets a role of its own with a fresh password.
+c.Spawner.pre_spawn_hook = StoreRolesHook({owner_url!r})
+c.Spawner.args = ["--ThemistoExtension.predictors=baseline"]
 c.JupyterHub.custom_scopes = {{
     "{scope}": {{"description": "Read and export every user's themisto trajectories."}},
 }}
 c.JupyterHub.load_roles = [
     {{"name": "user", "scopes": ["self"]}},
-    {{"name": "themisto-reader", "users": ["admin"],
+    {{"name": "themisto-reader", "users": ["teacher"],
       "scopes": ["{scope}", "access:servers", "read:users"]}},
 ]
+# browser sessions carry the scope too
+c.Spawner.oauth_client_allowed_scopes = ["{scope}"]
 """
 
 
+def system_user(name: str, home: Path) -> None:
+    """A UNIX account ``name`` with a private home ``home`` (made or moved here)."""
+    try:
+        pwd.getpwnam(name)
+        subprocess.run(["usermod", "--home", str(home), name], check=True)
+    except KeyError:
+        subprocess.run(["useradd", "--home-dir", str(home), "--shell", "/bin/sh",
+                        "--no-create-home", "--user-group", name], check=True)
+    account = pwd.getpwnam(name)
+    home.mkdir(parents=True, exist_ok=True)
+    os.chown(home, account.pw_uid, account.pw_gid)
+    home.chmod(0o700)
+
+
+def reachable(paths: list[Path]) -> list[tuple[Path, int]]:
+    """Lets other accounts traverse to ``paths`` (the interpreter, the environment) by
+    adding o+x where a parent lacks it (``/root``, where CI's Python lives); returns what
+    to put back."""
+    changed = []
+    for path in paths:
+        for parent in [path, *path.parents]:
+            mode = parent.stat().st_mode
+            if parent.is_dir() and not mode & stat.S_IXOTH:
+                changed.append((parent, mode))
+                parent.chmod(mode | stat.S_IXOTH)
+    return changed
+
+
 class Hub:
-    def __init__(self, directory: Path, store_url: str, users: list[str]) -> None:
+    def __init__(self, directory: Path, owner_url: str, owner_password: str,
+                 users: list[str]) -> None:
         if not CHP.exists():
             raise RuntimeError(f"{CHP} missing: scripts/test.sh installs configurable-http-proxy")
+        if os.geteuid() != 0:
+            raise RuntimeError("the hub tests start each user's server as their own UNIX "
+                               "account: run them as root (CI does)")
         self.dir = directory
+        self.homes = Path(tempfile.mkdtemp(prefix="themisto-homes-"))
+        self.homes.chmod(0o755)
+        for name in users:
+            system_user(name, self.homes / name)
+        self._restore = reachable([Path(sys.prefix), Path(os.path.realpath(sys.executable)),
+                                   ROOT])
         self.port = free_port()
         self.tokens = {name: uuid.uuid4().hex for name in users}
+        self.process: subprocess.Popen | None = None
         config = CONFIG.format(
             port=self.port, hub_port=free_port(), chp=str(CHP), proxy_api_port=free_port(),
             proxy_token=uuid.uuid4().hex, dir=directory, users=set(users),
             tokens={token: name for name, token in self.tokens.items()},
             singleuser=str(Path(sys.executable).parent / "jupyterhub-singleuser"),
-            password=PASSWORD, store_url=store_url, scope=READ_ALL_SCOPE)
+            owner_url=owner_url, scope=READ_ALL_SCOPE)
         (directory / "jupyterhub_config.py").write_text(config)
         self.log = (directory / "hub.log").open("w")
+        try:
+            self._start(owner_password)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, owner_password: str) -> None:
+        directory = self.dir
+        env = {k: v for k, v in os.environ.items() if k not in ("PGPASSWORD", "PGPASSFILE")}
+        env["THEMISTO_DB_PASSWORD"] = owner_password
         self.process = subprocess.Popen(
             [sys.executable, "-m", "jupyterhub", "-f", str(directory / "jupyterhub_config.py")],
-            cwd=directory, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            cwd=directory, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            env=env)
         self._wait(lambda: self.call("hub/api/", None)[0] == 200, 90, "the hub to start")
 
     @property
@@ -130,7 +187,7 @@ class Hub:
         return "\n".join((self.dir / "hub.log").read_text().splitlines()[-lines:])
 
     def stop(self) -> None:
-        if self.process.poll() is None:
+        if getattr(self, "process", None) is not None and self.process.poll() is None:
             # SIGTERM: the hub stops its proxy and, with cleanup_servers, the users' servers
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -139,6 +196,9 @@ class Hub:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(10)
         self.log.close()
+        for path, mode in reversed(self._restore):
+            path.chmod(mode)
+        shutil.rmtree(self.homes, ignore_errors=True)
 
 
 def run_cells(hub: Hub, user: str, cells: list[str], kernel_id: str | None = None) -> str:

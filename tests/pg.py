@@ -86,6 +86,18 @@ class Cluster:
             conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
         return self.url(name)
 
+    def create_owned_database(self, password: str) -> str:
+        """A new empty database owned by a new role of its own that may create roles (not
+        a superuser), as README's hub set-up makes it; returns its URL (no password)."""
+        import psycopg
+
+        name = f"o_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url(), password=PASSWORD, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {name} LOGIN CREATEROLE "  # type: ignore[arg-type]
+                         f"PASSWORD '{password}'")
+            conn.execute(f'CREATE DATABASE "{name}" OWNER {name}')  # type: ignore[arg-type]
+        return f"postgresql://{name}@127.0.0.1:{self.port}/{name}"
+
     def stop(self) -> None:
         try:
             self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",

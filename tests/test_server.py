@@ -58,6 +58,25 @@ async def test_kernels_launched_by_the_server_record(jp_fetch, jp_serverapp, sto
         client.stop_channels()
 
 
+async def test_kernels_never_inherit_the_servers_database_credentials(
+        jp_fetch, jp_serverapp, monkeypatch):
+    for name in ("PGPASSWORD", "PGPASSFILE", "THEMISTO_STORE_PASSWORD"):
+        monkeypatch.setenv(name, f"secret-{name}")
+    monkeypatch.setenv("THEMISTO_HARMLESS", "kept")
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    try:
+        reply = await client.execute_interactive(
+            "import os; print(sorted(k for k in os.environ if k.startswith(('PG', "
+            "'THEMISTO_STORE', 'THEMISTO_HARMLESS'))))", timeout=30)
+        assert reply["content"]["status"] == "ok"
+        status = await wait_for_steps(jp_fetch, kernel_id, 1)
+        store = jp_serverapp.web_app.settings["themisto"].store.sync
+        [step] = list(store.iter_steps(status["trajectory_id"]))
+        assert step["output"] == "['THEMISTO_HARMLESS']\n"
+    finally:
+        client.stop_channels()
+
+
 async def test_recording_switch_through_the_api(jp_fetch, jp_serverapp):
     kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
     try:

@@ -68,6 +68,11 @@ NOTEBOOK_ENV = "THEMISTO_NOTEBOOK_PATH"
 """The notebook the kernel runs, as the server names it."""
 CAPTURE_ENV = "THEMISTO_CAPTURE"
 """The capture settings as JSON (``CaptureSettings.to_env``)."""
+STORE_PASSWORD_ENV = "THEMISTO_STORE_PASSWORD"
+"""The store's password as a hub's spawn hook hands it to a user's server, which takes
+it out of its environment at start."""
+SERVER_CREDENTIALS = ("PGPASSWORD", "PGPASSFILE", STORE_PASSWORD_ENV)
+"""The server's database credentials: never in a kernel's environment."""
 AUTOLOAD_ARG = "--IPKernelApp.extra_extensions=themisto_ext"
 """Added to an ipykernel command line: loads the hook without replacing the user's
 ``extensions``."""
@@ -80,8 +85,9 @@ def launch_env(
     notebook_path: str | None,
     settings: CaptureSettings,
 ) -> dict[str, str]:
-    """``base`` plus what a kernel started with ``AUTOLOAD_ARG`` needs to record."""
-    env = dict(base)
+    """``base`` plus what a kernel started with ``AUTOLOAD_ARG`` needs to record, minus
+    the server's database credentials (user code runs in the kernel)."""
+    env = {name: value for name, value in base.items() if name not in SERVER_CREDENTIALS}
     env[JOURNAL_DIR_ENV] = str(journal_dir)
     env[KERNEL_ID_ENV] = kernel_id
     env[CAPTURE_ENV] = settings.to_env()

@@ -17,6 +17,7 @@ from traitlets import Bool, Float, Int, List, TraitError, Unicode, default, vali
 from themisto_ext.contract import (
     CAPTURE_ENV,
     JOURNAL_DIR_ENV,
+    STORE_PASSWORD_ENV,
     CaptureSettings,
     default_store_path,
     default_user,
@@ -220,7 +221,10 @@ class ThemistoExtension(ExtensionApp):
     def initialize_settings(self) -> None:
         # Never fails on the store: the server starts whatever state its store is in, and
         # the API and the recording status say why the store cannot be used meanwhile.
-        url = parse_store_url(self.store_url)
+        # A password handed over by the hub's spawn hook leaves the environment at once:
+        # kernels and terminals started later inherit the environment.
+        url = parse_store_url(self.store_url).with_password(
+            os.environ.pop(STORE_PASSWORD_ENV, None))
         single_user = url.engine == SQLITE
         user = self.user
 

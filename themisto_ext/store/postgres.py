@@ -81,11 +81,14 @@ class PostgresStore(SharedQueries):
 
     def __init__(self, url: StoreURL, *, pool_size: int = 4, connect_timeout: float = 10) -> None:
         self.url = url
-        options = {"autocommit": True, "connect_timeout": max(1, round(connect_timeout))}
+        options: dict[str, Any] = {"autocommit": True,
+                                   "connect_timeout": max(1, round(connect_timeout))}
+        if url.password is not None:
+            options["password"] = url.password
         try:
             # One plain connection first: a wrong address or password is reported at once
             # (the pool would only log it and retry), then the schema is brought up to date.
-            with psycopg.connect(url.target, **options) as conn:  # type: ignore[arg-type]
+            with psycopg.connect(url.target, **options) as conn:
                 self._migrate(conn)
             self._pool = ConnectionPool(url.target, min_size=1, max_size=pool_size,
                                         kwargs=options, name="themisto", open=False)
@@ -102,6 +105,21 @@ class PostgresStore(SharedQueries):
     # ------------------------------------------------------------ schema
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        version = _version(conn)
+        if version == SCHEMA_VERSION:
+            return  # up to date: nothing to create (a user's role may create nothing)
+        if version is not None and version > SCHEMA_VERSION:
+            raise self._newer(version)
+        try:
+            self._upgrade(conn)
+        except pg_errors.InsufficientPrivilege:
+            raise StoreError(
+                f"{self.url.display} has schema version {version or 0}, this themisto_ext "
+                f"needs {SCHEMA_VERSION}, and this role may not change the schema: the "
+                "database's owner upgrades it (the hub's spawn hook does, as does any "
+                "themisto command run with the owner's credentials)") from None
+
+    def _upgrade(self, conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             conn.execute("CREATE TABLE IF NOT EXISTS themisto_schema (version INTEGER NOT NULL)")
@@ -110,13 +128,16 @@ class PostgresStore(SharedQueries):
             if row is None:
                 conn.execute("INSERT INTO themisto_schema (version) VALUES (0)")
             if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.url.display} has schema version {version}, newer than this "
-                    f"themisto_ext understands ({SCHEMA_VERSION}); upgrade themisto_ext")
+                raise self._newer(version)
             for number in range(version, SCHEMA_VERSION):
                 for statement in MIGRATIONS[number].statements("postgresql"):
                     conn.execute(statement)
                 conn.execute("UPDATE themisto_schema SET version = %s", (number + 1,))
+
+    def _newer(self, version: int) -> StoreError:
+        return StoreError(f"{self.url.display} has schema version {version}, newer than "
+                          f"this themisto_ext understands ({SCHEMA_VERSION}); upgrade "
+                          "themisto_ext")
 
     @property
     def schema_version(self) -> int:
@@ -305,6 +326,14 @@ def _count_steps(conn: psycopg.Connection[Any], counts: dict[str, int]) -> None:
     if counts:
         ids = sorted(counts)  # one order for every writer: no deadlock between two
         conn.execute(_COUNT_STEPS, (ids, [counts[i] for i in ids]))
+
+
+def _version(conn: psycopg.Connection[Any]) -> int | None:
+    """The schema version, or None before the first migration."""
+    if conn.execute("SELECT to_regclass('themisto_schema')").fetchone() == (None,):
+        return None
+    row = conn.execute("SELECT version FROM themisto_schema").fetchone()
+    return int(row[0]) if row else None
 
 
 def _reason(exc: BaseException) -> str:

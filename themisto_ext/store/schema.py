@@ -24,9 +24,19 @@ class Migration:
 
     def statements(self, engine: str) -> list[str]:
         text = self.postgresql if engine == "postgresql" and self.postgresql else self.sqlite
-        if "$$" in text:  # a PL/pgSQL block: one statement, semicolons and all
-            return [text.strip()]
-        return [s.strip() for s in text.split(";") if s.strip()]
+        # Split at semicolons outside $$-quoted bodies (PL/pgSQL blocks and functions).
+        statements, current = [], ""
+        for index, part in enumerate(text.split("$$")):
+            if index % 2:  # inside a body: taken whole
+                current += "$$" + part + "$$"
+                continue
+            pieces = part.split(";")
+            current += pieces[0]
+            for piece in pieces[1:]:
+                statements.append(current)
+                current = piece
+        statements.append(current)
+        return [s.strip() for s in statements if s.strip()]
 
 
 _TRAJECTORIES = """
@@ -44,6 +54,54 @@ _TRAJECTORIES = """
     CREATE INDEX trajectories_kernel ON trajectories (kernel_id, started_at);
     CREATE INDEX trajectories_notebook ON trajectories (notebook_path, started_at);
 """
+
+_OWNED = ("EXISTS (SELECT 1 FROM trajectories t WHERE t.id = trajectory_id "
+          "AND t.user_name = (SELECT themisto_user()))")
+"""A row of a trajectory its role's user owns; ``(SELECT f())`` runs once a statement."""
+
+_ROW_SECURITY = """
+    CREATE TABLE themisto_roles (
+        role_name TEXT PRIMARY KEY,
+        user_name TEXT NOT NULL UNIQUE,
+        read_all BOOLEAN NOT NULL DEFAULT FALSE
+    );
+    ALTER TABLE themisto_roles ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY own_role ON themisto_roles FOR SELECT USING (role_name = current_user);
+    CREATE FUNCTION themisto_user() RETURNS TEXT LANGUAGE sql STABLE
+        AS $$ SELECT user_name FROM themisto_roles WHERE role_name = current_user $$;
+    CREATE FUNCTION themisto_reads_all() RETURNS BOOLEAN LANGUAGE sql STABLE
+        AS $$ SELECT COALESCE((SELECT read_all FROM themisto_roles
+                               WHERE role_name = current_user), FALSE) $$;
+    DO $$
+    BEGIN
+        -- The functions find themisto_roles in this schema only: with pg_temp searched
+        -- first (PostgreSQL's default) a role could shadow it with a temporary table of
+        -- its own and make itself anyone, or a reader.
+        EXECUTE format('ALTER FUNCTION themisto_user() SET search_path = %I, pg_temp',
+                       current_schema());
+        EXECUTE format('ALTER FUNCTION themisto_reads_all() SET search_path = %I, pg_temp',
+                       current_schema());
+    END
+    $$;
+    ALTER TABLE journal_cursors ADD COLUMN user_name TEXT NOT NULL
+        DEFAULT COALESCE(themisto_user(), '');
+    ALTER TABLE trajectories ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY owner ON trajectories USING (user_name = (SELECT themisto_user()));
+    CREATE POLICY reader ON trajectories FOR SELECT USING ((SELECT themisto_reads_all()));
+    ALTER TABLE steps ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY owner ON steps USING (""" + _OWNED + """);
+    CREATE POLICY reader ON steps FOR SELECT USING ((SELECT themisto_reads_all()));
+    ALTER TABLE events ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY owner ON events USING (""" + _OWNED + """);
+    CREATE POLICY reader ON events FOR SELECT USING ((SELECT themisto_reads_all()));
+    ALTER TABLE predictions ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY owner ON predictions USING (""" + _OWNED + """);
+    CREATE POLICY reader ON predictions FOR SELECT USING ((SELECT themisto_reads_all()));
+    ALTER TABLE journal_cursors ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY owner ON journal_cursors USING (user_name = (SELECT themisto_user()));
+"""
+"""Row-level security (PostgreSQL): each table's rows are their user's; a reader (a
+hub user holding the read-all scope) may read every row and write only their own."""
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -135,6 +193,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         END
         $$
         """),
+    Migration(
+        "PostgreSQL: row-level security, so that a database role per hub user (store/roles.py "
+        "creates them) reads and writes only its user's rows, and a reader's role reads "
+        "all. The owner that created the tables is not subject to it: a store used through "
+        "one role works as before. Nothing to do on SQLite (one user's file)",
+        "",
+        _ROW_SECURITY),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

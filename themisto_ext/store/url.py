@@ -8,7 +8,7 @@ form for logs and error messages; the documented way is ``PGPASSWORD`` or ``~/.p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -25,6 +25,13 @@ class StoreURL:
     """``sqlite`` or ``postgresql``."""
     target: str
     """The SQLite file path, or the libpq connection URL (password included, if given)."""
+    password: str | None = field(default=None, repr=False, compare=False)
+    """A PostgreSQL password given apart from the URL (``with_password``): a hub user's
+    role password, which the server takes out of its environment so that no kernel
+    inherits it."""
+
+    def with_password(self, password: str | None) -> StoreURL:
+        return replace(self, password=password) if password else self
 
     @property
     def path(self) -> Path:

@@ -1,0 +1,146 @@
+"""A database role per hub user (store/roles.py) on a real PostgreSQL: with what a user's
+server holds (its own role and password), SQL of any kind reaches that user's rows only;
+a reader's role reads all and changes nothing of anyone else's; the owner sees all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from test_store import apply, start, step
+
+from themisto_ext.store import StoreError, StoreURL, open_store, parse_store_url
+from themisto_ext.store.postgres import PostgresStore
+from themisto_ext.store.roles import StoreRoles, role_name
+
+OWNER_PASSWORD = "owner-pw-not-the-superusers"
+
+
+@pytest.fixture
+def owner(pg_cluster) -> StoreURL:
+    return parse_store_url(pg_cluster.create_owned_database(OWNER_PASSWORD)).with_password(
+        OWNER_PASSWORD)
+
+
+@pytest.fixture
+def classroom(owner) -> Iterator[dict]:
+    """Alice and Bob recorded a trajectory each through their own roles; the teacher's
+    role reads all. Values: (url with password, open store)."""
+    roles = StoreRoles(owner)
+    opened = {}
+    for user, read_all in (("alice", False), ("bob", False), ("teacher", True)):
+        url, password = roles.ensure(user, read_all=read_all)
+        opened[user] = (url.with_password(password), open_store(url.with_password(password)))
+    for user in ("alice", "bob"):
+        apply(opened[user][1], [start(f"t-{user}", kernel=f"k-{user}"), step(f"t-{user}", 1),
+                                step(f"t-{user}", 2)], f"/home/{user}/j.jsonl",
+              (f"/home/{user}/j.jsonl", 100), user=user)
+    yield {"roles": roles, "owner": owner, **opened}
+    for _, store in opened.values():
+        store.close()
+
+
+def sql(url: StoreURL, statement: str, params: tuple = ()) -> list[tuple]:
+    """Run one statement as ``url``'s role, as a student would with psql."""
+    with psycopg.connect(url.target, password=url.password, autocommit=True) as conn:
+        cur = conn.execute(statement, params)  # type: ignore[arg-type]
+        return cur.fetchall() if cur.description else [(cur.rowcount,)]
+
+
+def test_role_names_are_safe_and_distinct():
+    assert role_name("alice") == "themisto_alice"
+    odd = {role_name(n) for n in ("Alice", "alice ", "a'; DROP ROLE x; --", "ALICE", "x" * 80)}
+    assert len(odd) == 5 and all(len(r) <= 63 for r in odd)
+    assert all(c.isalnum() or c == "_" for r in odd for c in r)
+
+
+def test_each_role_reads_and_writes_only_its_users_rows(classroom):
+    alice_url, alice = classroom["alice"]
+    assert [t.id for t in alice.list_trajectories()] == ["t-alice"]
+    assert alice.get_trajectory("t-bob") is None
+    assert list(alice.iter_steps("t-bob")) == []
+    assert alice.journal_cursors("/home/") == {"/home/alice/j.jsonl": 100}
+    assert not alice.delete_trajectory("t-bob")
+    # Direct SQL with alice's credentials: every table holds her rows only.
+    for table, mine in (("trajectories", 1), ("steps", 2), ("journal_cursors", 1),
+                        ("themisto_roles", 1)):
+        assert sql(alice_url, f"SELECT count(*) FROM {table}") == [(mine,)], table
+    assert sql(alice_url, "UPDATE trajectories SET notebook_path = 'x' WHERE id = 't-bob'") \
+        == [(0,)]
+    assert sql(alice_url, "DELETE FROM steps WHERE trajectory_id = 't-bob'") == [(0,)]
+    assert sql(alice_url, "UPDATE trajectories SET user_name = 'alice' WHERE user_name = "
+                          "'bob'") == [(0,)]
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):  # row-level security
+        sql(alice_url, "INSERT INTO trajectories (id, kernel_id, started_at, user_name) "
+                       "VALUES ('forged', 'k', 'now', 'bob')")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        sql(alice_url, "INSERT INTO steps (trajectory_id, step, data) VALUES ('t-bob', 9, "
+                       "'{}')")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):  # not the tables' owner
+        sql(alice_url, "ALTER TABLE trajectories DISABLE ROW LEVEL SECURITY")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        sql(alice_url, "UPDATE themisto_roles SET read_all = true")
+    # Bob's data is whole after all that.
+    bob = classroom["bob"][1]
+    assert [s["step"] for s in bob.iter_steps("t-bob")] == [1, 2]
+
+
+def test_a_role_cannot_pose_as_another_user(classroom):
+    alice_url, _ = classroom["alice"]
+    with psycopg.connect(alice_url.target, password=alice_url.password,
+                         autocommit=True) as conn:
+        # A temporary table is searched before the schema: the policies' functions must
+        # not read it, or anyone could declare themselves bob, or a reader.
+        conn.execute("CREATE TEMP TABLE themisto_roles (role_name text, user_name text, "
+                     "read_all boolean)")
+        conn.execute("INSERT INTO themisto_roles VALUES (current_user, 'bob', true)")
+        assert conn.execute("SELECT id FROM trajectories").fetchall() == [("t-alice",)]
+        conn.execute("CREATE TEMP VIEW trajectories AS SELECT 1")  # shadows the table ...
+        conn.execute("DROP VIEW trajectories")
+        # ... and the group role every user's role belongs to sees nothing at all.
+        conn.execute("SET ROLE themisto_users")
+        assert conn.execute("SELECT count(*) FROM trajectories").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM steps").fetchone() == (0,)
+        conn.execute("RESET ROLE")
+        # Bob's role is not alice's to take.
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SET ROLE themisto_bob")
+
+
+def test_the_readers_role_reads_all_and_changes_only_its_own(classroom):
+    teacher_url, teacher = classroom["teacher"]
+    assert {t.id: t.user for t in teacher.list_trajectories()} == {"t-alice": "alice",
+                                                                   "t-bob": "bob"}
+    assert [s["step"] for s in teacher.iter_steps("t-bob")] == [1, 2]
+    assert not teacher.delete_trajectory("t-bob")
+    assert sql(teacher_url, "UPDATE steps SET data = '{}'") == [(0,)]
+    assert sql(teacher_url, "SELECT count(*) FROM journal_cursors") == [(0,)]
+    # A spawn after the scope was taken away: the same role reads only its own again.
+    url, password = classroom["roles"].ensure("teacher", read_all=False)
+    assert sql(url.with_password(password), "SELECT count(*) FROM trajectories") == [(0,)]
+
+
+def test_each_spawn_gets_a_new_password_and_the_old_one_stops_working(classroom):
+    old, _ = classroom["alice"]
+    new, password = classroom["roles"].ensure("alice")
+    assert password != old.password and new.target == old.target
+    assert sql(new.with_password(password), "SELECT count(*) FROM steps") == [(2,)]
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        sql(old, "SELECT 1")
+    classroom["roles"].revoke("alice")
+    with pytest.raises(psycopg.OperationalError):
+        sql(new.with_password(password), "SELECT 1")
+
+
+def test_the_owner_sees_every_row_and_a_users_role_cannot_upgrade_the_schema(classroom):
+    owner = open_store(classroom["owner"])
+    try:
+        assert {t.id for t in owner.list_trajectories()} == {"t-alice", "t-bob"}
+    finally:
+        owner.close()
+    alice_url, _ = classroom["alice"]
+    sql(classroom["owner"], "UPDATE themisto_schema SET version = version - 1")
+    with pytest.raises(StoreError, match="may not change the schema"):
+        PostgresStore(alice_url)
+    sql(classroom["owner"], "UPDATE themisto_schema SET version = version + 1")

@@ -1,0 +1,71 @@
+"""JupyterHub's side: a spawn hook that gives each user's server a database role of its own.
+
+In ``jupyterhub_config.py``::
+
+    from themisto_ext.hub import StoreRolesHook
+    c.Spawner.pre_spawn_hook = StoreRolesHook("postgresql://themisto@db.internal/themisto")
+
+The hub alone holds the owner's password (``THEMISTO_DB_PASSWORD``, else libpq's
+``PGPASSWORD`` / ``~/.pgpass``, in the hub's environment). At each spawn the hook makes
+sure the user's role exists with a fresh password and reads every user's rows only if
+the user holds the read-all scope now, and starts the server with
+``--ThemistoExtension.store_url=postgresql://themisto_<user>@...`` and the password in
+``THEMISTO_STORE_PASSWORD``, which the server takes out of its environment before any
+kernel starts. Row-level security does the rest (``store/roles.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from themisto_ext.contract import STORE_PASSWORD_ENV
+from themisto_ext.server.access import READ_ALL_SCOPE
+from themisto_ext.store.roles import StoreRoles
+from themisto_ext.store.url import parse_store_url
+
+OWNER_PASSWORD_ENV = "THEMISTO_DB_PASSWORD"
+
+
+class StoreRolesHook:
+    """``c.Spawner.pre_spawn_hook``: see the module's docstring. ``then`` runs after it
+    (a hook the deployment had already)."""
+
+    def __init__(self, owner_url: str, *, read_all_scope: str = READ_ALL_SCOPE,
+                 password: str | None = None, then: Any = None) -> None:
+        self.owner = parse_store_url(owner_url).with_password(
+            password or os.environ.get(OWNER_PASSWORD_ENV))
+        self.read_all_scope = read_all_scope
+        self.then = then
+        self._roles: StoreRoles | None = None
+
+    async def __call__(self, spawner: Any) -> None:
+        user = spawner.user.name
+        read_all = self.read_all_scope in _scopes(spawner.user)
+        url, password = await asyncio.to_thread(self._ensure, user, read_all)
+        spawner.args = [*(a for a in spawner.args
+                          if not a.startswith("--ThemistoExtension.store_url=")),
+                        f"--ThemistoExtension.store_url={url.target}"]
+        environment = {k: v for k, v in spawner.environment.items()
+                       if k not in ("PGPASSWORD", "PGPASSFILE")}
+        spawner.environment = {**environment, STORE_PASSWORD_ENV: password}
+        spawner.log.info("themisto: %s's server records as database role %s%s", user,
+                         url.display, " (reads every user's)" if read_all else "")
+        if self.then is not None:
+            result = self.then(spawner)
+            if asyncio.iscoroutine(result):
+                await result
+
+    def _ensure(self, user: str, read_all: bool) -> Any:
+        if self._roles is None:  # the first spawn creates or upgrades the schema
+            self._roles = StoreRoles(self.owner)
+        return self._roles.ensure(user, read_all=read_all)
+
+
+def _scopes(user: Any) -> set[str]:
+    """The user's scopes as the hub resolves them (roles, groups, expanded); a scope
+    filtered to some users (``...!user=x``) is not the whole scope and does not count."""
+    from jupyterhub.scopes import get_scopes_for
+
+    return set(get_scopes_for(user.orm_user))

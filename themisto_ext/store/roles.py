@@ -1,0 +1,126 @@
+"""A PostgreSQL role per hub user, so that no user's server holds the database's keys.
+
+The database's owner (the role that created the tables; only the hub holds its
+password) makes, for each user, a login role whose rows the schema's row-level security
+(``schema._ROW_SECURITY``) limits to that user's, and which may read every user's rows
+only when the user holds the read-all scope. Each call to ``ensure`` gives the role a new
+random password: a user's server is started with it, and one from an earlier start no
+longer opens anything. Whoever runs code on a user's server can find that password (the
+server needs it), and with it reads and writes that user's own rows and nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from themisto_ext.errors import StoreError
+from themisto_ext.store.url import POSTGRESQL, StoreURL
+
+GROUP = "themisto_users"
+"""The role every user's role is a member of: the table privileges are granted to it."""
+TABLES = ("trajectories", "steps", "events", "predictions", "journal_cursors")
+READ_ONLY = ("themisto_schema", "themisto_roles")
+CONNECTION_LIMIT = 16
+"""Connections one user's role may hold (a server's pool holds at most 4): one user
+cannot exhaust the database's connections for the class."""
+_LOCK = 0x7468656D69737472  # one advisory lock for role changes (grants race otherwise)
+
+
+def role_name(user: str) -> str:
+    """``themisto_<user>``, lower-case letters, digits and ``_``; a hash of the name is
+    appended when the name had to change or is long, so two users never share a role."""
+    plain = re.sub(r"[^a-z0-9_]", "_", user.lower())[:40]
+    if plain == user and len(user) <= 40:
+        return f"themisto_{plain}"
+    return f"themisto_{plain}_{hashlib.sha256(user.encode()).hexdigest()[:10]}"
+
+
+class StoreRoles:
+    """Creates and updates users' roles, connected as the database's owner."""
+
+    def __init__(self, owner: StoreURL) -> None:
+        if owner.engine != POSTGRESQL:
+            raise StoreError("per-user roles need a PostgreSQL store")
+        self.owner = owner
+        from themisto_ext.store.postgres import PostgresStore
+
+        PostgresStore(owner, pool_size=1).close()  # creates or upgrades the schema
+
+    def ensure(self, user: str, *, read_all: bool = False) -> tuple[StoreURL, str]:
+        """The user's role exists with a new password, may read every user's rows iff
+        ``read_all``; returns the store URL naming that role, and its password."""
+        role = role_name(user)
+        password = secrets.token_urlsafe(32)
+        try:
+            with self._connect() as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+                self._grant_group(conn)
+                exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
+                                      (role,)).fetchone()
+                # CREATE ROLE's defaults: no superuser, createdb, createrole or
+                # bypassrls (saying so in ALTER would need a superuser)
+                verb = sql.SQL("ALTER" if exists else "CREATE")
+                conn.execute(sql.SQL(
+                    "{} ROLE {} LOGIN CONNECTION LIMIT {} PASSWORD {}").format(
+                        verb, sql.Identifier(role), sql.Literal(CONNECTION_LIMIT),
+                        sql.Literal(password)))
+                conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(GROUP),
+                                                              sql.Identifier(role)))
+                conn.execute(
+                    "INSERT INTO themisto_roles (role_name, user_name, read_all) "
+                    "VALUES (%s, %s, %s) ON CONFLICT (role_name) DO UPDATE "
+                    "SET user_name = excluded.user_name, read_all = excluded.read_all",
+                    (role, user, read_all))
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot set up {user!r}'s role in {self.owner.display}: "
+                             f"{str(exc).strip().splitlines()[0]}") from None
+        return self._as(role), password
+
+    def revoke(self, user: str) -> None:
+        """The user's role may no longer log in (their rows stay theirs)."""
+        with self._connect() as conn:
+            conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(
+                sql.Identifier(role_name(user))))
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        options: dict[str, Any] = {"autocommit": True, "connect_timeout": 10}
+        if self.owner.password is not None:
+            options["password"] = self.owner.password
+        return psycopg.connect(self.owner.target, **options)
+
+    @staticmethod
+    def _grant_group(conn: psycopg.Connection[Any]) -> None:
+        """The group role and its privileges (again each time: a migration may have added
+        a table or sequence since)."""
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (GROUP,)).fetchone() is None:
+            conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(GROUP)))
+        group = sql.Identifier(GROUP)
+        tables = sql.SQL(", ").join(sql.Identifier(t) for t in TABLES)
+        conn.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(
+            tables, group))
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(
+            sql.SQL(", ").join(sql.Identifier(t) for t in READ_ONLY), group))
+        conn.execute(sql.SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA {} TO {}").format(
+            sql.Identifier(_schema(conn)), group))
+
+    def _as(self, role: str) -> StoreURL:
+        from urllib.parse import quote, urlsplit, urlunsplit
+
+        parts = urlsplit(self.owner.target)
+        host = parts.hostname or ""
+        netloc = f"{quote(role)}@{f'[{host}]' if ':' in host else host}"
+        if parts.port:
+            netloc += f":{parts.port}"
+        return StoreURL(POSTGRESQL, urlunsplit((parts.scheme, netloc, parts.path,
+                                                parts.query, "")))
+
+
+def _schema(conn: psycopg.Connection[Any]) -> str:
+    row = conn.execute("SELECT current_schema()").fetchone()
+    return str(row[0]) if row and row[0] else "public"
