@@ -144,3 +144,18 @@ def test_the_owner_sees_every_row_and_a_users_role_cannot_upgrade_the_schema(cla
     with pytest.raises(StoreError, match="may not change the schema"):
         PostgresStore(alice_url)
     sql(classroom["owner"], "UPDATE themisto_schema SET version = version + 1")
+
+
+def test_a_journal_cursor_is_its_users_even_where_the_owner_has_one(classroom):
+    """A server moved from the owner's role to its own finds the owner's cursors invisible:
+    writing its own for the same journal must not collide with them."""
+    owner = open_store(classroom["owner"])
+    alice = classroom["alice"][1]
+    try:
+        apply(owner, [start("t-old", kernel="k-old")], "/shared/j.jsonl", ("/shared/j.jsonl", 7))
+        apply(alice, [start("t-new", kernel="k-new")], "/shared/j.jsonl", ("/shared/j.jsonl", 3),
+              user="alice")
+        assert alice.journal_cursors("/shared/") == {"/shared/j.jsonl": 3}
+        assert owner.journal_cursors("/shared/") == {"/shared/j.jsonl": 7}
+    finally:
+        owner.close()

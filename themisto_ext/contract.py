@@ -158,6 +158,10 @@ class CaptureSettings:
     the same names set them; these are the defaults everywhere)."""
 
     recording: bool = True
+    level: str = "code+outputs+state"
+    """What a step holds (``CAPTURE_LEVELS``): below the full level the hook neither takes
+    the runtime snapshot nor traces, and ``within_level`` empties the fields not captured
+    (at ``code``, outputs too) before the step is written."""
     repr_length: int = 1000
     cell_budget: float = 0.1
     """Seconds the runtime snapshot may take per cell; the rest is deferred to later cells."""
@@ -205,6 +209,37 @@ class CaptureSettings:
             if f.name in data and isinstance(data[f.name], type(getattr(defaults, f.name))):
                 known[f.name] = data[f.name]
         return cls(**known)
+
+
+# ---------------------------------------------------------------- capture levels
+
+CAPTURE_LEVELS = ("code", "code+outputs", "code+outputs+state")
+"""What an administrator lets the hook record, least first: code and timing only; with
+what the cells showed (outputs and errors); with the runtime state (variables, the state
+hash, memory, traces)."""
+EMPTY_STATE_HASH = "0" * 16
+"""``hash_index`` of a step whose state was not captured."""
+
+
+def captures_outputs(level: str) -> bool:
+    return level != "code"
+
+
+def captures_state(level: str) -> bool:
+    """Unknown levels capture the least: a typo must not record more than was meant."""
+    return level == CAPTURE_LEVELS[-1]
+
+
+def within_level(step: dict[str, Any], level: str) -> dict[str, Any]:
+    """``step`` without what ``level`` does not capture (a copy; the step itself if it
+    loses nothing). The kernel applies it before writing, the server again at ingest."""
+    if captures_state(level):
+        return step
+    step = dict(step, runtime_variables={}, hash_index=EMPTY_STATE_HASH, memory_bytes=None)
+    step.pop("trace", None)
+    if not captures_outputs(level):
+        step.update(output="", outputs=[], error=None)
+    return step
 
 
 # ---------------------------------------------------------------- locations

@@ -18,13 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from themisto_ext.contract import (
+    CAPTURE_LEVELS,
     EndRecord,
     JournalRecord,
     RecordingRecord,
     StartedRecord,
     StepRecord,
     TrajectoryRecord,
+    captures_state,
     decode_record,
+    within_level,
 )
 from themisto_ext.errors import ThemistoError
 from themisto_ext.journal import SUFFIX, Skipped, read_from
@@ -152,6 +155,9 @@ class JournalIngestor:
         self.source = source
         self.user = user
         """The owner of every trajectory this ingestor starts."""
+        self.level = CAPTURE_LEVELS[-1]
+        """What a stored step may hold (``contract.within_level``): a kernel started with
+        other settings, or a journal copied in, stores no more than this server records."""
         self._scope = cursor_scope(journal_dir, user) + "/"
         self._offsets: dict[str, int] | None = None
         self._journals: dict[str, _Journal] = {}
@@ -241,6 +247,9 @@ class JournalIngestor:
             total.read_bytes += chunk.end_offset - offset
             writes = self._placed(interpret(records, self.source, state.started,
                                             self.user))
+            if not captures_state(self.level):
+                writes = [NewStep(within_level(w.step, self.level))  # type: ignore[arg-type]
+                          if isinstance(w, NewStep) else w for w in writes]
             applied = self._apply(writes, (self._scope + key, chunk.end_offset), path)
             total.ended += [w.trajectory_id for w in writes if isinstance(w, TrajectoryEnded)]
             total.new_trajectories += applied.new_trajectories

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from themisto_ext.contract import (
+    EMPTY_STATE_HASH,
     KERNEL_ID_ENV,
     NOTEBOOK_ENV,
     CaptureSettings,
@@ -33,10 +34,13 @@ from themisto_ext.contract import (
     RecordingStatus,
     StartedRecord,
     TrajectoryRecord,
+    captures_outputs,
+    captures_state,
     encode_record,
     read_switch,
     status_path,
     switch_path,
+    within_level,
     write_status,
 )
 from themisto_ext.journal import JournalWriter
@@ -259,7 +263,8 @@ class Recorder:
     def _pre_run_cell(self, info: Any) -> None:
         with untraced():  # first: a user's trace function sees only this frame
             self._before_cell(info)
-        if self.settings.trace and len(self._runs) == 1 and self._runs[0][1] is not None \
+        if self.settings.trace and captures_state(self.settings.level) \
+                and len(self._runs) == 1 and self._runs[0][1] is not None \
                 and not self._runs[0][1]["code"].startswith(TRACE_MAGIC):
             # After untraced() gave the user's trace function back: the tracer calls it.
             self.tracer.start(self.shell.user_ns, owner=1)
@@ -386,10 +391,13 @@ class Recorder:
                     python = None
         if self.settings.redact and "env" in code:  # os.environ, %env, load_dotenv...
             self.redactor.learn(environment_secrets(self.redactor.name_is_secret))
-        variables, hash_index = self.snapshotter.take(
-            user_variables(self.shell.user_ns, self.shell.user_ns_hidden),
-            possibly_mutated(code, python),
-        )
+        if captures_state(self.settings.level):
+            variables, hash_index = self.snapshotter.take(
+                user_variables(self.shell.user_ns, self.shell.user_ns_hidden),
+                possibly_mutated(code, python),
+            )
+        else:  # not captured: the snapshot is not even taken
+            variables, hash_index = {}, EMPTY_STATE_HASH
         self.step += 1
         return {  # a records.Step, bounded and encoded by fit_step once its outputs are in
             "format_version": FORMAT_VERSION,
@@ -437,6 +445,9 @@ class Recorder:
                     step["error"] = {"ename": shown["ename"], "evalue": shown["evalue"]}
                 if "trace" in step:  # after the snapshot: the secrets it learnt masked too
                     mask_trace(step["trace"], self.redactor.mask)
+                if not captures_outputs(self.settings.level):
+                    items = []
+                step = within_level(step, self.settings.level)
                 self._append(fit_step(step, self._pending_code, items, self.settings,
                                       self.redactor.mask, self._mask_code))
         except BaseException:

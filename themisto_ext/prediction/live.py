@@ -135,8 +135,12 @@ def _epoch(timestamp: str | None) -> float:
 class LivePredictions:
     def __init__(self, store: AsyncStore, events: LiveEvents, predictors: list[Predictor],
                  contexts: Iterable[Context], budget_chars: int,
-                 budgets: Mapping[str, int] | None = None) -> None:
+                 budgets: Mapping[str, int] | None = None, *,
+                 predict_outputs: bool = True) -> None:
         self.store = store
+        self.predict_outputs = predict_outputs
+        """False where outputs are not recorded (``capture_level`` ``code``): nothing to
+        score an output prediction against, and no output to show a model."""
         self.events = events
         self.predictors = predictors
         self.contexts: list[Context] = list(contexts)
@@ -198,6 +202,8 @@ class LivePredictions:
         """Start one prediction per predictor and context (an output prediction made
         before the cell started is taken instead); returns how many."""
         speculation: Speculation | None = None
+        if task == "output" and not self.predict_outputs:
+            return 0
         if task == "output":
             speculation = self.speculations.claim(trajectory_id, code, target_step)
             self.speculations.stop_others(trajectory_id)
@@ -231,6 +237,8 @@ class LivePredictions:
         not started, or None."""
         if not self.predictors:
             return "no predictor is configured"
+        if not self.predict_outputs:
+            return "outputs are not recorded here (capture level: code)"
         if trajectory_id in self._running:
             return "the kernel is running a cell"
         current = self.speculations.get(trajectory_id)

@@ -16,9 +16,11 @@ from traitlets import Bool, Float, Int, List, TraitError, Unicode, default, vali
 
 from themisto_ext.contract import (
     CAPTURE_ENV,
+    CAPTURE_LEVELS,
     JOURNAL_DIR_ENV,
     STORE_PASSWORD_ENV,
     CaptureSettings,
+    captures_outputs,
     default_store_path,
     default_user,
     journal_dir_for,
@@ -54,7 +56,7 @@ CAPTURE_TRAITS = {
     "recording": "recording", "redact": "redact", "redact_name_patterns": "name_patterns",
     "redact_value_patterns": "value_patterns", "repr_length": "repr_length",
     "output_length": "output_length", "cell_budget": "cell_budget",
-    "value_budget": "value_budget",
+    "value_budget": "value_budget", "capture_level": "level",
 }
 """The traitlets that configure what kernels capture, and the ``CaptureSettings`` field
 each sets (their defaults are that field's)."""
@@ -103,6 +105,13 @@ class ThemistoExtension(ExtensionApp):
     recording = Bool(_CAPTURE.recording, help="Whether kernels record from their start (each "
                                               "kernel can still be switched on or off).").tag(
         config=True)
+    capture_level = Unicode(
+        _CAPTURE.level,
+        help="What every kernel records, for everyone on this server: 'code' (code and "
+             "timing only), 'code+outputs' (and what the cells showed), "
+             "'code+outputs+state' (and the runtime state: variables, state hash, memory, "
+             "traces). What is not recorded is not kept, and no prompt holds it.",
+    ).tag(config=True)
     redact = Bool(_CAPTURE.redact, help="Redact secrets before they leave the kernel.").tag(
         config=True)
     redact_name_patterns = List(
@@ -194,6 +203,13 @@ class ThemistoExtension(ExtensionApp):
         # hybrid beat the model and every reference alone; without the model, copy-previous.
         return ["hybrid"] if local_model_available() else ["copy-previous"]
 
+    @validate("capture_level")
+    def _valid_capture_level(self, proposal: Any) -> str:
+        if proposal["value"] not in CAPTURE_LEVELS:
+            raise TraitError(f"unknown capture_level {proposal['value']!r}: use "
+                             f"{', '.join(CAPTURE_LEVELS)}")
+        return str(proposal["value"])
+
     @validate("contexts")
     def _valid_contexts(self, proposal: Any) -> list[str]:
         bad = [c for c in proposal["value"] if c not in CONTEXTS]
@@ -250,7 +266,8 @@ class ThemistoExtension(ExtensionApp):
                  if p.name.split(":", 1)[0] in ("local", "hybrid")}
         contexts = cast("list[Context]", list(self.contexts))  # checked by _valid_contexts
         live = LivePredictions(store, events, predictors, contexts,
-                               self.prediction_budget, local)
+                               self.prediction_budget, local,
+                               predict_outputs=captures_outputs(self.capture_level))
         settings = self.server_settings()
         self.themisto = Themisto(settings=settings, store=store, live=live, events=events,
                                  running_kernels=self._running_kernels, access=access,

@@ -87,6 +87,7 @@ class Themisto:
         # store through the async facade (tests/test_architecture.py holds it to that).
         self._sync_store = store.sync
         self.ingestor = JournalIngestor(self.journal_dir, store.sync, user=self.user)
+        self.ingestor.level = settings.capture.level
         self.ingestor.windows_per_pass = 1  # the loop comes back 50 ms later for the rest
         if notebook_exists is not None:
             self.ingestor.notebook_exists = notebook_exists

@@ -197,7 +197,7 @@ class PostgresStore(SharedQueries):
             if cursor is not None:
                 conn.execute(
                     'INSERT INTO journal_cursors (journal, "offset") VALUES (%s, %s) '
-                    'ON CONFLICT (journal) DO UPDATE '
+                    'ON CONFLICT (user_name, journal) DO UPDATE '
                     'SET "offset" = GREATEST(journal_cursors."offset", excluded."offset")',
                     cursor)
             return result
@@ -258,8 +258,10 @@ class PostgresStore(SharedQueries):
     # ------------------------------------------------------------ reads
 
     def journal_cursors(self, prefix: str = "") -> dict[str, int]:
+        # This role's own (the owner's are user ''), as the cursor's default user_name
         rows = self._query('SELECT journal, "offset" FROM journal_cursors '
-                           "WHERE starts_with(journal, %s)", (prefix,))
+                           "WHERE starts_with(journal, %s) "
+                           "AND user_name = COALESCE(themisto_user(), '')", (prefix,))
         return {key: int(offset) for key, offset in rows}
 
     # ------------------------------------------------------------ predictions

@@ -55,11 +55,19 @@ _TRAJECTORIES = """
     CREATE INDEX trajectories_notebook ON trajectories (notebook_path, started_at);
 """
 
-_OWNED = ("EXISTS (SELECT 1 FROM trajectories t WHERE t.id = trajectory_id "
-          "AND t.user_name = (SELECT themisto_user()))")
-"""A row of a trajectory its role's user owns; ``(SELECT f())`` runs once a statement."""
+_USER = "(SELECT r.user_name FROM themisto_roles r WHERE r.role_name = current_user)"
+"""The hub user the connected role records as (NULL for a role that is no user's: the
+owner, whom no policy binds, or the group role). A subquery, not a function: the planner
+runs it once a statement, and the table it names is fixed when the policy is made, so a
+temporary table of the same name cannot stand in for it."""
+_READS_ALL = ("COALESCE((SELECT r.read_all FROM themisto_roles r "
+              "WHERE r.role_name = current_user), FALSE)")
+_OWNED = f"(SELECT t.user_name FROM trajectories t WHERE t.id = trajectory_id) = {_USER}"
+"""A row of a trajectory its role's user owns: looked up by the trajectory's id alone, so
+the primary key answers (a condition on user_name too could send the planner through the
+user's index, over all their trajectories, for every row)."""
 
-_ROW_SECURITY = """
+_ROW_SECURITY = f"""
     CREATE TABLE themisto_roles (
         role_name TEXT PRIMARY KEY,
         user_name TEXT NOT NULL UNIQUE,
@@ -67,41 +75,39 @@ _ROW_SECURITY = """
     );
     ALTER TABLE themisto_roles ENABLE ROW LEVEL SECURITY;
     CREATE POLICY own_role ON themisto_roles FOR SELECT USING (role_name = current_user);
-    CREATE FUNCTION themisto_user() RETURNS TEXT LANGUAGE sql STABLE
-        AS $$ SELECT user_name FROM themisto_roles WHERE role_name = current_user $$;
-    CREATE FUNCTION themisto_reads_all() RETURNS BOOLEAN LANGUAGE sql STABLE
-        AS $$ SELECT COALESCE((SELECT read_all FROM themisto_roles
-                               WHERE role_name = current_user), FALSE) $$;
     DO $$
     BEGIN
-        -- The functions find themisto_roles in this schema only: with pg_temp searched
-        -- first (PostgreSQL's default) a role could shadow it with a temporary table of
-        -- its own and make itself anyone, or a reader.
-        EXECUTE format('ALTER FUNCTION themisto_user() SET search_path = %I, pg_temp',
-                       current_schema());
-        EXECUTE format('ALTER FUNCTION themisto_reads_all() SET search_path = %I, pg_temp',
-                       current_schema());
+        -- For a column's default, where a subquery may not stand. It names its table
+        -- with the schema: with pg_temp searched first (PostgreSQL's default) a role
+        -- could otherwise shadow it with a temporary table of its own.
+        EXECUTE format('CREATE FUNCTION themisto_user() RETURNS TEXT LANGUAGE sql STABLE '
+                       'AS %L', format('SELECT user_name FROM %I.themisto_roles '
+                                       'WHERE role_name = current_user', current_schema()));
     END
     $$;
     ALTER TABLE journal_cursors ADD COLUMN user_name TEXT NOT NULL
         DEFAULT COALESCE(themisto_user(), '');
+    ALTER TABLE journal_cursors DROP CONSTRAINT journal_cursors_pkey;
+    ALTER TABLE journal_cursors ADD PRIMARY KEY (user_name, journal);
     ALTER TABLE trajectories ENABLE ROW LEVEL SECURITY;
-    CREATE POLICY owner ON trajectories USING (user_name = (SELECT themisto_user()));
-    CREATE POLICY reader ON trajectories FOR SELECT USING ((SELECT themisto_reads_all()));
+    CREATE POLICY owner ON trajectories USING (user_name = {_USER});
+    CREATE POLICY reader ON trajectories FOR SELECT USING ({_READS_ALL});
     ALTER TABLE steps ENABLE ROW LEVEL SECURITY;
-    CREATE POLICY owner ON steps USING (""" + _OWNED + """);
-    CREATE POLICY reader ON steps FOR SELECT USING ((SELECT themisto_reads_all()));
+    CREATE POLICY owner ON steps USING ({_OWNED});
+    CREATE POLICY reader ON steps FOR SELECT USING ({_READS_ALL});
     ALTER TABLE events ENABLE ROW LEVEL SECURITY;
-    CREATE POLICY owner ON events USING (""" + _OWNED + """);
-    CREATE POLICY reader ON events FOR SELECT USING ((SELECT themisto_reads_all()));
+    CREATE POLICY owner ON events USING ({_OWNED});
+    CREATE POLICY reader ON events FOR SELECT USING ({_READS_ALL});
     ALTER TABLE predictions ENABLE ROW LEVEL SECURITY;
-    CREATE POLICY owner ON predictions USING (""" + _OWNED + """);
-    CREATE POLICY reader ON predictions FOR SELECT USING ((SELECT themisto_reads_all()));
+    CREATE POLICY owner ON predictions USING ({_OWNED});
+    CREATE POLICY reader ON predictions FOR SELECT USING ({_READS_ALL});
     ALTER TABLE journal_cursors ENABLE ROW LEVEL SECURITY;
-    CREATE POLICY owner ON journal_cursors USING (user_name = (SELECT themisto_user()));
+    CREATE POLICY owner ON journal_cursors USING (user_name = {_USER});
 """
 """Row-level security (PostgreSQL): each table's rows are their user's; a reader (a
-hub user holding the read-all scope) may read every row and write only their own."""
+hub user holding the read-all scope) may read every row and write only their own. A
+journal's cursor is its user's too (``''``: the owner's), keyed by user and journal: a
+role never collides with a cursor it cannot see (one written before roles existed)."""
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
