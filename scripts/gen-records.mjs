@@ -34,6 +34,7 @@ const FILES = [
   'trajectory.schema.json',
   'prediction.schema.json',
   'summary.schema.json',
+  'roster.schema.json',
   'live-event.schema.json',
   'live-bus.schema.json'
 ];

@@ -30,6 +30,8 @@ PAIRS = [
     (records.Scores, "prediction", "/$defs/scores"),
     (records.StepSummary, "summary", ""),
     (records.PredictionSummary, "summary", "/$defs/prediction"),
+    (records.NotebookRowInfo, "roster", ""),
+    (records.ScoreTotal, "roster", "/$defs/score"),
     (records.EventEnvelope, "live-event", "/$defs/envelope"),
     (records.HeartbeatEvent, "live-event", "/$defs/heartbeat"),
     (records.TrajectoryEvent, "live-event", "/$defs/trajectory"),

@@ -142,7 +142,7 @@ def test_a_reader_keeps_reading_while_a_refused_write_reopens_the_store(tiny_dis
         reader = guarded.iter_steps("t1")  # lazy: pages of 500
         assert next(reader)["step"] == 1
         filler = tiny_disk / "filler"
-        with open(filler, "wb") as f, pytest.raises(OSError):
+        with open(filler, "wb", buffering=0) as f, pytest.raises(OSError):
             while True:
                 f.write(b"\0" * (1 << 16))
                 f.flush()

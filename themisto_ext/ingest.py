@@ -155,6 +155,9 @@ class JournalIngestor:
         self.source = source
         self.user = user
         """The owner of every trajectory this ingestor starts."""
+        self.accepting: Callable[[], bool] = lambda: True
+        """Whether what the journals hold is stored: False while the user has opted out
+        (what a kernel records meanwhile is read past and dropped, never stored)."""
         self.level = CAPTURE_LEVELS[-1]
         """What a stored step may hold (``contract.within_level``): a kernel started with
         other settings, or a journal copied in, stores no more than this server records."""
@@ -245,8 +248,11 @@ class JournalIngestor:
                     records.append(record)
             self._warn(path, skipped)
             total.read_bytes += chunk.end_offset - offset
-            writes = self._placed(interpret(records, self.source, state.started,
-                                            self.user))
+            accepting = self.accepting()
+            writes = self._placed(interpret(records, self.source, state.started if accepting
+                                            else set(state.started), self.user))
+            if not accepting:  # dropped; a trajectory begun meanwhile starts at its next step
+                writes = []
             if not captures_state(self.level):
                 writes = [NewStep(within_level(w.step, self.level))  # type: ignore[arg-type]
                           if isinstance(w, NewStep) else w for w in writes]

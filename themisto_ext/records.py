@@ -24,7 +24,8 @@ from typing_extensions import NotRequired, TypedDict
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-SCHEMA_NAMES = ("step", "trajectory", "prediction", "summary", "live-event", "live-bus")
+SCHEMA_NAMES = ("step", "trajectory", "prediction", "summary", "roster", "live-event",
+                "live-bus")
 
 Task = Literal["output", "next-cell"]
 ErrorCode = Literal["superseded", "prompt-too-long", "local-model", "provider"]
@@ -226,6 +227,29 @@ class StepSummary(TypedDict):
     memory_bytes: int | None
     error: str | None
     predictions: list[PredictionSummary]
+
+
+class ScoreTotal(TypedDict):
+    predictor: str
+    context: str
+    task: Task
+    n: int
+    exact_match: float
+    chrf: float
+
+
+class NotebookRowInfo(TypedDict):
+    """A row of the class view (``roster.schema.json``)."""
+
+    user: str
+    notebook_path: str | None
+    trajectories: int
+    cells: int
+    errors: int
+    active_seconds: float
+    first_at: str
+    last_at: str
+    scores: list[ScoreTotal]
 
 
 # ---------------------------------------------------------------- live events

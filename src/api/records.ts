@@ -379,6 +379,58 @@ export interface PredictionSummary {
   abstained: boolean;
 }
 /**
+ * One user's work on one notebook, over all its trajectories: a row of the class view (GET /themisto/api/class). Kept as running totals as steps and scores arrive, never read from steps.
+ */
+export interface NotebookRow {
+  /**
+   * The owner (the hub user).
+   */
+  user: string;
+  /**
+   * The notebook, relative to the user's server root; null for a kernel with no notebook.
+   */
+  notebook_path: string | null;
+  /**
+   * Kernel processes that ran it (a restart begins a new one).
+   */
+  trajectories: number;
+  /**
+   * Cells run (steps recorded).
+   */
+  cells: number;
+  /**
+   * Cells that raised.
+   */
+  errors: number;
+  /**
+   * Time active: each trajectory's first cell's execution time, then each cell's end minus the previous cell's end, at most 300 s (a longer pause is a break). For steps stored before schema version 6, execution time only.
+   */
+  active_seconds: number;
+  /**
+   * When its first trajectory began (ISO 8601).
+   */
+  first_at: string;
+  /**
+   * The last activity: its last cell's end (ISO 8601).
+   */
+  last_at: string;
+  /**
+   * Scored predictions of its cells, per predictor, context and task.
+   */
+  scores: ScoreTotal[];
+}
+/**
+ * How one predictor did on these cells: n scored predictions (abstentions and failures are not scored) and their mean exact match and chrF.
+ */
+export interface ScoreTotal {
+  predictor: string;
+  context: string;
+  task: 'output' | 'next-cell';
+  n: number;
+  exact_match: number;
+  chrf: number;
+}
+/**
  * What every event carries.
  */
 export interface EventEnvelope {

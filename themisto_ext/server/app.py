@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -275,6 +276,11 @@ class ThemistoExtension(ExtensionApp):
         self.settings[SETTINGS_KEY] = self.themisto
         if self.autoload:
             self._use_provisioner(settings)
+            kernels = self.serverapp.kernel_manager
+            quiet = replace(settings, capture=replace(settings.capture, recording=False))
+            # A user who opted out: the kernels launched from now on start not recording.
+            self.themisto.on_consent = lambda on: launch_with(kernels,
+                                                              settings if on else quiet)
         self.log.info("themisto: store %s, journals %s, recording as user %r", url.display,
                       self.journal_dir, self.user)
 

@@ -16,8 +16,16 @@ import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
-from themisto_ext.contract import read_status, read_switch, status_path, switch_path, write_switch
+from themisto_ext.contract import (
+    file_safe,
+    read_status,
+    read_switch,
+    status_path,
+    switch_path,
+    write_switch,
+)
 from themisto_ext.errors import JournalUnavailable, NotFound, StoreUnavailable, ThemistoError
 from themisto_ext.events import LiveEvents, recording_event, step_event, trajectory_event
 from themisto_ext.ingest import IngestResult, JournalIngestor, moved_path
@@ -27,6 +35,7 @@ from themisto_ext.records import Prediction, Scope
 from themisto_ext.redaction import Redactor
 from themisto_ext.server.access import AccessPolicy
 from themisto_ext.server.settings import ServerSettings
+from themisto_ext.store import TrajectoryFilter
 from themisto_ext.store.aio import AsyncStore
 
 log = logging.getLogger("themisto_ext.server")
@@ -92,6 +101,12 @@ class Themisto:
         if notebook_exists is not None:
             self.ingestor.notebook_exists = notebook_exists
         self._ingest_lock = asyncio.Lock()
+        self.consent = True
+        """The user's choice to be recorded (read from the store at start; ``set_consent``).
+        While off, kernels start with recording off and what any kernel writes is dropped."""
+        self.ingestor.accepting = lambda: self.consent
+        self.on_consent: Callable[[bool], None] = lambda on: None
+        """Told of every change of ``consent`` (the app tells its kernel provisioner)."""
         # Ingestion has a thread of its own: in the loop's shared pool (6 threads on 2
         # cores) a journal scan queued behind the store calls of the predictions that the
         # last scan started, and with 8 kernels running cells a step reached the page a
@@ -106,6 +121,13 @@ class Themisto:
     # ------------------------------------------------------------ lifecycle
 
     async def start(self, interval: float, heartbeat: float = HEARTBEAT) -> None:
+        try:
+            self.consent = (await self.store.consents((self.user,))).get(self.user, True)
+        except ThemistoError:
+            # Unknown until the store answers: nothing is stored meanwhile anyway (the
+            # journals wait), and an opt-out is re-read at the next consent request.
+            pass
+        self.on_consent(self.consent)
         await self._ingest_once()  # whatever kernels wrote while no server was running
         self._ingest_task = asyncio.create_task(self._ingest_forever(interval))
         self._heartbeat_task = asyncio.create_task(self._beat_forever(heartbeat))
@@ -196,7 +218,10 @@ class Themisto:
     # ------------------------------------------------------------ recording status
 
     def kernel_recording(self, kernel_id: str) -> bool:
-        """The kernel's switch (its own, else the configured default)."""
+        """The kernel's switch (its own, else the configured default); never while the
+        user has opted out (nothing a kernel writes is stored then)."""
+        if not self.consent:
+            return False
         switched = read_switch(switch_path(self.journal_dir, kernel_id))
         return self.settings.capture.recording if switched is None else switched
 
@@ -307,6 +332,39 @@ class Themisto:
                 self._ingest_thread, self.ingestor.move_notebook, old, new, kernels)
         return moved
 
+    # ------------------------------------------------------------ the user's choices
+
+    async def set_consent(self, on: bool, at: str) -> None:
+        """Record the user's choice; off: every running kernel stops recording and new
+        ones start with recording off; on: running kernels record again."""
+        await self.store.set_consent(self.user, on, at)
+        async with self._ingest_lock:  # no pass reads journals under the old choice
+            self.consent = on
+        self.on_consent(on)
+        for kernel_id in list(self.running_kernels() if self.running_kernels else []):
+            try:
+                await self.set_kernel_recording(kernel_id, on)
+            except ThemistoError:
+                pass  # it stopped meanwhile, or its switch cannot be written: dropped anyway
+
+    async def delete_user_data(self) -> tuple[int, int]:
+        """Everything this server's user recorded: their trajectories (steps, predictions,
+        events) from the store, and every journal here. Returns (trajectories, journals)."""
+        where = TrajectoryFilter(user=self.user)
+        ids = [t.id for t in await self.store.list_trajectories(where, limit=10**9)]
+        for tid in ids:
+            await self.delete_trajectory(tid)
+        running = tuple(f"{file_safe(k)}--" for k in (self.running_kernels() if self.running_kernels
+                                           else []))
+        journals = 0
+        async with self._ingest_lock:
+            for journal in self.journal_dir.glob(f"*{SUFFIX}"):
+                await asyncio.get_running_loop().run_in_executor(
+                    self._ingest_thread, self._empty_journal, journal,
+                    not journal.name.startswith(running) if running else True)
+                journals += 1
+        return len(ids), journals
+
     # ------------------------------------------------------------ deletion
 
     async def delete_trajectory(self, trajectory_id: str) -> None:
@@ -322,14 +380,20 @@ class Themisto:
             ended = trajectory is not None and trajectory.ended_at is not None
             await self.store.delete_trajectory(trajectory_id)
             for journal in self.journal_dir.glob(f"*--{glob.escape(trajectory_id)}{SUFFIX}"):
-                try:
-                    if ended:
-                        journal.unlink(missing_ok=True)
-                    else:
-                        os.truncate(journal, 0)
-                except OSError as exc:
-                    raise JournalUnavailable(
-                        f"trajectory {trajectory_id} was deleted from the store, but its "
-                        f"journal {journal} could not be emptied ({exc.strerror})") from exc
-                self.ingestor.forget(journal.name)
+                self._empty_journal(journal, ended)
             self.live.forget(trajectory_id)
+
+    def _empty_journal(self, journal: Path, ended: bool) -> None:
+        """Remove a journal (its kernel is gone) or empty it (its kernel may be writing:
+        its open file stays the journal), and read it from its start next time."""
+        try:
+            if ended:
+                journal.unlink(missing_ok=True)
+            else:
+                os.truncate(journal, 0)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise JournalUnavailable(f"journal {journal} could not be emptied "
+                                     f"({exc.strerror})") from exc
+        self.ingestor.forget(journal.name)

@@ -23,6 +23,7 @@ from typing import ParamSpec, TypeVar
 
 from themisto_ext.records import Prediction, Step, StepSummary
 from themisto_ext.store.base import Trajectory, TrajectoryFilter, TrajectoryStore
+from themisto_ext.store.roster import ClassFilter, NotebookRow
 from themisto_ext.store.sqlite import SQLiteStore
 
 P = ParamSpec("P")
@@ -81,6 +82,15 @@ class AsyncStore:
 
     async def delete_trajectory(self, trajectory_id: str) -> bool:
         return await self._call(self.sync.delete_trajectory, trajectory_id)
+
+    async def notebook_rows(self, where: ClassFilter) -> list[NotebookRow]:
+        return await self._call(self.sync.notebook_rows, where)
+
+    async def consents(self, users: tuple[str, ...] | None = None) -> dict[str, bool]:
+        return await self._call(self.sync.consents, users)
+
+    async def set_consent(self, user: str, consent: bool, at: str) -> None:
+        await self._call(self.sync.set_consent, user, consent, at)
 
     # ------------------------------------------------------------ steps
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from themisto_ext.errors import StoreError, StoreUnavailable
 from themisto_ext.records import (
@@ -21,6 +21,9 @@ from themisto_ext.records import (
     TrajectoryInfo,
     code_hash,
 )
+
+if TYPE_CHECKING:  # roster.py builds on this module
+    from themisto_ext.store.roster import ClassFilter, NotebookRow
 
 __all__ = ["StoreError", "StoreUnavailable"]
 
@@ -211,6 +214,16 @@ class TrajectoryStore(Protocol):
         ...
 
     def get_prediction(self, prediction_id: str) -> Prediction | None: ...
+
+    def notebook_rows(self, where: ClassFilter) -> list[NotebookRow]:
+        """Each user's work per notebook, from trajectories' running totals (``roster.py``)."""
+        ...
+
+    def consents(self, users: tuple[str, ...] | None = None) -> dict[str, bool]:
+        """Users' recorded consent (of ``users``, or of everyone who made a choice)."""
+        ...
+
+    def set_consent(self, user: str, consent: bool, at: str) -> None: ...
 
     def adopt_unowned(self, user: str) -> int:
         """Give trajectories recorded before owners were recorded ('' owner) to ``user``."""

@@ -19,6 +19,7 @@ from typing import TypeVar
 from themisto_ext.errors import StoreError, StoreUnavailable
 from themisto_ext.records import Prediction, Step, StepSummary
 from themisto_ext.store.base import Applied, Trajectory, TrajectoryFilter, TrajectoryStore, Write
+from themisto_ext.store.roster import ClassFilter, NotebookRow
 
 log = logging.getLogger("themisto_ext.store")
 
@@ -138,6 +139,15 @@ class GuardedStore:
 
     def delete_trajectory(self, trajectory_id: str) -> bool:
         return self._call(lambda s: s.delete_trajectory(trajectory_id), write=True)
+
+    def notebook_rows(self, where: ClassFilter) -> list[NotebookRow]:
+        return self._call(lambda s: s.notebook_rows(where))
+
+    def consents(self, users: tuple[str, ...] | None = None) -> dict[str, bool]:
+        return self._call(lambda s: s.consents(users))
+
+    def set_consent(self, user: str, consent: bool, at: str) -> None:
+        self._call(lambda s: s.set_consent(user, consent, at), write=True)
 
     def save_prediction(self, prediction: Prediction) -> bool:
         return self._call(lambda s: s.save_prediction(prediction), write=True)

@@ -32,7 +32,14 @@ from themisto_ext.store.base import (
     TrajectoryEnded,
     Write,
 )
-from themisto_ext.store.schema import COLUMNS, MIGRATIONS, SCHEMA_VERSION, move_statement
+from themisto_ext.store.roster import SCORE_UPSERT, scored, totals
+from themisto_ext.store.schema import (
+    ACTIVE_GAP,
+    COLUMNS,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    move_statement,
+)
 from themisto_ext.store.sql import SharedQueries
 from themisto_ext.store.url import StoreURL
 from themisto_ext.trajectory import dumps_step
@@ -55,9 +62,18 @@ _INSERT_STEP = """
 """One row per statement, pipelined by ``executemany``: 5,000 2.5 kB steps in 0.26 s,
 where one INSERT from ``unnest`` of text arrays took 2.5 s (measured, PostgreSQL 15)."""
 _COUNT_STEPS = """
-    UPDATE trajectories SET steps = trajectories.steps + c.n
-    FROM unnest(%s::text[], %s::int[]) AS c(id, n) WHERE trajectories.id = c.id
+    UPDATE trajectories SET steps = trajectories.steps + c.n,
+        errors = trajectories.errors + c.e,
+        active_seconds = trajectories.active_seconds + c.gaps + COALESCE(
+            CASE WHEN trajectories.last_at IS NULL THEN c.first_execution
+            ELSE LEAST(GREATEST(EXTRACT(EPOCH FROM c.first_end::timestamptz
+                                        - trajectories.last_at::timestamptz), 0), %s) END, 0),
+        last_at = GREATEST(trajectories.last_at, c.last_end)
+    FROM unnest(%s::text[], %s::int[], %s::int[], %s::float8[], %s::float8[], %s::text[],
+                %s::text[]) AS c(id, n, e, gaps, first_execution, first_end, last_end)
+    WHERE trajectories.id = c.id
 """
+"""New steps into their trajectories' counts and class totals (``roster.py``)."""
 
 
 class PostgresStore(SharedQueries):
@@ -213,15 +229,15 @@ class PostgresStore(SharedQueries):
         keys = [(s["trajectory_id"], int(s["step"])) for s in batch]
         inserted = _insert_steps(conn, [(tid, n, dumps_step(s))
                                         for (tid, n), s in zip(keys, batch, strict=True)])
-        counts: dict[str, int] = {}
+        added: list[Step] = []
         for key, step in zip(keys, batch, strict=True):
             if key in inserted:
                 inserted.discard(key)  # a step twice in one batch counts once
-                result.steps.append(step)
-                counts[key[0]] = counts.get(key[0], 0) + 1
+                added.append(step)
             else:
                 result.duplicates += 1
-        _count_steps(conn, counts)
+        result.steps.extend(added)
+        _count_steps(conn, added)
 
     def _start(self, conn: psycopg.Connection[Any], start: NewTrajectory,
                result: Applied) -> None:
@@ -271,14 +287,25 @@ class PostgresStore(SharedQueries):
         row = (prediction["id"], prediction["trajectory_id"], int(prediction["target_step"]),
                prediction["task"], int(prediction.get("reference") is not None),
                json.dumps(prediction, ensure_ascii=False), prediction["trajectory_id"])
-        return self._transaction(lambda conn: conn.execute(
-            "INSERT INTO predictions (id, trajectory_id, target_step, task, scored, data) "
-            "SELECT %s, %s, %s, %s, %s, %s "
-            "WHERE EXISTS (SELECT 1 FROM trajectories WHERE id = %s) "
-            "ON CONFLICT (id) DO UPDATE SET trajectory_id = excluded.trajectory_id, "
-            "target_step = excluded.target_step, task = excluded.task, "
-            "scored = excluded.scored, data = excluded.data, seq = DEFAULT", row)
-            .rowcount > 0)  # a replaced record goes last, as SQLite's REPLACE does
+
+        def work(conn: psycopg.Connection[Any]) -> bool:
+            was = conn.execute("SELECT scored FROM predictions WHERE id = %s",
+                               (prediction["id"],)).fetchone()
+            saved = conn.execute(
+                "INSERT INTO predictions (id, trajectory_id, target_step, task, scored, data) "
+                "SELECT %s, %s, %s, %s, %s, %s "
+                "WHERE EXISTS (SELECT 1 FROM trajectories WHERE id = %s) "
+                "ON CONFLICT (id) DO UPDATE SET trajectory_id = excluded.trajectory_id, "
+                "target_step = excluded.target_step, task = excluded.task, "
+                "scored = excluded.scored, data = excluded.data, seq = DEFAULT", row
+            ).rowcount > 0  # a replaced record goes last, as SQLite's REPLACE does
+            score = scored(prediction)
+            if saved and score is not None and not (was and was[0]):
+                conn.execute(SCORE_UPSERT.replace("?", "%s"),
+                             (prediction["trajectory_id"], *score))
+            return saved
+
+        return self._transaction(work)
 
     def import_trajectory(self, trajectory: Trajectory, events: list[dict[str, str]]) -> bool:
         def work(conn: psycopg.Connection[Any]) -> bool:
@@ -296,9 +323,10 @@ class PostgresStore(SharedQueries):
 
     def import_step_lines(self, trajectory_id: str, lines: list[tuple[int, str]]) -> int:
         def work(conn: psycopg.Connection[Any]) -> int:
-            added = len(_insert_steps(conn, [(trajectory_id, n, line) for n, line in lines]))
-            _count_steps(conn, {trajectory_id: added} if added else {})
-            return added
+            added = _insert_steps(conn, [(trajectory_id, n, line) for n, line in lines])
+            _count_steps(conn, [dict(json.loads(line), trajectory_id=trajectory_id)  # type: ignore[misc]
+                                for n, line in lines if (trajectory_id, n) in added])
+            return len(added)
 
         return self._transaction(work)
 
@@ -324,10 +352,14 @@ def _insert_steps(conn: psycopg.Connection[Any],
             return inserted
 
 
-def _count_steps(conn: psycopg.Connection[Any], counts: dict[str, int]) -> None:
-    if counts:
-        ids = sorted(counts)  # one order for every writer: no deadlock between two
-        conn.execute(_COUNT_STEPS, (ids, [counts[i] for i in ids]))
+def _count_steps(conn: psycopg.Connection[Any], steps: list[Step]) -> None:
+    if steps:
+        runs = totals(steps)
+        ids = sorted(runs)  # one order for every writer: no deadlock between two
+        t = [runs[i] for i in ids]
+        conn.execute(_COUNT_STEPS, (ACTIVE_GAP, ids, [x.n for x in t], [x.errors for x in t],
+                                    [x.gaps for x in t], [x.first_execution for x in t],
+                                    [x.first_end for x in t], [x.last_end for x in t]))
 
 
 def _version(conn: psycopg.Connection[Any]) -> int | None:

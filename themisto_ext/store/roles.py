@@ -24,7 +24,8 @@ from themisto_ext.store.url import POSTGRESQL, StoreURL
 
 GROUP = "themisto_users"
 """The role every user's role is a member of: the table privileges are granted to it."""
-TABLES = ("trajectories", "steps", "events", "predictions", "journal_cursors")
+TABLES = ("trajectories", "steps", "events", "predictions", "journal_cursors", "score_totals",
+          "user_settings")
 READ_ONLY = ("themisto_schema", "themisto_roles")
 CONNECTION_LIMIT = 16
 """Connections one user's role may hold (a server's pool holds at most 4): one user

@@ -109,6 +109,54 @@ hub user holding the read-all scope) may read every row and write only their own
 journal's cursor is its user's too (``''``: the owner's), keyed by user and journal: a
 role never collides with a cursor it cannot see (one written before roles existed)."""
 
+ACTIVE_GAP = 300.0
+"""Seconds between two cells' ends counted as active time at most: a longer pause is a
+break (the first cell counts its execution time)."""
+
+def _class(field: str, real: str) -> str:
+    """Migration 6 in an engine's dialect: ``field`` reads a step's JSON field."""
+    error, time, ended = (field.format(name) for name in ("error", "execution_time",
+                                                          "ended_at"))
+    return f"""
+    ALTER TABLE trajectories ADD COLUMN errors INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE trajectories ADD COLUMN active_seconds {real} NOT NULL DEFAULT 0;
+    ALTER TABLE trajectories ADD COLUMN last_at TEXT;
+    UPDATE trajectories SET
+        errors = (SELECT count(*) FROM steps WHERE steps.trajectory_id = trajectories.id
+                  AND {error} IS NOT NULL),
+        active_seconds = COALESCE((SELECT sum(CAST({time} AS {real})) FROM steps
+                                   WHERE steps.trajectory_id = trajectories.id), 0),
+        last_at = (SELECT max({ended}) FROM steps WHERE steps.trajectory_id = trajectories.id);
+    CREATE TABLE score_totals (
+        trajectory_id TEXT NOT NULL REFERENCES trajectories (id) ON DELETE CASCADE,
+        predictor TEXT NOT NULL,
+        context TEXT NOT NULL,
+        task TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        em_sum {real} NOT NULL,
+        chrf_sum {real} NOT NULL,
+        PRIMARY KEY (trajectory_id, predictor, context, task)
+    );
+    CREATE TABLE user_settings (
+        user_name TEXT PRIMARY KEY,
+        consent INTEGER NOT NULL,
+        changed_at TEXT NOT NULL
+    )
+"""
+
+
+_CLASS_SECURITY = f"""
+    ;
+    ALTER TABLE score_totals ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY owner ON score_totals USING ({_OWNED});
+    CREATE POLICY reader ON score_totals FOR SELECT USING ({_READS_ALL});
+    ALTER TABLE user_settings ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY owner ON user_settings USING (user_name = {_USER});
+    CREATE POLICY reader ON user_settings FOR SELECT USING ({_READS_ALL})
+"""
+"""A user's settings and score totals are theirs; a reader sees whose consent is off."""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "trajectories, their steps (full JSON), events, and ingestion cursors",
@@ -206,6 +254,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "one role works as before. Nothing to do on SQLite (one user's file)",
         "",
         _ROW_SECURITY),
+    Migration(
+        "a class at a glance: each trajectory's errors, active time and last activity kept "
+        "as steps arrive, prediction score totals per predictor, and each user's consent",
+        _class("json_extract(data, '$.{}')", "REAL"),
+        _class("(data::jsonb->>'{}')", "DOUBLE PRECISION") + _CLASS_SECURITY),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -16,6 +16,7 @@ from typing import Any
 
 from themisto_ext.records import Prediction, Step, StepSummary
 from themisto_ext.store.base import Trajectory, TrajectoryFilter, step_summaries_of
+from themisto_ext.store.roster import ClassFilter, NotebookRow, class_queries, notebook_rows
 from themisto_ext.store.schema import COLUMNS, predictions_clause, where_clause
 
 
@@ -83,6 +84,27 @@ class SharedQueries:
     def adopt_unowned(self, user: str) -> int:
         return self._execute(self._sql("UPDATE trajectories SET user_name = ? "
                                        "WHERE user_name = ''"), (user,))
+
+    # ------------------------------------------------------------ the class and its users
+
+    def notebook_rows(self, where: ClassFilter) -> list[NotebookRow]:
+        rows, scores, params = class_queries(where, self.MARK)
+        return notebook_rows(self._query(rows, params), self._query(scores, params))
+
+    def consents(self, users: tuple[str, ...] | None = None) -> dict[str, bool]:
+        """The recorded choices (a user never asked has none: they consent)."""
+        if users is not None and not users:
+            return {}
+        clause = "" if users is None else \
+            f" WHERE user_name IN ({', '.join([self.MARK] * len(users))})"
+        rows = self._query(f"SELECT user_name, consent FROM user_settings{clause}", users or ())
+        return {user: bool(consent) for user, consent in rows}
+
+    def set_consent(self, user: str, consent: bool, at: str) -> None:
+        self._execute(self._sql(
+            "INSERT INTO user_settings (user_name, consent, changed_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (user_name) DO UPDATE SET consent = excluded.consent, "
+            "changed_at = excluded.changed_at"), (user, int(consent), at))
 
     def forget_journal(self, journal: str) -> None:
         self._execute(self._sql("DELETE FROM journal_cursors WHERE journal = ?"), (journal,))

@@ -24,7 +24,14 @@ from themisto_ext.store.base import (
     TrajectoryEnded,
     Write,
 )
-from themisto_ext.store.schema import COLUMNS, MIGRATIONS, SCHEMA_VERSION, move_statement
+from themisto_ext.store.roster import SCORE_UPSERT, scored, totals
+from themisto_ext.store.schema import (
+    ACTIVE_GAP,
+    COLUMNS,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    move_statement,
+)
 from themisto_ext.store.sql import SharedQueries
 from themisto_ext.trajectory import dumps_step
 
@@ -45,6 +52,20 @@ _UNAVAILABLE = {
     26: "damaged: its file is no longer a database",  # SQLITE_NOTADB
 }
 """SQLite result codes (primary, low byte) that mean "cannot be used right now", not a bug."""
+
+
+_COUNT_STEPS = (
+    "UPDATE trajectories SET steps = steps + ?, errors = errors + ?, active_seconds = "
+    "active_seconds + ? + COALESCE(CASE WHEN last_at IS NULL THEN ? ELSE "
+    "min(max((julianday(?) - julianday(last_at)) * 86400.0, 0), ?) END, 0), "
+    "last_at = CASE WHEN last_at IS NULL OR last_at < ? THEN ? ELSE last_at END WHERE id = ?")
+
+
+def _count_steps(db: sqlite3.Connection, steps: list[Step]) -> None:
+    """New steps into their trajectories' counts and class totals (``roster.py``)."""
+    for tid, t in totals(steps).items():
+        db.execute(_COUNT_STEPS, (t.n, t.errors, t.gaps, t.first_execution, t.first_end,
+                                  ACTIVE_GAP, t.last_end, t.last_end, tid))
 
 
 def _failure(path: Path, exc: sqlite3.Error) -> StoreError:
@@ -240,6 +261,7 @@ class SQLiteStore(SharedQueries):
                     self._event(db, write.trajectory_id, write.at, "recording",
                                 "on" if write.on else "off")
                     result.switches.append(write)
+            _count_steps(db, result.steps)
             if cursor is not None:
                 db.execute(
                     "INSERT INTO journal_cursors (journal, offset) VALUES (?, ?) "
@@ -260,7 +282,6 @@ class SQLiteStore(SharedQueries):
             "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM trajectories WHERE id = ?)",
             (tid, int(step["step"]), dumps_step(step), tid))
         if cur.rowcount:
-            db.execute("UPDATE trajectories SET steps = steps + 1 WHERE id = ?", (tid,))
             result.steps.append(step)
         else:
             result.duplicates += 1
@@ -312,6 +333,8 @@ class SQLiteStore(SharedQueries):
     def save_prediction(self, prediction: Prediction) -> bool:
         """Insert or replace a prediction record; False when its trajectory is gone."""
         def work(db: sqlite3.Connection) -> bool:
+            was = db.execute("SELECT scored FROM predictions WHERE id = ?",
+                             (prediction["id"],)).fetchone()
             cur = db.execute(
                 "INSERT OR REPLACE INTO predictions "
                 "(id, trajectory_id, target_step, task, scored, data) "
@@ -319,6 +342,9 @@ class SQLiteStore(SharedQueries):
                 (prediction["id"], prediction["trajectory_id"], int(prediction["target_step"]),
                  prediction["task"], int(prediction.get("reference") is not None),
                  json.dumps(prediction, ensure_ascii=False), prediction["trajectory_id"]))
+            score = scored(prediction)
+            if cur.rowcount and score is not None and not (was and was[0]):
+                db.execute(SCORE_UPSERT, (prediction["trajectory_id"], *score))
             return cur.rowcount > 0
 
         saved: bool = self._transaction(work)
@@ -340,13 +366,18 @@ class SQLiteStore(SharedQueries):
 
     def import_step_lines(self, trajectory_id: str, lines: list[tuple[int, str]]) -> int:
         def work(db: sqlite3.Connection) -> int:
-            before = db.total_changes
+            if not lines:
+                return 0
+            have = {n for (n,) in db.execute(
+                "SELECT step FROM steps WHERE trajectory_id = ? AND step BETWEEN ? AND ?",
+                (trajectory_id, min(n for n, _ in lines), max(n for n, _ in lines)))}
+            new = dict((n, line) for n, line in lines if n not in have)
             db.executemany("INSERT OR IGNORE INTO steps (trajectory_id, step, data) "
-                           "VALUES (?, ?, ?)", [(trajectory_id, n, line) for n, line in lines])
-            added = db.total_changes - before
-            db.execute("UPDATE trajectories SET steps = steps + ? WHERE id = ?",
-                       (added, trajectory_id))
-            return added
+                           "VALUES (?, ?, ?)", [(trajectory_id, n, line)
+                                                for n, line in new.items()])
+            _count_steps(db, [dict(json.loads(line), trajectory_id=trajectory_id)  # type: ignore[misc]
+                              for line in new.values()])
+            return len(new)
 
         added: int = self._transaction(work)
         return added

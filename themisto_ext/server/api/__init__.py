@@ -8,6 +8,7 @@ from tornado.web import RequestHandler
 from themisto_ext.server.api.base import API_PREFIX, API_VERSION, NotFoundHandler
 from themisto_ext.server.api.history import HistoryHandler
 from themisto_ext.server.api.kernels import KernelHandler
+from themisto_ext.server.api.people import ClassHandler, MeHandler
 from themisto_ext.server.api.predictions import (
     PredictionHandler,
     PredictionsHandler,
@@ -44,6 +45,8 @@ def routes() -> list[tuple[str, type[RequestHandler]]]:
         (path("speculations"), SpeculationsHandler),
         (path("export"), ExportHandler),
         (path(r"kernels/(?P<kernel_id>[^/]+)"), KernelHandler),
+        (path("me"), MeHandler),
+        (path("class"), ClassHandler),
         (url_path_join(API_PREFIX, r"(?P<rest>.*)"), NotFoundHandler),
     ]
 
