@@ -13,6 +13,7 @@ import {
   speculationPlugin
 } from './plugins/notebook';
 import { panelPlugin } from './plugins/panel';
+import { peoplePlugin } from './plugins/people';
 import {
   clientPlugin,
   livePlugin,
@@ -36,6 +37,7 @@ const plugins: JupyterFrontEndPlugin<unknown>[] = [
   speculationPlugin,
   commandsPlugin,
   panelPlugin,
+  peoplePlugin,
   markersPlugin,
   inlinePlugin
 ];

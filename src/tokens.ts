@@ -7,8 +7,11 @@ import { Token } from '@lumino/coreutils';
 import type { ISignal } from '@lumino/signaling';
 
 import type {
+  IClassPage,
+  IClassQuery,
   IHistoryPage,
   IKernelRecording,
+  IMe,
   IPredictionRequest,
   IPredictorsInfo,
   ISpeculationReply,
@@ -65,6 +68,29 @@ export interface IThemistoClient {
    * The server's predictors and contexts.
    */
   getPredictors(): Promise<IPredictorsInfo>;
+
+  /**
+   * The server's user: whether they consent to being recorded, the capture
+   * level, whether they may read everyone's trajectories.
+   */
+  getMe(): Promise<IMe>;
+
+  /**
+   * Consent to being recorded, or withdraw it (nothing is recorded then).
+   */
+  setConsent(consent: boolean): Promise<IMe>;
+
+  /**
+   * Delete everything the user recorded (trajectories, predictions,
+   * journals), nothing of anyone else's.
+   */
+  deleteMyData(): Promise<{ trajectories: number; journals: number }>;
+
+  /**
+   * A page of the class roster: every user's notebooks (own only without
+   * the read-all right) and who opted out.
+   */
+  getClass(query?: IClassQuery): Promise<IClassPage>;
 
   /**
    * The latest trajectory matching a filter, or `null` when none does.
@@ -129,7 +155,10 @@ export interface IThemistoClient {
    * the body).
    */
   openExport(
-    what: { trajectories: string[] } | { notebook: string },
+    what:
+      | { trajectories: string[] }
+      | { notebook: string; user?: string }
+      | { all: true; user?: string },
     filename: string
   ): Promise<Response>;
 }
@@ -162,6 +191,12 @@ export interface INotebookLive {
    * The trajectory followed, once known.
    */
   readonly trajectoryId: string | null;
+
+  /**
+   * Set when this is a recorded trajectory replayed read-only (the class
+   * view's drill-down), not an open notebook: whose and which notebook.
+   */
+  readonly replayOf: IReplayOf | null;
 
   /**
    * The kernel of the notebook's session, else of its latest trajectory.
@@ -288,11 +323,26 @@ export interface ILiveEventArgs {
  * The live data of the notebooks: one event stream per followed notebook,
  * parsed into per-notebook stores, plus the server's predictor set-up.
  */
+/**
+ * Whose recorded trajectory a replay shows.
+ */
+export interface IReplayOf {
+  user: string;
+  notebookPath: string | null;
+}
+
 export interface IThemistoLive {
   /**
-   * The store of the active notebook, if any.
+   * The store of the active notebook, if any (or of a replay).
    */
   readonly current: INotebookLive | null;
+
+  /**
+   * Show a recorded trajectory, read-only, as the current store (until a
+   * notebook is activated): its steps, outputs, predictions and runtime, as
+   * the prediction panel shows an open notebook's.
+   */
+  replay(trajectory: ITrajectorySummary): Promise<INotebookLive>;
 
   /**
    * Emitted when the active notebook (hence `current`) changes.

@@ -237,3 +237,43 @@ def test_a_students_kernel_holds_no_database_keys_and_reaches_only_their_own_row
         assert {r[2] for r in report["reached"]} == {owner.get_trajectory(a_tid).steps - 1}
     finally:
         owner.close()
+
+
+@pytest.mark.timeout(420)
+def test_the_teacher_sees_the_class_and_each_student_decides(hub):
+    for user in ("alice", "bob", "teacher"):
+        hub.start_server(user)
+    alice_kernel = run_cells(hub, "alice", ["a = 1", "a + 1"])
+    bob_kernel = run_cells(hub, "bob", ["b = 1"])
+    a_tid = wait_for_steps(hub, "alice", alice_kernel, 2)
+    b_tid = wait_for_steps(hub, "bob", bob_kernel, 1)
+
+    # The teacher's class view: both students' notebooks; a student's own view: theirs.
+    rows = get_json(hub, f"user/teacher/{API}/class", "teacher")["rows"]
+    assert {(r["user"], r["cells"]) for r in rows} == {("alice", 2), ("bob", 1)}
+    assert {r["user"] for r in get_json(hub, f"user/bob/{API}/class", "bob")["rows"]} == {"bob"}
+    assert hub.call(f"user/bob/{API}/class?user=alice", "bob")[0] == 403
+
+    # Bob opts out: his kernel records nothing more, the teacher sees him as opted out.
+    code, text = hub.call(f"user/bob/{API}/me", "bob", "PUT", {"consent": False})
+    assert code == 200 and json.loads(text)["consent"] is False
+    assert hub.call(f"user/bob/{API}/me", "alice", "PUT", {"consent": True})[0] == 403
+    run_cells(hub, "bob", ["b = 2", "b = 3"], bob_kernel)
+    time.sleep(2)
+    owner = open_store(parse_store_url(hub.owner_url).with_password(OWNER_PASSWORD))
+    try:
+        assert owner.get_trajectory(b_tid).steps == 1
+        roster = get_json(hub, f"user/teacher/{API}/class", "teacher")
+        assert roster["opted_out"] == ["bob"]
+        assert [r["user"] for r in roster["rows"]] == ["alice"]
+
+        # Alice deletes her data: all of hers goes, nothing of Bob's.
+        code, text = hub.call(f"user/alice/{API}/me", "alice", "DELETE")
+        assert code == 200 and json.loads(text)["deleted_trajectories"] == 1
+        assert owner.get_trajectory(a_tid) is None
+        assert list(owner.iter_steps(a_tid)) == []
+        assert [s["step"] for s in owner.iter_steps(b_tid)] == [1]
+        assert hub.call(f"user/teacher/{API}/me", "teacher", "DELETE")[0] == 200
+        assert owner.get_trajectory(b_tid) is not None  # the teacher's delete: their own
+    finally:
+        owner.close()

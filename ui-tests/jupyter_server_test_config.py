@@ -37,3 +37,42 @@ c.ThemistoExtension.store_path = os.path.join(THEMISTO_DATA_DIR, "trajectories.s
 # model, no network), with two kinds of context so the panel shows two columns.
 c.ThemistoExtension.predictors = ["baseline"]  # noqa: F821
 c.ThemistoExtension.contexts = ["none", "full"]  # noqa: F821
+
+# A class for the class view's test (ui-tests/tests/class.spec.ts): two other users'
+# notebooks in the store, as a hub's shared database holds them; this server's user
+# may read everyone's (as a teacher with custom:themisto:read-all would).
+c.ThemistoExtension.read_all_users = [os.environ.get("JUPYTERHUB_USER") or __import__(  # noqa: F821
+    "getpass").getuser()]
+
+
+def _seed_class(store_path: str) -> None:
+    from themisto_ext.store import NewStep, NewTrajectory, SQLiteStore
+
+    store = SQLiteStore(store_path)
+    try:
+        if store.get_trajectory("class-alice-1") is not None:
+            return
+        for user, notebook, codes in (
+            ("alice", "class/lab1.ipynb", ["x = 20", "x * 2", "print(x + 1)"]),
+            ("bob", "class/lab2.ipynb", ["import math", "math.sqrt(16)"]),
+        ):
+            tid = f"class-{user}-1"
+            writes: list = [NewTrajectory(tid, f"k-{user}", notebook,
+                                          "2026-03-02T09:00:00+00:00", "kernel", user)]
+            for n, code in enumerate(codes, 1):
+                writes.append(NewStep({
+                    "format_version": 1, "trajectory_id": tid, "kernel_id": f"k-{user}",
+                    "step": n, "cell_id": f"{user}-c{n}", "notebook_path": notebook,
+                    "started_at": f"2026-03-02T09:0{n}:00+00:00",
+                    "ended_at": f"2026-03-02T09:0{n}:01+00:00", "code": code,
+                    "output": "" if n == 1 else f"{user} output {n}", "outputs": [],
+                    "execution_time": 0.5, "memory_bytes": 1000,
+                    "runtime_variables": {"x": {"type": "int", "size": 28,
+                                                "size_exact": True, "repr": "20"}},
+                    "hash_index": "0123456789abcdef", "error": None}))
+            store.apply(writes, None)
+    finally:
+        store.close()
+
+
+_seed_class(c.ThemistoExtension.store_path)  # noqa: F821

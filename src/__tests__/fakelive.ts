@@ -52,6 +52,10 @@ export class FakeLive implements IThemistoLive {
     return this.current?.path === path ? this.current : null;
   }
 
+  async replay(): Promise<INotebookLive> {
+    throw new Error('FakeLive replays nothing');
+  }
+
   async refreshPredictors(): Promise<void> {
     this.predictorsChanged.emit();
   }

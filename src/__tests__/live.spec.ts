@@ -1,7 +1,12 @@
 import { Signal } from '@lumino/signaling';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
-import type { IKernelRecording, ITrajectoryFilter } from '../api/model';
+import type {
+  IClassPage,
+  IKernelRecording,
+  IMe,
+  ITrajectoryFilter
+} from '../api/model';
 import { LIVE_EVENT_SCHEMA_ID, type Prediction } from '../api/records';
 import type { Event } from '@jupyterlab/services';
 import { ThemistoLive } from '../live/live';
@@ -156,6 +161,18 @@ class FakeClient implements IThemistoClient {
   }
   async openExport(): Promise<Response> {
     throw new Error('not used');
+  }
+  async getMe(): Promise<IMe> {
+    return { user: 'u', consent: true, captureLevel: 'code', readAll: false };
+  }
+  async setConsent(consent: boolean): Promise<IMe> {
+    return { user: 'u', consent, captureLevel: 'code', readAll: false };
+  }
+  async deleteMyData() {
+    return { trajectories: 0, journals: 0 };
+  }
+  async getClass(): Promise<IClassPage> {
+    return { rows: [], total: 0, users: 0, optedOut: [] };
   }
 
   private _model(kernelId: string): IKernelRecording {

@@ -1,7 +1,9 @@
 import {
   parseBusMessage,
   parseLiveEvent,
+  toClassPage,
   toFullPrediction,
+  toMe,
   toPrediction,
   toPredictorsInfo,
   toStep,
@@ -360,5 +362,60 @@ describe('payload readers', () => {
       { id: 'b', kernel_id: '', steps: 0, started_at: '' }
     ]);
     expect(toTrajectorySummaries(null)).toEqual([]);
+  });
+});
+
+describe('the class and the user', () => {
+  it('reads a roster page and drops rows that are not rows', () => {
+    const page = toClassPage({
+      rows: [
+        {
+          user: 'alice',
+          notebook_path: 'lab.ipynb',
+          trajectories: 2,
+          cells: 7,
+          errors: 1,
+          active_seconds: 90.5,
+          first_at: 'a',
+          last_at: 'b',
+          scores: [
+            {
+              predictor: 'hybrid',
+              context: 'full',
+              task: 'output',
+              n: 3,
+              exact_match: 0.5,
+              chrf: 0.75
+            },
+            { nonsense: true }
+          ]
+        },
+        { notebook_path: 'no user' }
+      ],
+      total: 1,
+      users: 1,
+      opted_out: ['bob']
+    });
+    expect(page.rows).toHaveLength(1);
+    expect(page.rows[0].scores).toEqual([
+      {
+        predictor: 'hybrid',
+        context: 'full',
+        task: 'output',
+        n: 3,
+        exact_match: 0.5,
+        chrf: 0.75
+      }
+    ]);
+    expect(page.optedOut).toEqual(['bob']);
+    expect(
+      toMe({ user: 'u', consent: false, capture_level: 'code', read_all: true })
+    ).toEqual({
+      user: 'u',
+      consent: false,
+      captureLevel: 'code',
+      readAll: true
+    });
+    expect(toMe({ identity: { username: 'x' } })).toBeNull();
   });
 });

@@ -8,8 +8,11 @@ import { type ISignal, Signal } from '@lumino/signaling';
 import type { IThemistoClient } from '../tokens';
 import { ThemistoApiError } from './errors';
 import type {
+  IClassPage,
+  IClassQuery,
   IHistoryPage,
   IKernelRecording,
+  IMe,
   IPredictionRequest,
   IPredictorsInfo,
   IRecordingUpdate,
@@ -21,8 +24,10 @@ import type {
 } from './model';
 import {
   asRecord,
+  toClassPage,
   toFullPrediction,
   toKernelRecording,
+  toMe,
   toPrediction,
   toPredictorsInfo,
   toStep,
@@ -212,22 +217,59 @@ export class ThemistoClient implements IThemistoClient {
     };
   }
 
+  async getMe(): Promise<IMe> {
+    return check(await this._get(['me']), toMe);
+  }
+
+  async setConsent(consent: boolean): Promise<IMe> {
+    return check(
+      await this._json(['me'], {
+        method: 'PUT',
+        body: JSON.stringify({ consent }),
+        headers: { 'Content-Type': 'application/json' }
+      }),
+      toMe
+    );
+  }
+
+  async deleteMyData(): Promise<{ trajectories: number; journals: number }> {
+    const reply = asRecord(await this._json(['me'], { method: 'DELETE' }));
+    return {
+      trajectories: Number(reply.deleted_trajectories ?? 0),
+      journals: Number(reply.deleted_journals ?? 0)
+    };
+  }
+
+  async getClass(query: IClassQuery = {}): Promise<IClassPage> {
+    const clean: Query = {};
+    for (const [name, value] of Object.entries(query)) {
+      if (value !== undefined && value !== '') {
+        clean[name] = value as string | number;
+      }
+    }
+    return toClassPage(await this._get(['class'], clean));
+  }
+
   /**
    * Read trajectories as JSONL: an authenticated request (the token goes in
    * a header, never in the URL) whose body the caller streams.
    */
   openExport(
-    what: { trajectories: string[] } | { notebook: string },
+    what:
+      | { trajectories: string[] }
+      | { notebook: string; user?: string }
+      | { all: true; user?: string },
     filename: string
   ): Promise<Response> {
+    const selection: Query =
+      'trajectories' in what
+        ? { trajectory: what.trajectories }
+        : 'notebook' in what
+          ? { notebook: what.notebook, user: what.user }
+          : { all: 'true', user: what.user };
     return apiRequest(
       this.serverSettings,
-      apiUrl(this.serverSettings, ['export'], {
-        ...('trajectories' in what
-          ? { trajectory: what.trajectories }
-          : { notebook: what.notebook }),
-        filename
-      }),
+      apiUrl(this.serverSettings, ['export'], { ...selection, filename }),
       { method: 'GET' }
     );
   }

@@ -8,6 +8,7 @@
  */
 import type {
   LiveStep,
+  NotebookRow,
   PredictionTask,
   Scores,
   StepSummary,
@@ -88,7 +89,8 @@ export interface ILocalModelState {
 export type ITrajectorySummary = Pick<
   Trajectory,
   'id' | 'kernel_id' | 'steps' | 'started_at'
->;
+> &
+  Partial<Pick<Trajectory, 'user' | 'notebook_path'>>;
 
 /**
  * A page of `GET themisto/api/trajectories/{id}/steps`.
@@ -114,6 +116,8 @@ export interface IHistoryPage {
 export interface ITrajectoryFilter {
   kernel?: string;
   notebook?: string;
+  /** Another user's (for holders of the read-all right). */
+  user?: string;
 }
 
 /**
@@ -152,3 +156,38 @@ export interface ISpeculationReply {
  * The score names, in display order.
  */
 export type ScoreName = keyof Scores;
+
+/**
+ * `GET/PUT themisto/api/me`: the server's user and their choices.
+ */
+export interface IMe {
+  user: string;
+  consent: boolean;
+  captureLevel: string;
+  readAll: boolean;
+}
+
+/**
+ * Query of `GET themisto/api/class`.
+ */
+export interface IClassQuery {
+  user?: string;
+  notebook?: string;
+  active_after?: string;
+  active_before?: string;
+  sort?: string;
+  order?: 'asc' | 'desc';
+  predictor?: string;
+  limit?: number;
+  offset?: number;
+}
+
+/**
+ * A page of `GET themisto/api/class`.
+ */
+export interface IClassPage {
+  rows: NotebookRow[];
+  total: number;
+  users: number;
+  optedOut: string[];
+}

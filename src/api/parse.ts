@@ -11,7 +11,9 @@
  * This module is pure: it has no JupyterLab dependency so it can be unit tested.
  */
 import type {
+  IClassPage,
   IKernelRecording,
+  IMe,
   IPredictorsInfo,
   ITrajectorySummary
 } from './model';
@@ -20,6 +22,7 @@ import type {
   LiveEvent,
   LivePrediction,
   LiveStep,
+  NotebookRow,
   Prediction,
   PredictionContext,
   PredictionError,
@@ -154,7 +157,12 @@ export function toTrajectorySummaries(value: unknown): ITrajectorySummary[] {
         id: item.id,
         kernel_id: str(item.kernel_id),
         steps: num(item.steps),
-        started_at: str(item.started_at)
+        started_at: str(item.started_at),
+        // whose and which notebook, when the listing says (the class view's)
+        ...(typeof item.user === 'string' ? { user: item.user } : {}),
+        ...(typeof item.notebook_path === 'string'
+          ? { notebook_path: item.notebook_path }
+          : {})
       });
     }
   }
@@ -530,5 +538,63 @@ function predictionHead(payload: Json): {
     predictor: str(payload.predictor, '?'),
     target_step: payload.target_step,
     cell_id: strOrNull(payload.cell_id)
+  };
+}
+
+/**
+ * `GET/PUT themisto/api/me`.
+ */
+export function toMe(value: unknown): IMe | null {
+  const item = asRecord(value);
+  if (typeof item.user !== 'string' || typeof item.consent !== 'boolean') {
+    return null;
+  }
+  return {
+    user: item.user,
+    consent: item.consent,
+    captureLevel: str(item.capture_level),
+    readAll: item.read_all === true
+  };
+}
+
+/**
+ * A page of `GET themisto/api/class`: rows as the roster schema has them
+ * (those that are not are dropped).
+ */
+export function toClassPage(value: unknown): IClassPage {
+  const item = asRecord(value);
+  const rows: NotebookRow[] = [];
+  for (const entry of Array.isArray(item.rows) ? item.rows : []) {
+    const row = asRecord(entry);
+    if (typeof row.user !== 'string') {
+      continue;
+    }
+    rows.push({
+      user: row.user,
+      notebook_path: strOrNull(row.notebook_path),
+      trajectories: num(row.trajectories),
+      cells: num(row.cells),
+      errors: num(row.errors),
+      active_seconds: num(row.active_seconds),
+      first_at: str(row.first_at),
+      last_at: str(row.last_at),
+      scores: (Array.isArray(row.scores) ? row.scores : [])
+        .map(asRecord)
+        .filter(s => typeof s.predictor === 'string')
+        .map(s => ({
+          predictor: str(s.predictor),
+          context: str(s.context),
+          task: s.task === 'next-cell' ? 'next-cell' : 'output',
+          n: num(s.n),
+          exact_match: num(s.exact_match),
+          chrf: num(s.chrf)
+        }))
+    });
+  }
+  return {
+    rows,
+    total: num(item.total),
+    users: num(item.users),
+    optedOut: strings(item.opted_out)
   };
 }

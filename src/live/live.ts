@@ -16,6 +16,7 @@ import { type ISignal, Signal } from '@lumino/signaling';
 import { ThemistoApiError } from '../api/errors';
 import type { IKernelRecording, IPredictorsInfo } from '../api/model';
 import type { LiveEvent, PredictionTask } from '../api/records';
+import type { ITrajectorySummary } from '../api/model';
 import type {
   ILiveEventArgs,
   INotebookLive,
@@ -78,6 +79,27 @@ export class ThemistoLive implements IThemistoLive {
 
   get predictorsChanged(): ISignal<IThemistoLive, void> {
     return this._predictorsChanged;
+  }
+
+  async replay(trajectory: ITrajectorySummary): Promise<NotebookLive> {
+    // Its own key: never an open notebook's path, so no notebook's events or
+    // badges reach it.
+    const key = `themisto-replay:${trajectory.id}`;
+    let store = this._stores.get(key);
+    if (!store) {
+      store = new NotebookLive(key);
+      store.replayOf = {
+        user: trajectory.user ?? '',
+        notebookPath: trajectory.notebook_path ?? null
+      };
+      this._stores.set(key, store);
+      store.adopt(trajectory.id, trajectory.kernel_id);
+      store.noteStepCount(trajectory.id, trajectory.steps);
+      await this._loader.catchUp(store, trajectory);
+    }
+    this._panel = null;
+    this._setCurrent(store);
+    return store;
   }
 
   store(path: string): NotebookLive | null {

@@ -20,7 +20,7 @@ import type {
   StepSummary,
   WritingEvent
 } from '../api/records';
-import type { INotebookLive } from '../tokens';
+import type { INotebookLive, IReplayOf } from '../tokens';
 import {
   type ICellSource,
   type IRecordedCell,
@@ -65,6 +65,11 @@ export const DEFAULT_LIMITS: ILiveLimits = {
  * The live data of one notebook.
  */
 export class NotebookLive implements INotebookLive {
+  /**
+   * Whose recorded trajectory this store replays (`null`: an open notebook).
+   */
+  replayOf: IReplayOf | null = null;
+
   constructor(
     readonly path: string,
     limits: Partial<ILiveLimits> = {}

@@ -53,7 +53,18 @@ export function headerView(
       h('div', { className: 'themisto-Banner', dataset: { kind } }, ...content)
     );
   };
-  if (store.recording === false) {
+  const replay = store.replayOf;
+  if (replay) {
+    banner(
+      'replay',
+      trans.__(
+        'Replay of %1’s %2, read-only: its steps, outputs, predictions and runtime as recorded.',
+        replay.user,
+        replay.notebookPath ?? trans.__('kernel without a notebook')
+      )
+    );
+  }
+  if (store.recording === false && !replay) {
     banner(
       'recording-off',
       trans.__(
@@ -92,20 +103,31 @@ export function headerView(
   if (store.connection === 'retrying') {
     banner('reconnecting', trans.__('Reconnecting to the live stream…'));
   }
-  const name = store.path.split('/').pop() ?? store.path;
-  const connection = !store.kernelId
-    ? trans.__('no kernel')
-    : store.connection === 'open'
-      ? trans.__('live')
-      : store.connection === 'closed'
-        ? trans.__('paused')
-        : trans.__('connecting…');
+  const shown = replay ? (replay.notebookPath ?? store.path) : store.path;
+  const name = shown.split('/').pop() ?? shown;
+  const connection = replay
+    ? trans.__('recorded')
+    : !store.kernelId
+      ? trans.__('no kernel')
+      : store.connection === 'open'
+        ? trans.__('live')
+        : store.connection === 'closed'
+          ? trans.__('paused')
+          : trans.__('connecting…');
   const steps = store.stepCount;
   return [
     h(
       'div',
       { className: 'themisto-Header-line' },
-      h('span', { className: 'themisto-Header-name', title: store.path }, name),
+      h(
+        'span',
+        {
+          className: 'themisto-Header-name',
+          title: shown,
+          dataset: replay ? { 'replay-of': replay.user } : {}
+        },
+        name
+      ),
       h(
         'span',
         { className: 'themisto-Header-steps', dataset: { steps: `${steps}` } },
@@ -122,7 +144,10 @@ export function headerView(
       button(trans.__('Predict next cell'), () => actions.predictNow(), {
         className: 'themisto-PredictNow',
         title: trans.__('Predict the next cell now'),
-        disabled: !store.kernelId || state.predictors?.predictors.length === 0
+        disabled:
+          !!replay ||
+          !store.kernelId ||
+          state.predictors?.predictors.length === 0
       })
     ),
     ...banners

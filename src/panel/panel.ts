@@ -188,6 +188,11 @@ export class PanelModel extends VDomModel {
   }
 
   showLive(): void {
+    if (this._store?.replayOf) {
+      // A replay has no live side: its last step, reviewed (no cell to insert).
+      this.showStep(this.lastStep());
+      return;
+    }
     this._setView({ mode: 'live' });
   }
 
@@ -218,7 +223,9 @@ export class PanelModel extends VDomModel {
     this._store?.changed.disconnect(this._onStoreChanged, this);
     this._store = this._live.current;
     this._store?.changed.connect(this._onStoreChanged, this);
-    if (this._view.mode !== 'live') {
+    if (this._store?.replayOf) {
+      this.showStep(1);
+    } else if (this._view.mode !== 'live') {
       this._setView({ mode: 'live' });
     }
     this._changed();

@@ -1,0 +1,228 @@
+/**
+ * The user's own choices and the class: consent to being recorded (menu,
+ * palette and a status bar item while opted out), deleting everything one
+ * recorded (with a confirmation), and the class view for those who may read
+ * everyone's (Themisto menu, schema/commands.json).
+ */
+import type {
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import {
+  Dialog,
+  ICommandPalette,
+  MainAreaWidget,
+  Notification,
+  showDialog
+} from '@jupyterlab/apputils';
+import { IStatusBar } from '@jupyterlab/statusbar';
+import {
+  ITranslator,
+  nullTranslator,
+  type TranslationBundle
+} from '@jupyterlab/translation';
+import { Widget } from '@lumino/widgets';
+
+import type { IMe } from '../api/model';
+import type { NotebookRow } from '../api/records';
+// The commands are added at activation, so these small modules are needed at once.
+/* eslint-disable jupyter/prefer-lazy-imports */
+import { NO_ARGS, PALETTE_CATEGORY } from '../commands';
+import { themistoIcon } from '../icon';
+/* eslint-enable jupyter/prefer-lazy-imports */
+import { IThemistoClient, IThemistoLive } from '../tokens';
+
+export namespace PeopleCommandIDs {
+  export const openClassView = 'themisto:open-class-view';
+  export const toggleConsent = 'themisto:toggle-consent';
+  export const deleteMyData = 'themisto:delete-my-data';
+}
+
+export const peoplePlugin: JupyterFrontEndPlugin<void> = {
+  id: 'themisto-ext:people',
+  description:
+    'Consent to being recorded, delete your data, and the class view for readers of every user.',
+  autoStart: true,
+  requires: [IThemistoClient, IThemistoLive],
+  optional: [ICommandPalette, IStatusBar, ITranslator],
+  activate: (
+    app: JupyterFrontEnd,
+    client: IThemistoClient,
+    live: IThemistoLive,
+    palette: ICommandPalette | null,
+    statusBar: IStatusBar | null,
+    translator: ITranslator | null
+  ): void => {
+    const trans = (translator ?? nullTranslator).load('themisto_ext');
+    let me: IMe | null = null;
+    const optedOut = new Widget();
+    optedOut.addClass('themisto-OptedOut');
+    const learned = (value: IMe): void => {
+      me = value;
+      optedOut.node.textContent = value.consent
+        ? ''
+        : trans.__('Themisto: not recording you');
+      optedOut.node.title = trans.__(
+        'You opted out: nothing is recorded. Click to let Themisto record your work again.'
+      );
+      optedOut.node.dataset.consent = String(value.consent);
+      app.commands.notifyCommandChanged();
+    };
+    client.getMe().then(learned, () => undefined);
+    optedOut.node.onclick = () =>
+      void app.commands.execute(PeopleCommandIDs.toggleConsent);
+    statusBar?.registerStatusItem(peoplePlugin.id, {
+      item: optedOut,
+      align: 'left',
+      rank: 101,
+      isActive: () => me?.consent === false
+    });
+
+    app.commands.addCommand(PeopleCommandIDs.toggleConsent, {
+      label: trans.__('Record My Work'),
+      describedBy: NO_ARGS,
+      caption: trans.__(
+        'Whether Themisto records your notebooks (off: nothing is recorded)'
+      ),
+      isToggled: () => me?.consent !== false,
+      execute: async () => {
+        const on = me?.consent === false;
+        if (!on) {
+          const answer = await showDialog({
+            title: trans.__('Stop recording your work?'),
+            body: trans.__(
+              'From now on nothing of yours is recorded or predicted, in any notebook, until you switch this on again. What was recorded stays until you delete it.'
+            ),
+            buttons: [
+              Dialog.cancelButton(),
+              Dialog.warnButton({ label: trans.__('Stop recording') })
+            ]
+          });
+          if (!answer.button.accept) {
+            return;
+          }
+        }
+        try {
+          learned(await client.setConsent(on));
+          await live.refreshKernel();
+        } catch (error) {
+          Notification.error(
+            trans.__('Could not change it: %1', String(error))
+          );
+        }
+      }
+    });
+    app.commands.addCommand(PeopleCommandIDs.deleteMyData, {
+      label: trans.__('Delete My Recorded Data…'),
+      describedBy: NO_ARGS,
+      caption: trans.__(
+        'Delete every trajectory and prediction Themisto recorded of you'
+      ),
+      execute: async () => {
+        const answer = await showDialog({
+          title: trans.__('Delete everything Themisto recorded of you?'),
+          body: trans.__(
+            'All your trajectories, their steps, outputs, runtime state and predictions are deleted from the store and from the journals. This cannot be undone. Nobody else’s data is touched.'
+          ),
+          buttons: [
+            Dialog.cancelButton(),
+            Dialog.warnButton({ label: trans.__('Delete my data') })
+          ]
+        });
+        if (!answer.button.accept) {
+          return;
+        }
+        try {
+          const done = await client.deleteMyData();
+          Notification.success(
+            trans.__('Deleted %1 trajectories of yours.', done.trajectories),
+            { autoClose: 5000 }
+          );
+        } catch (error) {
+          Notification.error(trans.__('Could not delete: %1', String(error)));
+        }
+      }
+    });
+    addClassView(app, client, live, trans, () => me?.readAll === true);
+    for (const command of Object.values(PeopleCommandIDs)) {
+      palette?.addItem({ command, category: PALETTE_CATEGORY });
+    }
+  }
+};
+
+function addClassView(
+  app: JupyterFrontEnd,
+  client: IThemistoClient,
+  live: IThemistoLive,
+  trans: TranslationBundle,
+  readsAll: () => boolean
+): void {
+  let widget: MainAreaWidget | null = null;
+  const trajectoriesOf = async (row: NotebookRow) =>
+    (
+      await client.listTrajectories({
+        user: row.user,
+        ...(row.notebook_path ? { notebook: row.notebook_path } : {})
+      })
+    ).filter(t => !row.notebook_path || t.notebook_path === row.notebook_path);
+  app.commands.addCommand(PeopleCommandIDs.openClassView, {
+    label: trans.__('Open Class View'),
+    describedBy: NO_ARGS,
+    caption: trans.__("Every user's notebooks: cells, errors, time, scores"),
+    isVisible: readsAll,
+    execute: async () => {
+      if (!widget || widget.isDisposed) {
+        // Loaded on first use: most users never open it.
+        const { ClassView } = await import('../class/view');
+        const view = new ClassView(
+          client,
+          {
+            open: async row => {
+              const found = (await trajectoriesOf(row)).filter(
+                t => t.steps > 0
+              );
+              const latest = found.sort((a, b) =>
+                b.started_at.localeCompare(a.started_at)
+              )[0];
+              if (!latest) {
+                throw new Error(trans.__('nothing recorded'));
+              }
+              await live.replay(latest);
+              const { PANEL_ID } = await import('./panel');
+              app.shell.activateById(PANEL_ID);
+            },
+            exportRows: async rows => {
+              const { exportFilename } = await import('../api/client');
+              const { freePath, saveStream } =
+                await import('../notebook/export');
+              const contents = app.serviceManager.contents;
+              const ids: string[] = [];
+              for (const found of await Promise.all(rows.map(trajectoriesOf))) {
+                ids.push(...found.map(t => t.id));
+              }
+              const filename = exportFilename('themisto-class.jsonl');
+              const path = await freePath(contents, '', filename);
+              await saveStream(
+                contents,
+                path,
+                await client.openExport({ trajectories: ids }, filename)
+              );
+              return path;
+            }
+          },
+          trans
+        );
+        widget = new MainAreaWidget({ content: view });
+        widget.id = 'themisto-class-view';
+        widget.title.label = trans.__('Class');
+        widget.title.icon = themistoIcon;
+        widget.title.closable = true;
+        void view.refresh();
+      }
+      if (!widget.isAttached) {
+        app.shell.add(widget, 'main');
+      }
+      app.shell.activateById(widget.id);
+    }
+  });
+}
