@@ -126,7 +126,7 @@ def main() -> int:
             print(f"store: {size / 1e9:.2f} GB")
         server = Server(work / "teacher", extra=[
             f"--ThemistoExtension.store_url={url}", "--ThemistoExtension.user=teacher",
-            "--ThemistoExtension.read_all_users=['teacher']",
+            "--ThemistoExtension.read_all_users=teacher",
             "--ThemistoExtension.predictors=baseline",
             "--ThemistoExtension.live_predictions=False"], ready_timeout=120)
         api = f"{server.url}/themisto/api/class"

@@ -22,6 +22,7 @@ as the owner.
 
     python benchmarks/multiuser.py [--engine postgresql|sqlite] [--roles] [--servers 8]
         [--kernels 4] [--steps 2500] [--rate 1000] [--real-kernels 4] [--cells 20]
+    python benchmarks/multiuser.py --users 500 [--seconds 120]    # a class: classroom.py
 """
 
 from __future__ import annotations
@@ -296,10 +297,17 @@ def main() -> int:
                         help="PostgreSQL: each server records as a database role of its "
                              "own under row-level security, as README's hub deployment "
                              "does (default: all through the owner's role)")
+    parser.add_argument("--users", type=int, default=0,
+                        help="simulate a class of this many students instead, each "
+                             "through a database role of their own (classroom.py)")
+    parser.add_argument("--seconds", type=float, default=120,
+                        help="--users: how long the class runs")
     parser.add_argument("--ingest-interval", type=float, default=None,
                         help="ThemistoExtension.ingest_interval of every server (seconds; "
                              "default: the server's)")
     args = parser.parse_args()
+    if args.users:
+        return classroom_run(args.users, args.seconds)
     if args.ingest_interval is not None:
         SERVER_OPTIONS.append(f"--ThemistoExtension.ingest_interval={args.ingest_interval}")
     os.environ["PGPASSWORD"] = PASSWORD
@@ -339,6 +347,27 @@ def main() -> int:
                 server.stop()
             if cluster:
                 cluster.stop()
+    return 0
+
+
+def classroom_run(users: int, seconds: float) -> int:
+    from classroom import simulate
+
+    os.environ["PGPASSWORD"] = PASSWORD
+    cluster = Cluster(fsync=True, max_connections=users + 100).start()
+    teacher = None
+    try:
+        url = cluster.create_owned_database(PASSWORD)
+        with tempfile.TemporaryDirectory(prefix="themisto-teacher-") as home:
+            teacher = Server(Path(home), extra=[
+                f"--ThemistoExtension.store_url={url}", "--ThemistoExtension.user=teacher",
+                "--ThemistoExtension.read_all_users=teacher",
+                "--ThemistoExtension.predictors=baseline",
+                "--ThemistoExtension.live_predictions=False"], ready_timeout=120)
+            simulate(cluster, url, users, seconds, processes=4, teacher_server=teacher)
+            teacher.stop()
+    finally:
+        cluster.stop()
     return 0
 
 

@@ -40,8 +40,9 @@ def free_port() -> int:
 
 
 class Cluster:
-    def __init__(self, *, fsync: bool = False) -> None:
+    def __init__(self, *, fsync: bool = False, max_connections: int = 300) -> None:
         self.bin = pg_bin()
+        self.max_connections = max_connections
         self.root = Path(tempfile.mkdtemp(prefix="themisto-pg-"))
         self.data = self.root / "data"
         self.port = free_port()
@@ -67,7 +68,7 @@ class Cluster:
                   "-E", "UTF8", "--locale=C", "--auth-local=trust",
                   "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "--no-sync")
         options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} "
-                   "-c max_connections=300 -c shared_buffers=128MB")
+                   f"-c max_connections={self.max_connections} -c shared_buffers=128MB")
         if not self.fsync:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l",

@@ -15,12 +15,14 @@ import {
   Notification,
   showDialog
 } from '@jupyterlab/apputils';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import {
   ITranslator,
   nullTranslator,
   type TranslationBundle
 } from '@jupyterlab/translation';
+import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import type { IMe } from '../api/model';
@@ -44,19 +46,22 @@ export const peoplePlugin: JupyterFrontEndPlugin<void> = {
     'Consent to being recorded, delete your data, and the class view for readers of every user.',
   autoStart: true,
   requires: [IThemistoClient, IThemistoLive],
-  optional: [ICommandPalette, IStatusBar, ITranslator],
+  optional: [ICommandPalette, IStatusBar, ISettingRegistry, ITranslator],
   activate: (
     app: JupyterFrontEnd,
     client: IThemistoClient,
     live: IThemistoLive,
     palette: ICommandPalette | null,
     statusBar: IStatusBar | null,
+    settingRegistry: ISettingRegistry | null,
     translator: ITranslator | null
   ): void => {
     const trans = (translator ?? nullTranslator).load('themisto_ext');
     let me: IMe | null = null;
     const optedOut = new Widget();
     optedOut.addClass('themisto-OptedOut');
+    // The status bar shows the item only while opted out: told of each change.
+    const shownChanged = new Signal<Widget, void>(optedOut);
     const learned = (value: IMe): void => {
       me = value;
       optedOut.node.textContent = value.consent
@@ -66,16 +71,49 @@ export const peoplePlugin: JupyterFrontEndPlugin<void> = {
         'You opted out: nothing is recorded. Click to let Themisto record your work again.'
       );
       optedOut.node.dataset.consent = String(value.consent);
+      shownChanged.emit();
       app.commands.notifyCommandChanged();
     };
-    client.getMe().then(learned, () => undefined);
+    // The settings editor's "Record my work" follows the server's choice (the
+    // one source of truth, shared by every browser) and changes it.
+    let settings: ISettingRegistry.ISettings | null = null;
+    const mirror = (): void => {
+      if (settings && me && settings.get('recordMe').composite !== me.consent) {
+        void settings.set('recordMe', me.consent);
+      }
+    };
+    const learnedAll = (value: IMe): void => {
+      learned(value);
+      mirror();
+    };
+    settingRegistry
+      ?.load(peoplePlugin.id)
+      .then(loaded => {
+        settings = loaded;
+        mirror();
+        loaded.changed.connect(() => {
+          const wanted = loaded.get('recordMe').composite !== false;
+          if (me && wanted !== me.consent) {
+            client
+              .setConsent(wanted)
+              .then(learnedAll, (error: unknown) =>
+                Notification.error(
+                  trans.__('Could not change it: %1', String(error))
+                )
+              );
+          }
+        });
+      })
+      .catch(() => undefined);
+    client.getMe().then(learnedAll, () => undefined);
     optedOut.node.onclick = () =>
       void app.commands.execute(PeopleCommandIDs.toggleConsent);
     statusBar?.registerStatusItem(peoplePlugin.id, {
       item: optedOut,
       align: 'left',
       rank: 101,
-      isActive: () => me?.consent === false
+      isActive: () => me?.consent === false,
+      activeStateChanged: shownChanged
     });
 
     app.commands.addCommand(PeopleCommandIDs.toggleConsent, {
@@ -103,7 +141,7 @@ export const peoplePlugin: JupyterFrontEndPlugin<void> = {
           }
         }
         try {
-          learned(await client.setConsent(on));
+          learnedAll(await client.setConsent(on));
           await live.refreshKernel();
         } catch (error) {
           Notification.error(

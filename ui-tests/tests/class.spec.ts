@@ -84,4 +84,29 @@ test.describe('The class view', () => {
     // Its recorded runtime is shown.
     await expect(panel.locator('.themisto-RuntimeSection')).toContainText('x');
   });
+
+  test('a user opts out from the menu, the status bar says so, and opts in again', async ({
+    page
+  }) => {
+    try {
+      await page.menu.clickMenuItem('Themisto>Record My Work');
+      await page
+        .getByRole('button', { name: 'Stop recording' })
+        .click({ timeout: 10000 });
+      const item = page.locator('.themisto-OptedOut');
+      await expect(item).toHaveText('Themisto: not recording you', {
+        timeout: 10000
+      });
+      const me = await page.request.get('/themisto/api/me');
+      expect((await me.json()).consent).toBe(false);
+      await item.click(); // records again
+      await expect(item).toBeHidden({ timeout: 10000 });
+      await expect(item).toHaveAttribute('data-consent', 'true');
+    } finally {
+      await page.request.put('/themisto/api/me', { data: { consent: true } });
+    }
+    expect(
+      (await (await page.request.get('/themisto/api/me')).json()).consent
+    ).toBe(true);
+  });
 });
