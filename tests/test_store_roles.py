@@ -48,11 +48,19 @@ def sql(url: StoreURL, statement: str, params: tuple = ()) -> list[tuple]:
         return cur.fetchall() if cur.description else [(cur.rowcount,)]
 
 
-def test_role_names_are_safe_and_distinct():
-    assert role_name("alice") == "themisto_alice"
-    odd = {role_name(n) for n in ("Alice", "alice ", "a'; DROP ROLE x; --", "ALICE", "x" * 80)}
-    assert len(odd) == 5 and all(len(r) <= 63 for r in odd)
-    assert all(c.isalnum() or c == "_" for r in odd for c in r)
+def test_role_names_are_safe_distinct_and_name_nobody():
+    names = ("alice", "Alice", "alice ", "a'; DROP ROLE x; --", "x" * 80)
+    roles = {role_name(n) for n in names}
+    assert len(roles) == 5 and all(len(r) <= 63 for r in roles)
+    assert all(c.isalnum() or c == "_" for r in roles for c in r)
+    assert not any("alice" in r for r in roles)  # pg_roles is readable by every role
+
+
+def test_a_role_learns_no_other_users_name(classroom):
+    alice_url, _ = classroom["alice"]
+    listed = sql(alice_url, "SELECT rolname FROM pg_roles")
+    assert not any("bob" in name or "teacher" in name for (name,) in listed)
+    assert sql(alice_url, "SELECT user_name FROM themisto_roles") == [("alice",)]
 
 
 def test_each_role_reads_and_writes_only_its_users_rows(classroom):
@@ -105,7 +113,7 @@ def test_a_role_cannot_pose_as_another_user(classroom):
         conn.execute("RESET ROLE")
         # Bob's role is not alice's to take.
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("SET ROLE themisto_bob")
+            conn.execute(f"SET ROLE {role_name('bob')}")
 
 
 def test_the_readers_role_reads_all_and_changes_only_its_own(classroom):

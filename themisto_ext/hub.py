@@ -9,7 +9,7 @@ The hub alone holds the owner's password (``THEMISTO_DB_PASSWORD``, else libpq's
 ``PGPASSWORD`` / ``~/.pgpass``, in the hub's environment). At each spawn the hook makes
 sure the user's role exists with a fresh password and reads every user's rows only if
 the user holds the read-all scope now, and starts the server with
-``--ThemistoExtension.store_url=postgresql://themisto_<user>@...`` and the password in
+``--ThemistoExtension.store_url=postgresql://themisto_u_<hash of the name>@...`` and the password in
 ``THEMISTO_STORE_PASSWORD``, which the server takes out of its environment before any
 kernel starts. Row-level security does the rest (``store/roles.py``).
 """
