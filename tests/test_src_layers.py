@@ -4,9 +4,10 @@
 The folders are layers, lowest first: ``api/`` (the server's REST and live records) ->
 ``live/`` (what a notebook's stream and history hold) -> the views, side by side and
 never importing each other: ``notebook/`` (badges, footers, ghost text, speculation),
-``panel/`` (the side bar), ``statusbar/`` -> ``plugins/`` and the entry points
-(``index.ts``, ``commands.ts``), which wire them into JupyterLab. The shared root modules
-(``tokens.ts``, ``settings.ts``, ``icon.ts``) sit beside ``live/``; a layer below them
+``panel/`` (the side bar), ``statusbar/``, ``class/`` (the class view) -> ``plugins/`` and
+the entry points (``index.ts``, ``commands.ts``), which wire them into JupyterLab. The
+shared root modules (``tokens.ts``, ``settings.ts``, ``icon.ts``, ``dom.ts``: the views'
+virtual-DOM helpers) sit beside ``live/``; a layer below them
 names their interfaces with ``import type`` only, so no import circles run through them at
 run time. Tests (``__tests__/``) may import anything, and nothing imports them.
 """
@@ -20,7 +21,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
-ROOT_SHARED = ("tokens", "settings", "icon")
+ROOT_SHARED = ("tokens", "settings", "icon", "dom")
 """Root modules every layer above ``api/`` may use (``api/`` and ``live/`` by type only)."""
 LAYERS: dict[str, tuple[set[str], set[str]]] = {
     # layer: (what it may import, what it may import by ``import type`` only)
@@ -29,9 +30,11 @@ LAYERS: dict[str, tuple[set[str], set[str]]] = {
     "notebook": ({"api", "live", "notebook", *ROOT_SHARED}, set()),
     "panel": ({"api", "live", "panel", *ROOT_SHARED}, set()),
     "statusbar": ({"api", "live", "statusbar", *ROOT_SHARED}, set()),
+    "class": ({"api", "live", "class", *ROOT_SHARED}, set()),
     "tokens": ({"api"}, {"live"}),
     "settings": ({"api", "tokens"}, {"live"}),
     "icon": (set(), set()),
+    "dom": (set(), set()),
 }
 """``plugins``, ``index`` and ``commands`` wire everything and may import any layer."""
 WIRING = ("plugins", "index", "commands")

@@ -12,7 +12,7 @@ import { Widget } from '@lumino/widgets';
 
 import type { IClassPage } from '../api/model';
 import type { NotebookRow } from '../api/records';
-import { attrs, button } from '../panel/dom';
+import { attrs, button } from '../dom';
 import type { IThemistoClient } from '../tokens';
 import {
   duration,

@@ -9,7 +9,7 @@ import { h, type VirtualElement } from '@lumino/virtualdom';
 import type { IPredictorsInfo } from '../api/model';
 import { localModelDown } from '../live/reasons';
 import type { INotebookLive } from '../tokens';
-import { button } from './dom';
+import { button } from '../dom';
 
 /**
  * What the header shows besides the store.

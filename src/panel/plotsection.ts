@@ -8,7 +8,7 @@ import { h, type VirtualElement } from '@lumino/virtualdom';
 import type { ScoreName } from '../api/model';
 import type { PredictionTask } from '../api/records';
 import { SCORE_LABELS, scoreTitle } from '../live/scoreformat';
-import { attrs } from './dom';
+import { attrs } from '../dom';
 import { type IPlotSeries, scorePlot } from './svgplot';
 
 /**

@@ -8,7 +8,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { h, type VirtualElement } from '@lumino/virtualdom';
 
-import { attrs, button } from './dom';
+import { attrs, button } from '../dom';
 
 /**
  * What the panel shows: the live notebook, or one step.

@@ -15,7 +15,7 @@ import {
   SHORT_SCORE
 } from '../live/scoreformat';
 import type { IScoreRow } from '../live/types';
-import { attrs } from './dom';
+import { attrs } from '../dom';
 
 /**
  * The session scoreboard: running means per predictor × context, grouped

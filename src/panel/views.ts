@@ -16,7 +16,7 @@ import { errorReason, isMissed } from '../live/reasons';
 import { isCopy, isReference } from '../live/references';
 import type { ICombo, IPredictionSlot } from '../live/types';
 import { diffText, type IDiffResult, type IDiffSegment } from './diff';
-import { attrs, button } from './dom';
+import { attrs, button } from '../dom';
 import { summarizeTraceback } from './traceback';
 
 export { comboLabel, SHORT_SCORE } from '../live/scoreformat';
