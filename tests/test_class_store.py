@@ -47,18 +47,19 @@ def test_a_roster_row_totals_a_users_notebook(store):
     apply(store, [start("b1", kernel="kb", at="2026-01-02T08:59:00+00:00"),
                   timed("b1", 1, "2026-01-02T09:00:00+00:00")],
           "j", None, user="bob")
-    rows = {r.user: r for r in store.notebook_rows(ClassFilter())}
+    rows = {r["user"]: r for r in store.notebook_rows(ClassFilter())}
     alice = rows["alice"]
-    assert (alice.trajectories, alice.cells, alice.errors) == (1, 3, 1)
-    assert alice.active_seconds == pytest.approx(2.0 + 60 + 300, abs=0.01)
-    assert alice.last_at == "2026-01-01T11:01:00+00:00" and alice.notebook_path == "nb.ipynb"
-    assert rows["bob"].cells == 1
-    assert [r.user for r in store.notebook_rows(ClassFilter(users=("bob",)))] == ["bob"]
+    assert (alice["trajectories"], alice["cells"], alice["errors"]) == (1, 3, 1)
+    assert alice["active_seconds"] == pytest.approx(2.0 + 60 + 300, abs=0.01)
+    assert alice["last_at"] == "2026-01-01T11:01:00+00:00"
+    assert alice["notebook_path"] == "nb.ipynb"
+    assert rows["bob"]["cells"] == 1
+    assert [r["user"] for r in store.notebook_rows(ClassFilter(users=("bob",)))] == ["bob"]
     assert store.notebook_rows(ClassFilter(users=())) == []
     # Activity in a time range: alice's ended on Jan 1, bob's began on Jan 2.
-    assert [r.user for r in store.notebook_rows(
+    assert [r["user"] for r in store.notebook_rows(
         ClassFilter(active_after="2026-01-02T00:00:00+00:00"))] == ["bob"]
-    assert [r.user for r in store.notebook_rows(
+    assert [r["user"] for r in store.notebook_rows(
         ClassFilter(active_before="2026-01-02T00:00:00+00:00"))] == ["alice"]
 
 
@@ -71,7 +72,7 @@ def test_scores_are_totalled_once_per_prediction_as_they_are_scored(store):
     store.save_prediction(prediction("a1", 2, "hybrid", 0.5, "p2"))
     store.save_prediction(prediction("a1", 2, "copy-previous", 0.25, "p3"))
     [row] = store.notebook_rows(ClassFilter())
-    by = {s["predictor"]: s for s in row.scores}
+    by = {s["predictor"]: s for s in row["scores"]}
     assert by["hybrid"] == {"predictor": "hybrid", "context": "full", "task": "output",
                             "n": 2, "exact_match": 0.5, "chrf": 0.75}
     assert by["copy-previous"]["n"] == 1
@@ -101,7 +102,7 @@ def test_imported_steps_count_in_the_totals(store, tmp_path):
         assert copy.import_step_lines("a1", lines[:1]) == 1
         assert copy.import_step_lines("a1", lines) == 1  # resumed: the first is not new
         [row] = copy.notebook_rows(ClassFilter())
-        assert (row.cells, row.errors) == (2, 1)
-        assert row.active_seconds == pytest.approx(1.5 + 10, abs=0.01)  # julianday: ms
+        assert (row["cells"], row["errors"]) == (2, 1)
+        assert row["active_seconds"] == pytest.approx(1.5 + 10, abs=0.01)  # julianday: ms
     finally:
         copy.close()

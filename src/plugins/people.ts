@@ -125,20 +125,17 @@ export const peoplePlugin: JupyterFrontEndPlugin<void> = {
       isToggled: () => me?.consent !== false,
       execute: async () => {
         const on = me?.consent === false;
-        if (!on) {
-          const answer = await showDialog({
-            title: trans.__('Stop recording your work?'),
-            body: trans.__(
+        if (
+          !on &&
+          !(await confirmed(
+            trans.__('Stop recording your work?'),
+            trans.__(
               'From now on nothing of yours is recorded or predicted, in any notebook, until you switch this on again. What was recorded stays until you delete it.'
             ),
-            buttons: [
-              Dialog.cancelButton(),
-              Dialog.warnButton({ label: trans.__('Stop recording') })
-            ]
-          });
-          if (!answer.button.accept) {
-            return;
-          }
+            trans.__('Stop recording')
+          ))
+        ) {
+          return;
         }
         try {
           learnedAll(await client.setConsent(on));
@@ -157,17 +154,15 @@ export const peoplePlugin: JupyterFrontEndPlugin<void> = {
         'Delete every trajectory and prediction Themisto recorded of you'
       ),
       execute: async () => {
-        const answer = await showDialog({
-          title: trans.__('Delete everything Themisto recorded of you?'),
-          body: trans.__(
-            'All your trajectories, their steps, outputs, runtime state and predictions are deleted from the store and from the journals. This cannot be undone. Nobody else’s data is touched.'
-          ),
-          buttons: [
-            Dialog.cancelButton(),
-            Dialog.warnButton({ label: trans.__('Delete my data') })
-          ]
-        });
-        if (!answer.button.accept) {
+        if (
+          !(await confirmed(
+            trans.__('Delete everything Themisto recorded of you?'),
+            trans.__(
+              'All your trajectories, their steps, outputs, runtime state and predictions are deleted from the store and from the journals. This cannot be undone. Nobody else’s data is touched.'
+            ),
+            trans.__('Delete my data')
+          ))
+        ) {
           return;
         }
         try {
@@ -187,6 +182,22 @@ export const peoplePlugin: JupyterFrontEndPlugin<void> = {
     }
   }
 };
+
+/**
+ * Whether the user confirmed a warning dialog with its `action` button.
+ */
+async function confirmed(
+  title: string,
+  body: string,
+  action: string
+): Promise<boolean> {
+  const answer = await showDialog({
+    title,
+    body,
+    buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: action })]
+  });
+  return answer.button.accept;
+}
 
 function addClassView(
   app: JupyterFrontEnd,

@@ -21,9 +21,9 @@ import asyncio
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from themisto_ext.records import Prediction, Step, StepSummary
+from themisto_ext.records import NotebookRowInfo, Prediction, Step, StepSummary
 from themisto_ext.store.base import Trajectory, TrajectoryFilter, TrajectoryStore
-from themisto_ext.store.roster import ClassFilter, NotebookRow
+from themisto_ext.store.roster import ClassFilter
 from themisto_ext.store.sqlite import SQLiteStore
 
 P = ParamSpec("P")
@@ -83,7 +83,7 @@ class AsyncStore:
     async def delete_trajectory(self, trajectory_id: str) -> bool:
         return await self._call(self.sync.delete_trajectory, trajectory_id)
 
-    async def notebook_rows(self, where: ClassFilter) -> list[NotebookRow]:
+    async def notebook_rows(self, where: ClassFilter) -> list[NotebookRowInfo]:
         return await self._call(self.sync.notebook_rows, where)
 
     async def consents(self, users: tuple[str, ...] | None = None) -> dict[str, bool]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from themisto_ext.errors import StoreError, StoreUnavailable
 from themisto_ext.records import (
+    NotebookRowInfo,
     Prediction,
     PredictionSummary,
     Step,
@@ -23,7 +24,7 @@ from themisto_ext.records import (
 )
 
 if TYPE_CHECKING:  # roster.py builds on this module
-    from themisto_ext.store.roster import ClassFilter, NotebookRow
+    from themisto_ext.store.roster import ClassFilter
 
 __all__ = ["StoreError", "StoreUnavailable"]
 
@@ -215,7 +216,7 @@ class TrajectoryStore(Protocol):
 
     def get_prediction(self, prediction_id: str) -> Prediction | None: ...
 
-    def notebook_rows(self, where: ClassFilter) -> list[NotebookRow]:
+    def notebook_rows(self, where: ClassFilter) -> list[NotebookRowInfo]:
         """Each user's work per notebook, from trajectories' running totals (``roster.py``)."""
         ...
 

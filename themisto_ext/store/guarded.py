@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from themisto_ext.errors import StoreError, StoreUnavailable
-from themisto_ext.records import Prediction, Step, StepSummary
+from themisto_ext.records import NotebookRowInfo, Prediction, Step, StepSummary
 from themisto_ext.store.base import Applied, Trajectory, TrajectoryFilter, TrajectoryStore, Write
-from themisto_ext.store.roster import ClassFilter, NotebookRow
+from themisto_ext.store.roster import ClassFilter
 
 log = logging.getLogger("themisto_ext.store")
 
@@ -140,7 +140,7 @@ class GuardedStore:
     def delete_trajectory(self, trajectory_id: str) -> bool:
         return self._call(lambda s: s.delete_trajectory(trajectory_id), write=True)
 
-    def notebook_rows(self, where: ClassFilter) -> list[NotebookRow]:
+    def notebook_rows(self, where: ClassFilter) -> list[NotebookRowInfo]:
         return self._call(lambda s: s.notebook_rows(where))
 
     def consents(self, users: tuple[str, ...] | None = None) -> dict[str, bool]:

@@ -10,11 +10,11 @@ trajectory, predictor, context and task: scored predictions and their score sums
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from themisto_ext.records import NotebookRowInfo, Prediction, ScoreTotal, Step
+from themisto_ext.records import NotebookRowInfo, Prediction, Step
 from themisto_ext.store.schema import ACTIVE_GAP
 
 
@@ -100,28 +100,6 @@ class ClassFilter:
     """Only trajectories begun before this time."""
 
 
-@dataclass
-class NotebookRow:
-    """One user's work on one notebook (all its trajectories)."""
-
-    user: str
-    notebook_path: str | None
-    trajectories: int
-    cells: int
-    errors: int
-    active_seconds: float
-    first_at: str
-    last_at: str
-    scores: list[ScoreTotal] = field(default_factory=list)
-    """Per predictor, context and task: ``n``, mean ``exact_match`` and ``chrf``."""
-
-    def to_json(self) -> NotebookRowInfo:
-        return {"user": self.user, "notebook_path": self.notebook_path,
-                "trajectories": self.trajectories, "cells": self.cells,
-                "errors": self.errors, "active_seconds": round(self.active_seconds, 3),
-                "first_at": self.first_at, "last_at": self.last_at, "scores": self.scores}
-
-
 def class_queries(where: ClassFilter, mark: str) -> tuple[str, str, list[Any]]:
     """The two grouping queries of a roster (notebook rows, then their score totals) and
     their shared parameters."""
@@ -148,13 +126,18 @@ def class_queries(where: ClassFilter, mark: str) -> tuple[str, str, list[Any]]:
     return rows, scores, params
 
 
-def notebook_rows(rows: list[tuple[Any, ...]], scores: list[tuple[Any, ...]]) -> list[NotebookRow]:
-    out = {(r[0], r[1]): NotebookRow(r[0], r[1], int(r[2]), int(r[3] or 0), int(r[4] or 0),
-                                     float(r[5] or 0), r[6], r[7]) for r in rows}
+def notebook_rows(rows: list[tuple[Any, ...]],
+                  scores: list[tuple[Any, ...]]) -> list[NotebookRowInfo]:
+    """The roster's records (``roster.schema.json``) from the two queries' rows."""
+    out: dict[tuple[str, str | None], NotebookRowInfo] = {
+        (r[0], r[1]): {"user": r[0], "notebook_path": r[1], "trajectories": int(r[2]),
+                       "cells": int(r[3] or 0), "errors": int(r[4] or 0),
+                       "active_seconds": round(float(r[5] or 0), 3), "first_at": r[6],
+                       "last_at": r[7], "scores": []} for r in rows}
     for user, path, predictor, context, task, n, em, chrf in scores:
         row = out.get((user, path))
         if row is not None and n:
-            row.scores.append({"predictor": predictor, "context": context, "task": task,
-                               "n": int(n), "exact_match": round(float(em) / n, 4),
-                               "chrf": round(float(chrf) / n, 4)})
+            row["scores"].append({"predictor": predictor, "context": context, "task": task,
+                                  "n": int(n), "exact_match": round(float(em) / n, 4),
+                                  "chrf": round(float(chrf) / n, 4)})
     return list(out.values())

@@ -10,9 +10,10 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from themisto_ext.records import NotebookRowInfo
 from themisto_ext.server.api.base import ThemistoHandler, bad_request
 from themisto_ext.server.api.trajectories import MAX_PAGE, TrajectoriesHandler
-from themisto_ext.store.roster import ClassFilter, NotebookRow
+from themisto_ext.store.roster import ClassFilter
 
 SORTS = ("user", "notebook_path", "trajectories", "cells", "errors", "active_seconds",
          "first_at", "last_at", "chrf")
@@ -86,20 +87,21 @@ class ClassHandler(TrajectoriesHandler):
         rows = await store.notebook_rows(where)
         opted_out = sorted(u for u, on in (await store.consents(where.users)).items() if not on)
         hidden = set(opted_out)
-        rows = [r for r in rows if r.user not in hidden and path in (r.notebook_path or "")]
+        rows = [r for r in rows
+                if r["user"] not in hidden and path in (r["notebook_path"] or "")]
         predictor = self.get_argument("predictor", None)
         rows.sort(key=_sort_key(sort, predictor), reverse=order == "desc")
         if sort == "chrf":  # rows without a score last, whichever the order
             rows.sort(key=lambda r: _chrf(r, predictor) is None)
         self.send_json({
-            "rows": [r.to_json() for r in rows[offset:offset + limit]],
-            "total": len(rows), "users": len({r.user for r in rows}),
+            "rows": rows[offset:offset + limit],
+            "total": len(rows), "users": len({r["user"] for r in rows}),
             "opted_out": opted_out, "limit": limit, "offset": offset,
         })
 
 
-def _chrf(row: NotebookRow, predictor: str | None) -> float | None:
-    for score in row.scores:
+def _chrf(row: NotebookRowInfo, predictor: str | None) -> float | None:
+    for score in row["scores"]:
         if score["task"] == "output" and (predictor is None or score["predictor"] == predictor):
             return float(score["chrf"])
     return None
@@ -107,6 +109,6 @@ def _chrf(row: NotebookRow, predictor: str | None) -> float | None:
 
 def _sort_key(sort: str, predictor: str | None) -> Any:
     if sort == "chrf":
-        return lambda r: (_chrf(r, predictor) or 0.0, r.user, r.notebook_path or "")
-    return lambda r: (getattr(r, sort) or ("" if sort == "notebook_path" else 0),
-                      r.user, r.notebook_path or "")
+        return lambda r: (_chrf(r, predictor) or 0.0, r["user"], r["notebook_path"] or "")
+    return lambda r: (r[sort] or ("" if sort == "notebook_path" else 0),
+                      r["user"], r["notebook_path"] or "")
