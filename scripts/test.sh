@@ -8,7 +8,7 @@ apt_install chromium chromium
 # postgres user); Debian keeps the server binaries off PATH, under /usr/lib/postgresql/N/bin.
 pg_ctl_bin="$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | sort -V | tail -1 || true)"
 apt_install "${pg_ctl_bin:-pg_ctl}" postgresql
-ensure_venv test
+ensure_venv test,train
 log "installing front-end dependencies"
 jlpm install --immutable >/dev/null 2>&1 || jlpm install
 (cd ui-tests && (jlpm install --immutable >/dev/null 2>&1 || jlpm install))

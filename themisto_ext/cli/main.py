@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from themisto_ext.cli import benchmark, migrate, predictions, trajectories
+from themisto_ext.cli import benchmark, migrate, predictions, trajectories, tuning
 from themisto_ext.cli.args import Parser
 
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     predictions.register(sub)
     benchmark.register(sub)
     migrate.register(sub)
+    tuning.register(sub)
     return parser
 
 

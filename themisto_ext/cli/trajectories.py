@@ -96,7 +96,7 @@ def register(sub: Any) -> None:
     p.set_defaults(run=validate)
 
 
-def _store(args: argparse.Namespace, readonly: bool) -> tuple[TrajectoryStore, StoreURL]:
+def open_store_of(args: argparse.Namespace, readonly: bool) -> tuple[TrajectoryStore, StoreURL]:
     """``--store``: a SQLite file, ``sqlite:///PATH`` or ``postgresql://...``. A command that
     only reads opens it read-only, so that it never creates a store (nor its folder) and
     never writes to a file that is not one."""
@@ -115,13 +115,8 @@ def record(args: argparse.Namespace) -> int:
     if not args.ignore_metadata and metadata_disables_recording(read_notebook(nb_path)):
         raise ReplayError(f"{nb_path}: recording is off in the notebook's metadata "
                           "(themisto.recording = false); pass --ignore-metadata to record")
-    store, url = _store(args, readonly=False)
-    # Journals beside a SQLite store; for a database, in this machine's themisto directory.
-    journals = journal_dir_for(url.path if url.engine == SQLITE else default_store_path())
-    result = record_notebook(nb_path, store, journals,
-                             timeout=args.timeout, stop_on_error=args.stop_on_error,
-                             kernel_name=args.kernel, user=args.user or default_user(),
-                             settings=CaptureSettings(trace=True) if args.trace else None)
+    store, url = open_store_of(args, readonly=False)
+    result = record_into_store(args, store, url, nb_path)
     ids = result.trajectory_ids
     print(f"recorded {result.steps} steps from {result.code_cells} code cells of {nb_path} "
           f"({result.errors} raised) into trajectory {', '.join(ids)} in {url.display}")
@@ -135,8 +130,23 @@ def record(args: argparse.Namespace) -> int:
     return 0 if result.stopped_early is None and not result.missing else 1
 
 
+def record_into_store(args: argparse.Namespace, store: TrajectoryStore, url: StoreURL,
+                      nb_path: Path) -> Any:
+    """Run ``nb_path`` in a fresh kernel with the hook into ``store`` (with the options
+    ``record`` has, their defaults where ``args`` lacks them)."""
+    # Journals beside a SQLite store; for a database, in this machine's themisto directory.
+    journals = journal_dir_for(url.path if url.engine == SQLITE else default_store_path())
+    return record_notebook(nb_path, store, journals,
+                           timeout=getattr(args, "timeout", 600),
+                           stop_on_error=getattr(args, "stop_on_error", False),
+                           kernel_name=getattr(args, "kernel", "python3"),
+                           user=getattr(args, "user", None) or default_user(),
+                           settings=CaptureSettings(trace=True)
+                           if getattr(args, "trace", False) else None)
+
+
 def list_(args: argparse.Namespace) -> int:
-    store, _ = _store(args, readonly=True)
+    store, _ = open_store_of(args, readonly=True)
     rows = store.list_trajectories(TrajectoryFilter(notebook_path=args.notebook,
                                                     user=args.user), limit=10**9)
     if args.json:
@@ -195,7 +205,7 @@ def export(args: argparse.Namespace) -> int:
     if args.format != "sft":
         refuse_sft_options(args)
         check_output(args.out, "jsonl", store=_store_url(args), force=args.force)
-    store, url = _store(args, readonly=True)
+    store, url = open_store_of(args, readonly=True)
     ids = [t.id for t in store.list_trajectories(TrajectoryFilter(user=args.user),
                                                  limit=10**9)] if args.all \
         else _resolve(store, args.ids)

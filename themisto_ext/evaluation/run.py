@@ -27,7 +27,6 @@ like (``realism.py``), measured on the examples' own histories and targets.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import math
 import sys
@@ -48,7 +47,7 @@ from themisto_ext.prediction.prompts.window import HistoryPlan, Window, common_h
 from themisto_ext.prediction.run import Superseded, predict, prediction_error
 from themisto_ext.prediction.scoring import scored
 from themisto_ext.records import Scope
-from themisto_ext.trajectory.jsonl import iter_jsonl
+from themisto_ext.trajectory.jsonl import file_sha256, iter_jsonl
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -207,14 +206,6 @@ class _Writer:
         self._fh.close()
 
 
-def bench_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def describe_examples(examples: Sequence[Example]) -> dict[str, Any]:
     """What the report says of a benchmark's examples: the sampling of each task and the
     realism of the trajectories (each as far as its longest example reaches) and of the
@@ -256,7 +247,7 @@ def _claim_directory(out: Path, bench: Path, examples: Sequence[Example]) -> Non
     """Tie RESULTS/ to one benchmark file, so that a resume never mixes two benchmarks."""
     out.mkdir(parents=True, exist_ok=True)
     run_file = out / RUN_FILE
-    digest = bench_digest(bench)
+    digest = file_sha256(bench)
     if run_file.exists():
         known = json.loads(run_file.read_text("utf-8"))
         if known.get("bench_sha256") != digest:

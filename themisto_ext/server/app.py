@@ -157,6 +157,10 @@ class ThemistoExtension(ExtensionApp):
                                          "prefix a session shares with its previous prompt "
                                          "(off only to measure what reuse buys).").tag(
         config=True)
+    local_adapter = Unicode(
+        "", help="A LoRA adapter GGUF (themisto finetune) the local model applies, for the "
+                 "local and hybrid predictors that name none; empty: the base model.",
+    ).tag(config=True)
     local_max_tokens = Int(64, help="Longest answer the local model writes for a live "
                                     "prediction (tokens); generation dominates its latency.").tag(
         config=True)
@@ -310,7 +314,9 @@ class ThemistoExtension(ExtensionApp):
                 made.append(make_predictor(spec, reuse_prefix=self.local_reuse_prefix,
                                            max_tokens=self.local_max_tokens,
                                            local_limits=self._local_limits(),
-                                           models=models))
+                                           models=models,
+                                           local_adapter=Path(self.local_adapter)
+                                           if self.local_adapter else None))
             except Exception as exc:  # one misconfigured predictor must not stop the server
                 self.log.error("themisto: predictor %r unavailable: %s", spec, exc)
         names = ", ".join(p.name for p in made) or "none"

@@ -9,6 +9,7 @@ skipped and counted (results cut off by an interrupted run).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -76,3 +77,13 @@ def iter_jsonl(path: Path, max_line: int = MAX_LINE) -> Iterator[JsonLine]:
                 yield JsonLine(number, text, None, "not valid JSON (nested too deeply)")
                 continue
             yield JsonLine(number, text, value)
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read a MiB at a time (benchmark inputs, training data:
+    what a result records it was made from)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

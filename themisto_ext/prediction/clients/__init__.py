@@ -1,13 +1,14 @@
 """Model clients by name, the same in server settings and on the command line.
 
 ``baseline`` | ``copy-previous`` | ``hybrid`` | ``local`` | ``local:PATH.gguf`` |
-``openai:MODEL`` | ``anthropic:MODEL``. A remote model is reached through a provider
-(``openai.py``, ``anthropic.py`` over ``http.py``); the references (``baseline``,
-``copy-previous``), ``hybrid`` (the references where they apply, else ``local``) and
-``local`` answer in this process. Every model's prompts are fitted to its window in its
-own tokens: the local model's ``n_ctx`` counted by its tokenizer; a remote model's
-configured ``window_tokens``, counted by an estimate or, given ``tokenizer=PATH.gguf``,
-by that model file's tokenizer and chat template.
+``openai:MODEL`` | ``anthropic:MODEL``; ``local`` and ``hybrid`` forms may end in
+``+ADAPTER.gguf``, a LoRA adapter applied over the model (``themisto finetune``). A remote
+model is reached through a provider (``openai.py``, ``anthropic.py`` over ``http.py``); the
+references (``baseline``, ``copy-previous``), ``hybrid`` (the references where they apply,
+else ``local``) and ``local`` answer in this process. Every model's prompts are fitted to
+its window in its own tokens: the local model's ``n_ctx`` counted by its tokenizer; a remote
+model's configured ``window_tokens``, counted by an estimate or, given
+``tokenizer=PATH.gguf``, by that model file's tokenizer and chat template.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from themisto_ext.prediction.prompts import Prompt
 from themisto_ext.prediction.prompts.window import Window, estimated_window
 
 PREDICTOR_FORMS = ("baseline, copy-previous, hybrid, local, local:PATH.gguf, openai:MODEL "
-                   "or anthropic:MODEL")
+                   "or anthropic:MODEL (local and hybrid forms may end in +ADAPTER.gguf)")
 API_WINDOW_TOKENS = 16_384
 """A remote model's window unless configured: more than a 24,000-character prompt needs."""
 
@@ -81,9 +82,17 @@ def local_model_available() -> bool:
         return False
 
 
+def split_adapter(spec: str) -> tuple[str, Path | None]:
+    """``hybrid+A.gguf`` -> (``hybrid``, ``A.gguf``); a spec without an adapter as it is."""
+    head, plus, tail = spec.strip().rpartition("+")
+    if plus and tail.endswith(".gguf") and head.partition(":")[0] in ("local", "hybrid"):
+        return head, Path(tail)
+    return spec.strip(), None
+
+
 def check_predictor_name(spec: str) -> str:
     """``spec`` if it is one of the documented forms, else ``PredictorSpecError``."""
-    kind, colon, arg = spec.strip().partition(":")
+    kind, colon, arg = split_adapter(spec)[0].partition(":")
     if (kind in ("baseline", "copy-previous", "hybrid") and not colon) or kind == "local" \
             or (kind in ("openai", "anthropic") and arg):
         return spec.strip()
@@ -95,13 +104,17 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
                    max_tokens: int | None = None, window_tokens: int | None = None,
                    tokenizer: Path | None = None,
                    local_limits: Limits | None = None,
-                   models: dict[str, Predictor] | None = None) -> Predictor:
+                   models: dict[str, Predictor] | None = None,
+                   local_adapter: Path | None = None) -> Predictor:
     """The predictor named ``spec``. ``max_tokens`` caps answers below the protocol's;
     ``window_tokens`` and ``tokenizer`` set a remote model's window (see the module);
     ``local_limits`` the local model process's deadlines and restart policy. Predictors
     made with the same ``models`` dict share one process per local model file (``local``
-    and ``hybrid`` in one server)."""
-    kind, _, arg = check_predictor_name(spec).partition(":")
+    and ``hybrid`` in one server). ``local_adapter``: the LoRA adapter of ``local`` and
+    ``hybrid`` forms that name none."""
+    bare, adapter = split_adapter(check_predictor_name(spec))
+    adapter = adapter or local_adapter
+    kind, _, arg = bare.partition(":")
     if kind == "baseline":
         from themisto_ext.prediction.clients.baseline import BaselinePredictor
 
@@ -113,17 +126,19 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
     if kind in ("local", "hybrid"):
         from themisto_ext.prediction.clients.local import LocalPredictor
 
-        shared = None if models is None else models.get(arg)
+        key = f"{arg}+{adapter or ''}"  # one process per model file and adapter
+        shared = None if models is None else models.get(key)
         local = LocalPredictor(Path(arg) if arg else None, reuse_prefix=reuse_prefix,
                                max_tokens=max_tokens, limits=local_limits,
-                               share=shared if isinstance(shared, LocalPredictor) else None)
+                               share=shared if isinstance(shared, LocalPredictor) else None,
+                               adapter=adapter)
         if models is not None:
-            models.setdefault(arg, local)
+            models.setdefault(key, local)
         if kind == "local":
             return local
-        from themisto_ext.prediction.clients.hybrid import HybridPredictor
+        from themisto_ext.prediction.clients.hybrid import HYBRID, HybridPredictor
 
-        return HybridPredictor(local)
+        return HybridPredictor(local, HYBRID if adapter is None else f"{HYBRID}+{adapter.name}")
     from themisto_ext.prediction.clients.anthropic import AnthropicProvider
     from themisto_ext.prediction.clients.openai import OpenAIProvider
 

@@ -37,10 +37,9 @@ HYBRID = "hybrid"
 
 
 class HybridPredictor:
-    name = HYBRID
-
-    def __init__(self, model: Predictor) -> None:
+    def __init__(self, model: Predictor, name: str = HYBRID) -> None:
         self._model = model
+        self.name = name
 
     @property
     def window(self) -> Window | None:
@@ -97,7 +96,7 @@ class HybridPredictor:
         """The model's process, as ``local`` reports it, under this predictor's name
         (None: its model runs no process)."""
         status = getattr(self._model, "status", None)
-        return None if status is None else {**status(), "predictor": HYBRID}
+        return None if status is None else {**status(), "predictor": self.name}
 
     async def warm(self, prompt: Prompt, session: str | None) -> int:
         """The model's session warmed, if the model keeps sessions (see ``local``)."""

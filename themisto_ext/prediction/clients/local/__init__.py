@@ -72,14 +72,17 @@ class LocalPredictor:
         prefix_dir: Path | None = None,
         limits: Limits | None = None,
         share: LocalPredictor | None = None,
+        adapter: Path | None = None,
     ) -> None:
         """With ``share``, use that predictor's model process (one model per server
         whatever predictors use it) instead of starting another; the other settings are
         then that process's."""
-        self.name = "local" if model_path is None else f"local:{model_path}"
+        self.name = ("local" if model_path is None else f"local:{model_path}") + (
+            "" if adapter is None else f"+{adapter.name}")
         self.max_tokens = max_tokens
         """A cap below the protocol's (live predictions); None: the protocol's."""
         self._path = model_path
+        self._adapter = adapter
         self._process: ModelProcess = share._process.share() if share is not None \
             else ModelProcess(
             EngineConfig(
@@ -87,7 +90,8 @@ class LocalPredictor:
                 n_threads=n_threads, n_threads_decode=n_threads_decode, n_ctx=n_ctx,
                 max_tokens=max_tokens, max_sessions=max_sessions, cache_bytes=cache_bytes,
                 reuse_prefix=reuse_prefix,
-                prefix_dir=str(prefix_dir or default_home() / "model-states")), limits)
+                prefix_dir=str(prefix_dir or default_home() / "model-states"),
+                adapter_path=None if adapter is None else str(adapter)), limits)
         self._namespace = str(id(self))
         self.window = Window(n_ctx, self._count_prompt)
         self._waiting = 0
@@ -119,6 +123,8 @@ class LocalPredictor:
         path = self._path or default_model_path()
         if not path.is_file():  # said at once, without starting a process
             raise LocalModelError(f"No GGUF model file at {path}")
+        if self._adapter is not None and not self._adapter.is_file():
+            raise LocalModelError(f"No LoRA adapter file at {self._adapter}")
         self._process.ensure_running()
 
     async def _ready(self) -> None:
@@ -198,7 +204,8 @@ class LocalPredictor:
         running = self._process.running
         if running is not None and running.info is not None:
             return str(running.info["model"])
-        return (self._path or default_model_path()).name
+        name = (self._path or default_model_path()).name
+        return name if self._adapter is None else f"{name}+{self._adapter.name}"
 
     async def warm(self, prompt: Prompt, session: str | None) -> int:
         """Read what ``session``'s next prompts share with ``prompt`` into the KV cache in

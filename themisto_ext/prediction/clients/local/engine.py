@@ -138,8 +138,10 @@ class Engine:
         prefix_dir: Path | None,
         safe: bool = False,
         vocab_only: bool = False,
+        adapter: Path | None = None,
     ) -> None:
         self._path = path
+        self._adapter = adapter
         self._safe = safe
         self._vocab_only = vocab_only
         self.on_progress: Callable[[], None] | None = None
@@ -175,7 +177,8 @@ class Engine:
                 self._formatter = chat_formatter(self._llm)
                 if self._prefix_dir is not None:
                     self._prefixes = FixedPrefixes(self._prefix_dir,
-                                                   self._path or default_model_path())
+                                                   self._path or default_model_path(),
+                                                   self._adapter)
                 self._meter = EvalMeter(self._llm)
                 self._report_progress(self._llm)
                 # An instance attribute shadows the method, so generate() calls the meter.
@@ -186,6 +189,8 @@ class Engine:
         path = self._path or default_model_path()
         if not path.is_file():
             raise LocalModelError(f"No GGUF model file at {path}")
+        if self._adapter is not None and not self._adapter.is_file():
+            raise LocalModelError(f"No LoRA adapter file at {self._adapter}")
         try:
             from llama_cpp import Llama
         except ImportError:
@@ -201,11 +206,15 @@ class Engine:
                     n_threads_batch=self._n_threads,
                     seed=0,
                     vocab_only=self._vocab_only,
+                    lora_path=str(self._adapter) if self._adapter and not self._vocab_only
+                    else None,
                     verbose=False,
                 )
         except (ValueError, RuntimeError) as exc:
-            raise LocalModelError(f"llama.cpp could not load {path}: {exc}") from None
-        self.model_name = path.name
+            what = path if self._adapter is None else f"{path} with {self._adapter}"
+            raise LocalModelError(f"llama.cpp could not load {what}: {exc}") from None
+        self.model_name = path.name if self._adapter is None \
+            else f"{path.name}+{self._adapter.name}"
         return llm
 
     def _report_progress(self, llm: Llama) -> None:

@@ -34,14 +34,16 @@ MIN_TOKENS = 128
 class FixedPrefixes:
     """Saved KV states of fixed prompt parts in ``directory``, by model and tokens."""
 
-    def __init__(self, directory: Path, model: Path) -> None:
+    def __init__(self, directory: Path, model: Path, adapter: Path | None = None) -> None:
         import llama_cpp
 
         self.directory = directory
         self._unsaved: set[Path] = set()
-        stat = model.stat()
-        self._identity = f"{model.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0" \
-                         f"{llama_cpp.__version__}".encode()
+        # an adapter changes every layer's keys and values: its states are its own
+        files = [model] if adapter is None else [model, adapter]
+        self._identity = "\0".join(
+            f"{f.resolve()}\0{f.stat().st_size}\0{f.stat().st_mtime_ns}" for f in files
+        ).encode() + f"\0{llama_cpp.__version__}".encode()
 
     def path(self, tokens: list[int]) -> Path:
         digest = hashlib.sha256(self._identity)

@@ -76,7 +76,8 @@ def start(config: wire.EngineConfig, channel: Channel) -> Engine:
         n_ctx=config.n_ctx, max_tokens=config.max_tokens, max_sessions=config.max_sessions,
         cache_bytes=config.cache_bytes, reuse_prefix=config.reuse_prefix,
         prefix_dir=Path(config.prefix_dir) if config.prefix_dir else None,
-        safe=config.safe, vocab_only=config.vocab_only)
+        safe=config.safe, vocab_only=config.vocab_only,
+        adapter=Path(config.adapter_path) if config.adapter_path else None)
     try:
         engine.load()
         if not config.vocab_only:

@@ -41,6 +41,8 @@ class EngineConfig:
     safe: bool = False
     """Load the model without llama.cpp's extra buffer types (AMX tiles, repacked
     weights): slower, but runs on a CPU that advertises instructions it faults on."""
+    adapter_path: str | None = None
+    """A llama.cpp LoRA adapter GGUF applied over the model (``themisto finetune``)."""
     vocab_only: bool = False
     """Only the tokenizer and chat template: a process that counts tokens (for an API model
     served from this GGUF), never generates."""
