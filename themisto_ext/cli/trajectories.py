@@ -116,7 +116,9 @@ def record(args: argparse.Namespace) -> int:
         raise ReplayError(f"{nb_path}: recording is off in the notebook's metadata "
                           "(themisto.recording = false); pass --ignore-metadata to record")
     store, url = open_store_of(args, readonly=False)
-    result = record_into_store(args, store, url, nb_path)
+    result = record_into_store(store, url, nb_path, timeout=args.timeout,
+                               stop_on_error=args.stop_on_error, kernel=args.kernel,
+                               user=args.user, trace=args.trace)
     ids = result.trajectory_ids
     print(f"recorded {result.steps} steps from {result.code_cells} code cells of {nb_path} "
           f"({result.errors} raised) into trajectory {', '.join(ids)} in {url.display}")
@@ -130,19 +132,18 @@ def record(args: argparse.Namespace) -> int:
     return 0 if result.stopped_early is None and not result.missing else 1
 
 
-def record_into_store(args: argparse.Namespace, store: TrajectoryStore, url: StoreURL,
-                      nb_path: Path) -> Any:
-    """Run ``nb_path`` in a fresh kernel with the hook into ``store`` (with the options
-    ``record`` has, their defaults where ``args`` lacks them)."""
+def record_into_store(store: TrajectoryStore, url: StoreURL, nb_path: Path, *,
+                      timeout: float = 600, stop_on_error: bool = False,
+                      kernel: str = "python3", user: str | None = None,
+                      trace: bool = False) -> Any:
+    """Run ``nb_path`` in a fresh kernel with the hook into ``store`` (``record``'s options;
+    ``synth --record`` takes their defaults)."""
     # Journals beside a SQLite store; for a database, in this machine's themisto directory.
     journals = journal_dir_for(url.path if url.engine == SQLITE else default_store_path())
-    return record_notebook(nb_path, store, journals,
-                           timeout=getattr(args, "timeout", 600),
-                           stop_on_error=getattr(args, "stop_on_error", False),
-                           kernel_name=getattr(args, "kernel", "python3"),
-                           user=getattr(args, "user", None) or default_user(),
-                           settings=CaptureSettings(trace=True)
-                           if getattr(args, "trace", False) else None)
+    return record_notebook(nb_path, store, journals, timeout=timeout,
+                           stop_on_error=stop_on_error, kernel_name=kernel,
+                           user=user or default_user(),
+                           settings=CaptureSettings(trace=True) if trace else None)
 
 
 def list_(args: argparse.Namespace) -> int:

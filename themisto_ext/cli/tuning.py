@@ -64,7 +64,7 @@ def synth(args: argparse.Namespace) -> int:
     store, url = open_store_of(args, readonly=False)
     steps = raised = 0
     for number, path in enumerate(paths, 1):
-        result = record_into_store(args, store, url, path)
+        result = record_into_store(store, url, path)
         steps, raised = steps + result.steps, raised + result.errors
         print(f"\r{number}/{len(paths)} notebooks recorded, {steps} steps", end="",
               file=sys.stderr, flush=True)

@@ -125,6 +125,7 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
         return CopyPreviousPredictor()
     if kind in ("local", "hybrid"):
         from themisto_ext.prediction.clients.local import LocalPredictor
+        from themisto_ext.prediction.clients.local.wire import adapted
 
         key = f"{arg}+{adapter or ''}"  # one process per model file and adapter
         shared = None if models is None else models.get(key)
@@ -138,7 +139,7 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
             return local
         from themisto_ext.prediction.clients.hybrid import HYBRID, HybridPredictor
 
-        return HybridPredictor(local, HYBRID if adapter is None else f"{HYBRID}+{adapter.name}")
+        return HybridPredictor(local, adapted(HYBRID, adapter))
     from themisto_ext.prediction.clients.anthropic import AnthropicProvider
     from themisto_ext.prediction.clients.openai import OpenAIProvider
 

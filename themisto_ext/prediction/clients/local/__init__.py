@@ -35,6 +35,7 @@ from themisto_ext.prediction.clients.local.wire import (
     LocalModelOff,
     ModelProcessDied,
     ModelProcessHung,
+    adapted,
 )
 from themisto_ext.prediction.prompts import Prompt
 from themisto_ext.prediction.prompts.window import Window
@@ -77,8 +78,7 @@ class LocalPredictor:
         """With ``share``, use that predictor's model process (one model per server
         whatever predictors use it) instead of starting another; the other settings are
         then that process's."""
-        self.name = ("local" if model_path is None else f"local:{model_path}") + (
-            "" if adapter is None else f"+{adapter.name}")
+        self.name = adapted("local" if model_path is None else f"local:{model_path}", adapter)
         self.max_tokens = max_tokens
         """A cap below the protocol's (live predictions); None: the protocol's."""
         self._path = model_path
@@ -204,8 +204,7 @@ class LocalPredictor:
         running = self._process.running
         if running is not None and running.info is not None:
             return str(running.info["model"])
-        name = (self._path or default_model_path()).name
-        return name if self._adapter is None else f"{name}+{self._adapter.name}"
+        return adapted((self._path or default_model_path()).name, self._adapter)
 
     async def warm(self, prompt: Prompt, session: str | None) -> int:
         """Read what ``session``'s next prompts share with ``prompt`` into the KV cache in

@@ -31,7 +31,7 @@ from themisto_ext.prediction.clients.base import (
 from themisto_ext.prediction.clients.local.cores import free_cores
 from themisto_ext.prediction.clients.local.prefixes import MIN_TOKENS, FixedPrefixes
 from themisto_ext.prediction.clients.local.sessions import SessionStates, save_state
-from themisto_ext.prediction.clients.local.wire import LocalModelError
+from themisto_ext.prediction.clients.local.wire import LocalModelError, adapted
 from themisto_ext.prediction.prompts import Exchange, Prompt
 
 if TYPE_CHECKING:
@@ -213,8 +213,7 @@ class Engine:
         except (ValueError, RuntimeError) as exc:
             what = path if self._adapter is None else f"{path} with {self._adapter}"
             raise LocalModelError(f"llama.cpp could not load {what}: {exc}") from None
-        self.model_name = path.name if self._adapter is None \
-            else f"{path.name}+{self._adapter.name}"
+        self.model_name = adapted(path.name, self._adapter)
         return llm
 
     def _report_progress(self, llm: Llama) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass
+from pathlib import Path
 
 # The errors that cross are in the one exception tree; re-exported under their old home.
 from themisto_ext.errors import (
@@ -46,6 +47,11 @@ class EngineConfig:
     vocab_only: bool = False
     """Only the tokenizer and chat template: a process that counts tokens (for an API model
     served from this GGUF), never generates."""
+
+
+def adapted(name: str, adapter: str | Path | None) -> str:
+    """A model's (or predictor's) name with the LoRA adapter it applies: ``M.gguf+A.gguf``."""
+    return name if adapter is None else f"{name}+{Path(adapter).name}"
 
 
 # server -> model process
