@@ -360,8 +360,8 @@ def cold(kernel: Kernel, front: FrontEnd, cells: list[Cell]) -> None:
         kernel.wait_idle()
 
 
-RULES = {"baseline", "copy-previous", "hybrid:baseline", "hybrid:copy-previous",
-         "hybrid:analogy"}
+RULES = {"baseline", "copy-previous", "hybrid:baseline", "hybrid:rerun",
+         "hybrid:variation", "hybrid:abstain"}
 """Answers no model wrote (``HybridPredictor`` names its rules so)."""
 
 SCENARIOS: dict[str, Callable[[Kernel, FrontEnd, list[Cell]], None]] = {

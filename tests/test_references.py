@@ -175,13 +175,15 @@ def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
                      answer=f"<output>\n{demonstration_answers()[0]}\n</output>")
     assert (garbage["answer"], garbage["abstained"], garbage["asked"]) == ("", True, 1)
     assert scored(garbage, {**history[2], "output": "1000\n"})["scores"] is None
-    # the model offering the cell just run as the next one abstains too
-    same = hybrid("next-cell", "full", None, [step(1, "print('shown')")],
-                  answer="<code>\nprint('shown')\n</code>")
-    assert (same["answer"], same["abstained"], same["asked"]) == ("", True, 1)
-    # the next cell: an earlier cell's successor (never the cell just run), no model asked
-    nxt = hybrid("next-cell", "full", None)
-    assert (nxt["answer"], nxt["model"], nxt["asked"]) == ("x = 6", "hybrid:analogy", 0)
+    # the next cell: the last cell's next variation, no model asked
+    varied = [*history[:2], step(3, "x > 3", {"x": VARIABLES["n"]})]
+    nxt = hybrid("next-cell", "full", None, varied)
+    assert (nxt["answer"], nxt["model"], nxt["asked"]) == ("x < 3", "hybrid:variation", 0)
+    # nothing varies in the last cell: it abstains (no answer, not scored), no model asked
+    # even though the model would have answered
+    none = hybrid("next-cell", "full", None, answer="<code>\ny = x + 1\n</code>")
+    assert (none["answer"], none["model"], none["abstained"], none["asked"]) == (
+        "", "hybrid:abstain", True, 0)
 
 
 def test_hybrid_is_a_predictor_name_with_the_local_models_window():

@@ -6,11 +6,13 @@ can show (``baseline.determined_output`` over the state the context shows); the 
 step's output when the cell *is* a re-run of the previous one (the same code: the same
 output, unless the state changed under it); else the local model. Copying the previous
 output anywhere else would repeat what the user just saw, which is no prediction.
-Next-cell task: the analogy of ``nextcell.py`` (never the cell just run), else the model.
+Next-cell task: the last cell's next variation (``nextcell.py``: never the cell just run),
+else it abstains. The model is not asked for next cells: its answers scored far below
+copying the last cell (README "Predictors"), and a guess is worse than no ghost text.
 
 The model's answer is shown only when it is one: an answer that is no prediction (the
 prompt's demonstration echoed, cut off at the cap: ``prompts.garbage``; prompt markup in
-the answer itself) or, for the next cell, the cell just run, is an abstention
+the answer itself) is an abstention
 (``abstained``, no answer, not scored), and the notebook says there is no confident
 prediction.
 
@@ -50,10 +52,10 @@ class HybridPredictor:
         return self._model.max_tokens
 
     def _rule(self, request: PredictionRequest) -> tuple[str, str] | None:
-        """(answer, which rule) when a rule applies."""
+        """(answer, which rule) when a rule applies; ("", "abstain") for no answer."""
         if request.task == "next-cell":
             answer = next_cell(request.history)
-            return None if answer is None else (answer, "analogy")
+            return ("", "abstain") if answer is None else (answer, "variation")
         code = request.target_code or ""
         state = visible_state(request.history, request.prompt.context, code)
         determined = determined_output(code, request.history, state)
@@ -68,7 +70,8 @@ class HybridPredictor:
         rule = self._rule(request)
         if rule is not None:
             return Completion(text=rule[0], model=f"{HYBRID}:{rule[1]}",
-                              latency=time.perf_counter() - started, answer=rule[0])
+                              latency=time.perf_counter() - started, answer=rule[0],
+                              abstained=rule[1] == "abstain")
         completion = await self._model.predict(request)
         completion.model = f"{HYBRID}:{completion.model}"
         answer = postprocess(completion.text, request.task)
@@ -81,8 +84,6 @@ class HybridPredictor:
     def _no_prediction(self, request: PredictionRequest, completion: Completion,
                        answer: str) -> bool:
         """Whether the model's ``answer`` is no prediction, so that hybrid abstains."""
-        if request.task == "next-cell" and _is_last_cell(answer, request):
-            return True
         if any(tag in answer for tag in MARKUP):
             return True
         # (markup after the answer's closing tag was cut off by post-processing: the answer
