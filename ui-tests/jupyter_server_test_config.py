@@ -52,19 +52,21 @@ def _seed_class(store_path: str) -> None:
     try:
         if store.get_trajectory("class-alice-1") is not None:
             return
-        for user, notebook, codes in (
-            ("alice", "class/lab1.ipynb", ["x = 20", "x * 2", "print(x + 1)"]),
-            ("bob", "class/lab2.ipynb", ["import math", "math.sqrt(16)"]),
+        # alice ran lab1 twice (two kernels, two days): the drill-down asks which
+        for user, session, day, notebook, codes in (
+            ("alice", 0, "01", "class/lab1.ipynb", ["x = 10", "x + 1"]),
+            ("alice", 1, "02", "class/lab1.ipynb", ["x = 20", "x * 2", "print(x + 1)"]),
+            ("bob", 1, "02", "class/lab2.ipynb", ["import math", "math.sqrt(16)"]),
         ):
-            tid = f"class-{user}-1"
-            writes: list = [NewTrajectory(tid, f"k-{user}", notebook,
-                                          "2026-03-02T09:00:00+00:00", "kernel", user)]
+            tid, kernel = f"class-{user}-{session}", f"k-{user}-{session}"
+            writes: list = [NewTrajectory(tid, kernel, notebook,
+                                          f"2026-03-{day}T09:00:00+00:00", "kernel", user)]
             for n, code in enumerate(codes, 1):
                 writes.append(NewStep({
-                    "format_version": 1, "trajectory_id": tid, "kernel_id": f"k-{user}",
+                    "format_version": 1, "trajectory_id": tid, "kernel_id": kernel,
                     "step": n, "cell_id": f"{user}-c{n}", "notebook_path": notebook,
-                    "started_at": f"2026-03-02T09:0{n}:00+00:00",
-                    "ended_at": f"2026-03-02T09:0{n}:01+00:00", "code": code,
+                    "started_at": f"2026-03-{day}T09:0{n}:00+00:00",
+                    "ended_at": f"2026-03-{day}T09:0{n}:01+00:00", "code": code,
                     "output": "" if n == 1 else f"{user} output {n}", "outputs": [],
                     "execution_time": 0.5, "memory_bytes": 1000,
                     "runtime_variables": {"x": {"type": "int", "size": 28,

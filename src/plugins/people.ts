@@ -227,16 +227,16 @@ function addClassView(
           client,
           {
             open: async row => {
-              const found = (await trajectoriesOf(row)).filter(
-                t => t.steps > 0
+              const { chooseSession } = await import('../class/sessions');
+              const chosen = await chooseSession(
+                await trajectoriesOf(row),
+                row,
+                trans
               );
-              const latest = found.sort((a, b) =>
-                b.started_at.localeCompare(a.started_at)
-              )[0];
-              if (!latest) {
-                throw new Error(trans.__('nothing recorded'));
+              if (!chosen) {
+                return;
               }
-              await live.replay(latest);
+              await live.replay(chosen);
               const { PANEL_ID } = await import('./panel');
               app.shell.activateById(PANEL_ID);
             },

@@ -27,9 +27,9 @@ test.describe('The class view', () => {
     ).toHaveAttribute('data-notebook', 'class/lab2.ipynb');
     await expect(
       page.locator('.themisto-ClassView-row[data-user="alice"] td[data-cells]')
-    ).toHaveText('3');
+    ).toHaveText('5');
 
-    // Sorted by cells run, most first: alice (3) before bob (2).
+    // Sorted by cells run, most first: alice (5, two sessions) before bob (2).
     await page.locator('th[data-sort="cells"]').click();
     await expect(page.locator('th[data-sort="cells"]')).toHaveAttribute(
       'data-order',
@@ -57,12 +57,21 @@ test.describe('The class view', () => {
       timeout: 10000
     });
 
-    // Drill down: alice's notebook, replayed read-only in the prediction panel.
+    // Drill down: alice ran lab1 in two sessions; she picks one (the latest
+    // preselected), replayed read-only in the prediction panel.
     await page
       .locator(
         '.themisto-ClassView-row[data-user="alice"] .themisto-ClassView-open'
       )
       .click();
+    const dialog = page.locator('.jp-Dialog');
+    await expect(dialog).toContainText("Replay which of alice's sessions");
+    const options = dialog.locator('select option');
+    await expect(options).toHaveCount(2);
+    await expect(options.first()).toContainText('Session 2 of 2');
+    await expect(options.first()).toContainText('3 cells');
+    await expect(options.nth(1)).toContainText('Session 1 of 2');
+    await dialog.getByRole('button', { name: 'Replay' }).click();
     const panel = page.locator('#themisto-prediction-panel');
     await expect(panel).toBeVisible({ timeout: 15000 });
     await expect(panel.locator('.themisto-Header-name')).toHaveAttribute(
