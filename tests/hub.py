@@ -8,6 +8,7 @@ the end."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -69,11 +70,36 @@ c.Spawner.oauth_client_allowed_scopes = ["{scope}"]
 """
 
 
+def end_processes(name: str, timeout: float = 15.0) -> None:
+    """Every process of UNIX account ``name`` killed, and gone: a kernel outlives its
+    server by a moment, and ``usermod`` refuses an account with a process (exit 8)."""
+    import psutil
+
+    uid = pwd.getpwnam(name).pw_uid
+    deadline = time.monotonic() + timeout
+    while left := [p for p in psutil.process_iter(["uids", "status"])
+                   if p.info["uids"].real == uid and p.info["status"] != psutil.STATUS_ZOMBIE]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"processes of {name} survive SIGKILL for {timeout:g} s")
+        for process in left:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        time.sleep(0.2)
+
+
 def system_user(name: str, home: Path) -> None:
     """A UNIX account ``name`` with a private home ``home`` (made or moved here)."""
     try:
         pwd.getpwnam(name)
-        subprocess.run(["usermod", "--home", str(home), name], check=True)
+        end_processes(name)  # an earlier test's, still ending
+        for _ in range(20):  # 8: a process of the account (a zombie not yet reaped)
+            code = subprocess.run(["usermod", "--home", str(home), name], check=False)
+            if code.returncode != 8:
+                code.check_returncode()
+                break
+            time.sleep(0.5)
+        else:
+            code.check_returncode()
     except KeyError:
         subprocess.run(["useradd", "--home-dir", str(home), "--shell", "/bin/sh",
                         "--no-create-home", "--user-group", name], check=True)
@@ -106,6 +132,7 @@ class Hub:
             raise RuntimeError("the hub tests start each user's server as their own UNIX "
                                "account: run them as root (CI does)")
         self.dir = directory
+        self.users = list(users)
         self.homes = Path(tempfile.mkdtemp(prefix="themisto-homes-"))
         self.homes.chmod(0o755)
         for name in users:
@@ -196,6 +223,8 @@ class Hub:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(10)
         self.log.close()
+        for name in self.users:  # kernels in their own process groups outlive the hub
+            end_processes(name)
         for path, mode in reversed(self._restore):
             path.chmod(mode)
         shutil.rmtree(self.homes, ignore_errors=True)
