@@ -59,6 +59,9 @@ def test_a_column_moves_to_the_frames_next_unused_column_from_the_snapshot():
                  variables={"states": STATES}) == "states['density']"
     # a string that names no column of a frame in the snapshot stays as it is
     assert after("print('population')") is None
+    # a frame of one column has no other to move to
+    single = {**STATES, "repr": "   population\nCA  39538223"}
+    assert after("states['population']", variables={"states": single}) is None
 
 
 def test_a_lazy_grouping_gets_its_first_aggregate():

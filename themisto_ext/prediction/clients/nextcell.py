@@ -48,6 +48,8 @@ _OPERATORS = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "==": "!=", "!=": "=="
               "&": "|", "|": "&"}
 _LAZY = {"groupby", "rolling", "resample", "expanding", "ewm"}
 _FRAMES = {"DataFrame"}
+_USED_CELLS = 200
+"""How many cells back "not used yet" looks."""
 
 _Edit = tuple[int, int, str]
 """Characters ``[start, end)`` of the cell replaced by a text."""
@@ -61,7 +63,8 @@ def next_cell(history: Sequence[Step]) -> str | None:
     tokens = _tokens(code)
     if not tokens or any(t.string in ("def", "class") for t in tokens):
         return None  # a definition's successor uses it: no variation of it
-    used = {t.string for step in history[:-1] for t in _tokens(str(step["code"]))}
+    # what the notebook used lately (not every cell of a long one: each prediction reads it)
+    used = {t.string for step in history[-_USED_CELLS:-1] for t in _tokens(str(step["code"]))}
     edits = list(_variations(code, tokens, used, history[-1]))
     if not edits:
         return None
@@ -121,7 +124,8 @@ def _sibling_string(literal: str, used: set[str], last: Step) -> str | None:
         if value in header:
             others = header[header.index(value) + 1:] + header[:header.index(value)]
             fresh = [c for c in others if repr(c) not in used and f'"{c}"' not in used]
-            return f"{quote}{(fresh or others or [value])[0]}{quote}"
+            choice = fresh or others  # none: a frame of one column
+            return f"{quote}{choice[0]}{quote}" if choice else None
     return None
 
 
