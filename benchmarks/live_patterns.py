@@ -32,8 +32,9 @@ of next-cell predictions (the notebook's footers show neither: ``cellview.ts``);
 ``p50``/``p95`` seconds from Shift+Enter to the prediction on the live stream, a cell
 that never got one counting as never (``inf``); ``em``/``chrf`` the ``scored`` events'
 exact match and chrF of the cells with a prediction, and the same over the cells every
-predictor run predicted (``same_cells``). ``next_is_last`` is the share of next-cell
-answers that are the cell just run. Before the scenarios, on the server just started,
+predictor run predicted (``same_cells``). ``next_abstained`` is the share of next-cell
+predictions that abstained, ``next_is_last`` the share of next-cell answers (abstentions
+left out) that are the cell just run. Before the scenarios, on the server just started,
 the notebook is opened and its cells run one after another at once: ``cold_start`` is its
 first cell's Shift+Enter to prediction, ``cold_start_model`` the same for the first
 prediction a model wrote (not a rule), the model's load included (it loads on first use
@@ -411,7 +412,7 @@ def summary(session: Session) -> dict[str, Any]:
     waits = [c.prediction_at - c.run_at for c in counted]
     scored = [c.scores for c in counted if c.scores is not None]
     made = [r for k, r in session.next_cells.items() if k <= len(cells) + 1]
-    nexts = [r for r in made if not r.get("error")]
+    nexts = [r for r in made if not r.get("error") and not r.get("abstained")]
     # the cell just run before a next-cell prediction's target
     just_run = {k: cells[k - 2].code for k in session.next_cells if 2 <= k <= len(cells) + 1}
     return {
@@ -430,6 +431,7 @@ def summary(session: Session) -> dict[str, Any]:
         "chrf": statistics.fmean(s["chrf"] for s in scored) if scored else None,
         "abstained": sum(c.abstained for c in counted) / n,
         "next_cells": len(nexts),
+        "next_abstained": sum(1 for r in made if r.get("abstained")) / max(1, len(made)),
         "next_is_last": sum(1 for r in nexts if str(r.get("answer") or "").strip()
                             == just_run.get(int(r["target_step"]), "").strip())
                         / max(1, len(nexts)),
@@ -480,8 +482,9 @@ def describe(r: dict[str, Any]) -> str:
             f"before output {share(r['before_output'])} · "
             f"superseded {share(r['superseded'])} (next cell {share(r['next_superseded'])}) · "
             f"abstained {share(r['abstained'])} · "
-            f"p50 {r['p50']:.3f} s p95 {r['p95']:.3f} s · {quality} · next cell = the cell "
-            f"just run {share(r['next_is_last'])} of {r['next_cells']}")
+            f"p50 {r['p50']:.3f} s p95 {r['p95']:.3f} s · {quality} · next cell: abstained "
+            f"{share(r['next_abstained'])}, the cell just run {share(r['next_is_last'])} of "
+            f"{r['next_cells']} answers")
 
 
 def same_cells(runs: dict[str, dict[str, Any]], names: list[str]) -> None:
