@@ -109,5 +109,5 @@ class HybridPredictor:
 
 
 def _is_last_cell(code: str, request: PredictionRequest) -> bool:
-    """Whether ``code`` is the code of the cell just run (a re-run; a next cell that is none)."""
+    """Whether ``code`` is the code of the cell just run (a re-run of the previous cell)."""
     return bool(request.history) and code.strip() == str(request.history[-1]["code"]).strip()

@@ -86,13 +86,12 @@ def _variations(code: str, tokens: list[tokenize.TokenInfo], used: set[str],
         before = tokens[i - 1].string if i else ""
         new: str | None = None
         if t.type == tokenize.NAME and before == "." and t.string in _AGGREGATES:
-            unused = [a for a in _AGGREGATES if a != t.string and a not in used]
-            new = unused[0] if unused else _PAIRS[t.string]
+            new = _next_aggregate(used, t.string) or _PAIRS[t.string]
         elif t.type == tokenize.NAME and t.string in _LAZY and before == ".":
             end = _closing(tokens, i + 1)
             if end is not None and _ends_expression(tokens, end):
-                unused = [a for a in _AGGREGATES if a not in used]
-                yield span(tokens[end])[1], span(tokens[end])[1], f".{(unused or ['sum'])[0]}()"
+                after = span(tokens[end])[1]
+                yield after, after, f".{_next_aggregate(used) or 'sum'}()"
         elif t.type == tokenize.NAME and (before == "." or t.string in _WORDS):
             new = _PAIRS.get(t.string)
         elif t.type == tokenize.OP and t.string in _OPERATORS:
@@ -107,6 +106,11 @@ def _variations(code: str, tokens: list[tokenize.TokenInfo], used: set[str],
             new = str(int(t.string) + 1)  # after a unary minus too: x[-1] -> x[-2]
         if new is not None:
             yield (*span(t), new)
+
+
+def _next_aggregate(used: set[str], current: str | None = None) -> str | None:
+    """The first aggregate, other than ``current``, the notebook has not used lately."""
+    return next((a for a in _AGGREGATES if a != current and a not in used), None)
 
 
 def _sibling_string(literal: str, used: set[str], last: Step) -> str | None:
@@ -132,7 +136,8 @@ def _sibling_string(literal: str, used: set[str], last: Step) -> str | None:
 def _enclosing(tokens: list[tokenize.TokenInfo], i: int) -> str | None:
     """What the innermost bracket around token ``i`` makes: ``"subscript"`` (``x[4]``,
     ``df['a']``), ``"call"`` (``f(4)``), ``"literal"`` (a list, tuple, dict or set: data),
-    or None outside brackets (or past an ``=`` or a line's start in the same statement)."""
+    or None outside brackets or when a line break comes first (a bracket opened on an
+    earlier line is not looked for: no variation there)."""
     depth = 0
     for j in range(i - 1, -1, -1):
         s = tokens[j].string
