@@ -108,9 +108,11 @@ async def test_delete_my_data_takes_all_of_mine_and_nothing_else(jp_fetch, jp_se
         assert [s["step"] for s in themisto.store.sync.iter_steps("bob-t")] == [1]
         # The running kernel goes on recording (the user still consents).
         await client.execute_interactive("z = 1", timeout=30)
-        for _ in range(100):
+        # The trajectory's row can land a moment before its step does (two writes), so
+        # wait for the step, not for the row.
+        for _ in range(200):
             rows = (await api(jp_fetch, "class"))["rows"]
-            if any(r["user"] == "alice" for r in rows):
+            if any(r["user"] == "alice" and r["cells"] for r in rows):
                 break
             await asyncio.sleep(0.05)
         assert {r["user"]: r["cells"] for r in rows} == {"alice": 1, "bob": 1}
