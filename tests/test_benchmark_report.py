@@ -145,6 +145,54 @@ def test_an_abstention_is_counted_apart_and_comparisons_keep_to_the_examples_ans
     assert none[2:5] == ["39", "0", "1 (ProviderServerError 1)"]
 
 
+def test_the_report_says_what_answered_each_example_and_how_well(tmp_path):
+    """hybrid answers from rules, from its model, or abstains: the report gives each
+    source's share of the examples and its own exact match and chrF, with intervals."""
+    folder = results_dir(tmp_path)
+    rng = np.random.default_rng(2)
+    lines = []
+    for i, example in enumerate(IDS):
+        if i < 20:  # a rule: always right
+            r = {**record(example, "h", "full", 1.0, rng), "model": "hybrid:baseline"}
+        elif i < 32:
+            r = {**record(example, "h", "full", float(i == 20), rng), "model": "hybrid:m.gguf"}
+        elif i < 38:
+            r = {**record(example, "h", "full", 0.0, rng), "model": "hybrid:abstain",
+                 "answer": "", "scores": None, "abstained": True}
+        else:
+            r = record(example, "h", "full", 0.0, rng, error=True)
+        lines.append(r)
+    with (folder / "results.jsonl").open("a") as out:
+        out.writelines(json.dumps(r) + "\n" for r in lines)
+    markdown, summary = run_report(folder)
+    rows = {(r["source"], r["outcome"]): r for r in summary["sources"]
+            if (r["task"], r["predictor"], r["context"]) == ("output", "h", "full")}
+    assert {k: (r["examples"], r["share"]) for k, r in rows.items()} == {
+        ("hybrid:baseline", "answered"): (20, 0.5), ("hybrid:m.gguf", "answered"): (12, 0.3),
+        ("hybrid:abstain", "abstained"): (6, 0.15), ("?", "failed"): (2, 0.05)}
+    model = rows[("hybrid:m.gguf", "answered")]
+    assert model["clusters"] == len({TRAJECTORY[e] for e in IDS[20:32]}) == 8
+    mine = [r for r in lines if r.get("model") == "hybrid:m.gguf"]
+    expected = bootstrap_ci([r["scores"]["chrf"] for r in mine], resamples=2000,
+                            clusters=[r["trajectory_id"] for r in mine],
+                            seed=derived_seed(3, "source", "output", "h", "full",
+                                              "hybrid:m.gguf", "chrf"))
+    assert model["chrf"] == {"mean": expected.mean, "ci_low": expected.low,
+                             "ci_high": expected.high}
+    assert model["exact_match"]["mean"] == pytest.approx(1 / 12)
+    assert rows[("hybrid:baseline", "answered")]["exact_match"] == \
+        {"mean": 1.0, "ci_low": 1.0, "ci_high": 1.0}
+    assert rows[("hybrid:abstain", "abstained")]["chrf"] is None
+    shown = table_row(markdown, "h", "full", "hybrid:m.gguf")
+    assert shown[3:7] == ["answered", "12", "30%", "8"]
+    assert shown[8] == fmt(expected.mean, expected.low, expected.high)
+    assert table_row(markdown, "h", "full", "hybrid:abstain")[7:] == ["n/a", "n/a"]
+    # a reference has one source: itself
+    copy = [r for r in summary["sources"] if r["predictor"] == "copy-previous"
+            and r["context"] == "full" and r["task"] == "output"]
+    assert [(r["source"], r["examples"]) for r in copy] == [("?", 40)]
+
+
 def test_comparisons_resample_trajectories_and_holm_covers_every_test(tmp_path):
     folder = results_dir(tmp_path)
     markdown, summary = run_report(folder)

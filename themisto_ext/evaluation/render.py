@@ -106,6 +106,24 @@ def _garbage_table(summary: Summary, task: str) -> list[str]:
     return lines
 
 
+def _sources_table(summary: Summary, task: str) -> list[str]:
+    rows = [r for r in summary.get("sources", []) if r["task"] == task]
+    if not rows:
+        return []
+    lines = ["", "What answered (a record's model: for `hybrid`, its rule or its model), over "
+             "every example a condition ran; EM and chrF of those answers, intervals "
+             f"resampling {summary['unit']}s:", "",
+             "| predictor | context | source | outcome | examples | share | clusters | EM | "
+             "chrF |", "|---|---|---|---|--:|--:|--:|---|---|"]
+    for r in rows:
+        cells = [fmt_interval(r[m]["mean"], r[m]["ci_low"], r[m]["ci_high"])
+                 if r[m] else "n/a" for m in ("exact_match", "chrf")]
+        lines.append(f"| {r['predictor']} | {r['context']} | {r['source']} | {r['outcome']} | "
+                     f"{r['examples']} | {r['share']:.0%} | {r['clusters']} | "
+                     + " | ".join(cells) + " |")
+    return lines
+
+
 def _reproducible_table(summary: Summary, info: dict[str, Any]) -> list[str]:
     task, dependent = info["task"], info.get("environment_dependent")
     rows = [m for m in summary.get("means_reproducible", []) if m["task"] == task]
@@ -171,6 +189,7 @@ def render_markdown(summary: Summary) -> str:
                          + " | ".join(cells) + " |")
         lines += _reproducible_table(summary, info)
         lines += _garbage_table(summary, task)
+        lines += _sources_table(summary, task)
         lines += ["", f"### Paired differences ({task})", ""]
         entries = [c for c in summary["comparisons"] if c["task"] == task]
         if not entries:

@@ -228,6 +228,7 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
         "sampling": run.get("sampling"), "realism": run.get("realism"),
         "targets": run.get("targets"), "environment_targets": run.get("environment_targets"),
         "tasks": [], "conditions": [], "means": [], "means_reproducible": [], "garbage": [],
+        "sources": [],
         "degenerate_tests": 0,
         "comparisons": [], "skipped": [], "warnings": [],
         "primary": None if specs is None else [str(s) for s in specs],
@@ -275,6 +276,7 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
                     "clusters": ci.clusters})
         summary["tasks"][-1].update(_reproducible_means(task, summary, unit, resamples, seed))
         summary["garbage"] += _garbage_rates(task, clusters, strata, resamples, seed)
+        summary["sources"] += _sources(task, unit, resamples, seed)
         for kind, treatment, control in _comparison_pairs(task, specs or ()):
             if task.answers(treatment) == task.answers(control):
                 summary["skipped"].append({
@@ -325,6 +327,43 @@ def _garbage_rates(task: _Task, clusters: Sequence[str] | None, strata: Sequence
                      "rate": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "n": ci.n,
                      "clusters": ci.clusters,
                      "kinds": {kind: sum(kind in k for k in found) for kind in GARBAGE_KINDS}})
+    return rows
+
+
+def _sources(task: _Task, unit: str, resamples: int, seed: int) -> list[dict[str, Any]]:
+    """Per condition, what answered (a record's ``model``: for ``hybrid`` the rule or the
+    model, e.g. ``hybrid:baseline``, ``hybrid:rerun``, ``hybrid:variation``), abstentions
+    and failures apart: how many of the condition's examples each took, and the exact
+    match and chrF of its answers with intervals (resampling the unit). Over every example
+    the condition ran, not only the common set: this says where the answers come from and
+    how good each source is; the common set says how good the condition is."""
+    rows = []
+    for predictor, context in task.conditions:
+        records = task.by[(predictor, context)]
+        groups: dict[tuple[str, str], list[Record]] = defaultdict(list)
+        for record in records.values():
+            kind = "abstained" if _abstained(record) else \
+                "answered" if _scored(record) else "failed"
+            groups[(str(record.get("model") or "?") if kind != "failed" else "?",
+                    kind)].append(record)
+        for (source, kind), mine in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
+            trajectories = [str(r.get("trajectory_id") or f"example:{r['example_id']}")
+                            for r in mine]
+            row: dict[str, Any] = {
+                "task": task.task, "predictor": predictor, "context": context,
+                "source": source, "outcome": kind, "examples": len(mine),
+                "share": len(mine) / len(records), "clusters": len(set(trajectories))}
+            for metric in ("exact_match", "chrf"):
+                row[metric] = None
+                if kind == "answered":
+                    ci = bootstrap_ci(
+                        [float(r["scores"][metric]) for r in mine], resamples=resamples,
+                        confidence=CONFIDENCE,
+                        clusters=trajectories if unit == "trajectory" else None,
+                        seed=derived_seed(seed, "source", task.task, predictor, context,
+                                          source, metric))
+                    row[metric] = {"mean": ci.mean, "ci_low": ci.low, "ci_high": ci.high}
+            rows.append(row)
     return rows
 
 
