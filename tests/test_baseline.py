@@ -78,7 +78,9 @@ def predict(task: Task, history: list[dict[str, Any]], target: str | None = None
     asyncio.run(predictor.aclose())
     assert completion.model == "baseline"
     assert completion.prompt_tokens is None and completion.completion_tokens is None
-    assert 0 <= completion.latency < 1
+    # measured, and no model call (the first call imports IPython's printer: ~1 s on a busy
+    # machine, so no tighter bound here; benchmarks measure speed)
+    assert 0 <= completion.latency < 10
     return completion.text
 
 

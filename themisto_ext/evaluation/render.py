@@ -110,9 +110,10 @@ def _sources_table(summary: Summary, task: str) -> list[str]:
     rows = [r for r in summary.get("sources", []) if r["task"] == task]
     if not rows:
         return []
+    unit = "whole trajectories" if summary["unit"] == "trajectory" else "examples"
     lines = ["", "What answered (a record's model: for `hybrid`, its rule or its model), over "
              "every example a condition ran; EM and chrF of those answers, intervals "
-             f"resampling {summary['unit']}s:", "",
+             f"resampling {unit}:", "",
              "| predictor | context | source | outcome | examples | share | clusters | EM | "
              "chrF |", "|---|---|---|---|--:|--:|--:|---|---|"]
     for r in rows:

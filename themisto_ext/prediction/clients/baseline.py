@@ -17,6 +17,9 @@ can be known is predicted; the rest is assumed to print nothing, as most cells d
   ``np`` is NumPy where an earlier cell imported it so; likewise a pandas Series or
   DataFrame whose repr the snapshot holds whole and rebuilds faithfully (``frames.py``:
   columns, ``loc``/``iloc``, aggregates, ``head``, sorting, arithmetic; bounded);
+* a cell that draws with matplotlib and shows nothing else shows its figures' lines
+  (``<Figure size 640x480 with 1 Axes>``, ``figures.py``), whether or not the rest of it
+  is known;
 * a variable is known from the snapshot until a statement of the cell does anything with
   it other than reading it in something this module evaluates; ``x = <known value>`` keeps
   it known.
@@ -40,7 +43,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from themisto_ext.prediction.clients import arrays, frames, operators
+from themisto_ext.prediction.clients import arrays, figures, frames, operators
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.prompts.state import curated_selection
 from themisto_ext.records import Context, RuntimeVariable, Step
@@ -152,7 +155,13 @@ def determined_output(code: str, history: Sequence[Step],
     for i, statement in enumerate(cell.body):
         is_last = i == len(cell.body) - 1
         shown.append(state.run(statement, display=is_last and not _quiet(code)))
-    return "".join(shown).removesuffix("\n"), not state.undetermined
+    text = "".join(shown).removesuffix("\n")
+    try:
+        drawn = figures.figure_text(code, history, _quiet(code))
+    except figures.Undetermined:
+        return text, False
+    # a cell that draws shows its figures and nothing else (figure_text checked that)
+    return (drawn, True) if drawn else (text, not state.undetermined)
 
 
 _SILENT = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Import, ast.ImportFrom, ast.Pass,

@@ -1,0 +1,110 @@
+"""The figures a cell draws, told from its code (prediction/clients/figures.py), checked
+against matplotlib itself drawing the same cells."""
+
+from __future__ import annotations
+
+import pytest
+
+from themisto_ext.prediction.clients import figures
+from themisto_ext.prediction.clients.baseline import _quiet, determined_output
+
+IMPORT = "import numpy as np\nimport matplotlib.pyplot as plt\nx = np.linspace(0, 10, 50)"
+
+
+def step(code: str, shown: str = "") -> dict:
+    outputs = [{"output_type": "display_data", "mime_types": ["image/png", "text/plain"],
+                "text": line} for line in shown.splitlines()]
+    return {"code": code, "output": shown, "outputs": outputs, "error": None,
+            "runtime_variables": {}}
+
+
+def told(code: str, history: list[dict] | None = None) -> str:
+    return figures.figure_text(code, [step(IMPORT)] if history is None else history,
+                               _quiet(code))
+
+
+def drawn(code: str) -> str:
+    """What matplotlib shows for the figures ``code`` makes: run it (Agg, no display) and
+    read every open figure's repr, as the inline backend does when a cell ends."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    with matplotlib.rc_context({"figure.figsize": (6.4, 4.8), "figure.dpi": 100}):
+        exec(compile(IMPORT + "\n" + code, "<cell>", "exec"), {})
+        shown = "\n".join(repr(plt.figure(n)) for n in plt.get_fignums())
+    plt.close("all")
+    return shown
+
+
+CELLS = [
+    "plt.plot(x, np.sin(x));",
+    "plt.plot(x, np.sin(x))\nplt.xlim(-1, 11)\nplt.ylim(-1.5, 1.5);",
+    "fig, ax = plt.subplots(2, 3, figsize=(9, 6))",
+    "fig, ax = plt.subplots(2, sharex=True)\nax[0].plot(x)\nax[1].plot(x);",
+    "fig = plt.figure()",
+    "fig = plt.figure(figsize=(8, 3))\nax = fig.add_subplot(1, 2, 1)\n"
+    "ax2 = fig.add_axes([0.6, 0.1, 0.3, 0.8])",
+    "plt.imshow(np.eye(4))\nplt.colorbar();",
+    "ax = plt.axes()\nax2 = ax.twinx()\nax.plot(x);",
+    "for k in range(3):\n    plt.plot(x, x * k)\nplt.legend(['a', 'b', 'c']);",
+    "fig, ax = plt.subplots(1, 2, figsize=(16, 6))\nfor axi in ax.flat:\n    axi.plot(x)",
+    "with plt.style.context('ggplot'):\n    plt.hist(x);",
+    "plt.figure()\nplt.subplot(2, 1, 1)\nplt.plot(x)\nplt.subplot(2, 1, 2)\nplt.plot(x);",
+    "def draw(values):\n    plt.scatter(values, values)\n\ndraw(x)",
+    "y = x * 2",
+    "ax = plt.axes(xticks=[], yticks=[])\nax.xaxis.set_major_locator(plt.MaxNLocator(3));",
+]
+
+
+@pytest.mark.parametrize("code", CELLS)
+def test_the_figures_told_are_those_matplotlib_draws(code):
+    assert told(code) == drawn(code)
+
+
+@pytest.mark.parametrize("code", [
+    "plt.plot(x, np.sin(x))",  # the Line2D list is shown too, with its address
+    "plt.plot(x)\nprint('done')",
+    "import seaborn as sns\nsns.histplot(x);",
+    "plt.style.use('ggplot')\nplt.plot(x);",
+    "for i in range(1, 4):\n    plt.subplot(1, 3, i)",
+    "if len(x) > 3:\n    plt.plot(x);",
+    "fig, ax = plt.subplots(n, 2)",
+    "plt.figure(figsize=(w, 3));",
+    "import pandas as pd\npd.DataFrame({'a': x, 'b': x}).hist();",
+    "frame.plot(subplots=True);",
+])
+def test_what_the_rules_cannot_count_is_undetermined(code):
+    with pytest.raises(figures.Undetermined):
+        told(code)
+
+
+def test_sizes_are_learnt_from_the_figures_the_notebook_showed():
+    history = [step(IMPORT), step("plt.plot(x);", "<Figure size 1000x700 with 1 Axes>")]
+    assert told("plt.scatter(x, x);", history) == "<Figure size 1000x700 with 1 Axes>"
+    # dpi from a figure with figsize: 4 inches showed as 288 pixels, 72 dpi
+    history = [step(IMPORT),
+               step("plt.figure(figsize=(4, 3))\nplt.plot(x);",
+                    "<Figure size 288x216 with 1 Axes>")]
+    assert told("fig, ax = plt.subplots(1, 2, figsize=(10, 4))", history) == \
+        "<Figure size 720x288 with 2 Axes>"
+    assert told("plt.plot(x);", history) == "<Figure size 460.8x345.6 with 1 Axes>"
+
+
+def test_pyplot_is_known_by_the_name_it_was_imported_as():
+    history = [step("%matplotlib inline\nimport matplotlib.pyplot as mp")]
+    assert told("mp.plot([1, 2]);", history) == "<Figure size 640x480 with 1 Axes>"
+    assert told("plt.xlabel('a');", history) == ""  # plt is not pyplot here
+    assert told("mp.xlabel('a');", [*history, step("mp = None")]) == ""
+
+
+def test_a_cell_that_draws_is_determined_by_its_figures_alone():
+    history = [step(IMPORT)]
+    assert determined_output("fig = plt.figure()", history) == \
+        ("<Figure size 640x480 with 0 Axes>", True)
+    assert determined_output("model = fit(x)\nplt.scatter(x, x);", history) == \
+        ("<Figure size 640x480 with 1 Axes>", True)
+    assert determined_output("plt.scatter(x, x)", history) == ("", False)
+    assert determined_output("y = 3\ny", history) == ("3", True)  # no figure: as before
