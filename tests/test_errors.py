@@ -28,6 +28,7 @@ SIGNALS = {
     ("themisto_ext/kernel/deadline.py", "DeadlineExceeded"),  # BaseException on purpose
     ("themisto_ext/prediction/clients/local/engine.py", "Abandoned"),
     ("themisto_ext/prediction/clients/baseline.py", "_Undetermined"),
+    ("themisto_ext/prediction/clients/figures.py", "_Undetermined"),
     # A FormatError that carries the problems its module found.
     ("themisto_ext/trajectory/__init__.py", "TrajectoryFormatError"),
 }

@@ -156,9 +156,8 @@ def determined_output(code: str, history: Sequence[Step],
         is_last = i == len(cell.body) - 1
         shown.append(state.run(statement, display=is_last and not _quiet(code)))
     text = "".join(shown).removesuffix("\n")
-    try:
-        drawn = figures.figure_text(code, history, _quiet(code))
-    except figures.Undetermined:
+    drawn = figures.figure_text(code, history, _quiet(code))
+    if drawn is None:
         return text, False
     # a cell that draws shows its figures and nothing else (figure_text checked that)
     return (drawn, True) if drawn else (text, not state.undetermined)

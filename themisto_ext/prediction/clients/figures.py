@@ -47,8 +47,8 @@ _HARMLESS = {"show", "tight_layout", "savefig", "draw", "pause", "get_cmap", "co
              "Normalize", "cm", "setp", "margins", "suptitle"}
 
 
-class Undetermined(Exception):
-    """The rules cannot tell what figures the cell shows."""
+class _Undetermined(Exception):
+    """The rules cannot tell what figures the cell shows (caught in ``figure_text``)."""
 
 
 @dataclass
@@ -76,12 +76,12 @@ class _Drawing:
 
     def new_figure(self, call: ast.Call, axes: int) -> None:
         if self.in_loop or self.in_branch:
-            raise Undetermined("a figure made in a loop or a branch")
+            raise _Undetermined("a figure made in a loop or a branch")
         self.figures.append(_Figure(_figsize(call), _number(_keyword(call, "dpi")), axes))
 
     def add_axes(self) -> None:
         if self.in_loop or self.in_branch:
-            raise Undetermined("axes made in a loop or a branch")
+            raise _Undetermined("axes made in a loop or a branch")
         if self.current is None:
             self.figures.append(_Figure(None))
         assert self.current is not None
@@ -90,7 +90,7 @@ class _Drawing:
     def needs_axes(self) -> None:
         if self.current is None or self.current.axes == 0:
             if self.in_branch:
-                raise Undetermined("a figure a branch may make")
+                raise _Undetermined("a figure a branch may make")
             if self.current is None:
                 self.figures.append(_Figure(None))
             assert self.current is not None
@@ -140,18 +140,18 @@ class _Drawing:
         elif name in self.functions:
             self.user_function(name)
         elif head in ("sns", "seaborn") and not rest.startswith(("set", "load_", "color")):
-            raise Undetermined("seaborn")
+            raise _Undetermined("seaborn")
         elif attribute in ("add_subplot", "add_axes", "colorbar", "twinx", "twiny"):
             self.add_axes()
         elif attribute == "subplots" and len(name.split(".")) == 2:  # fig.subplots(...)
-            raise Undetermined("subplots of an open figure")
+            raise _Undetermined("subplots of an open figure")
         elif attribute == "plot" or ".plot." in f".{name}.":
             if _keyword(call, "subplots") is not None:
-                raise Undetermined("one axes a column")
+                raise _Undetermined("one axes a column")
             if _keyword(call, "ax") is None and not _axes_like(head):
                 self.needs_axes()  # pandas: a new figure when none is open
         elif attribute in ("hist", "boxplot") and not _axes_like(head):
-            raise Undetermined("DataFrame.hist draws a grid of axes")
+            raise _Undetermined("DataFrame.hist draws a grid of axes")
 
     def pyplot_call(self, rest: str, call: ast.Call) -> None:
         first = rest.split(".", 1)[0]
@@ -172,25 +172,28 @@ class _Drawing:
                 or (first == "style" and rest.startswith("style.context")):
             return  # classes (plt.MaxNLocator(3), plt.Circle(...)) make no figure
         else:  # rc, rcParams, style.use, close, ioff...: what the figures are is unknown
-            raise Undetermined(f"pyplot.{rest}")
+            raise _Undetermined(f"pyplot.{rest}")
 
     def user_function(self, name: str) -> None:
         if name in self.calling:
-            raise Undetermined("recursion")
+            raise _Undetermined("recursion")
         self.calling.add(name)
         for statement in self.functions[name].body:
             self.statement(statement)
         self.calling.discard(name)
 
 
-def figure_text(code: str, history: Sequence[Step], quiet: bool) -> str:
+def figure_text(code: str, history: Sequence[Step], quiet: bool) -> str | None:
     """The lines the figures ``code`` makes show, "" for none, when they are all the cell
-    shows (``quiet``: its last token is a semicolon); raises ``Undetermined`` where the
-    rules cannot tell, or the cell shows more than its figures."""
+    shows (``quiet``: its last token is a semicolon); None where the rules cannot tell, or
+    the cell shows more than its figures."""
     try:
-        cell = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        raise Undetermined("not Python") from None
+        return _figure_text(ast.parse(code), history, quiet)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, _Undetermined):
+        return None
+
+
+def _figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool) -> str:
     pyplot = _pyplot_names(history) | _pyplot_imports(cell)
     functions = _drawing_functions(history, cell)
     drawing = _Drawing(pyplot, functions)
@@ -199,7 +202,7 @@ def figure_text(code: str, history: Sequence[Step], quiet: bool) -> str:
     if not drawing.figures:
         return ""
     if drawing.prints or not _shows_nothing_else(cell, quiet, drawing):
-        raise Undetermined("the cell shows more than its figures")
+        raise _Undetermined("the cell shows more than its figures")
     default, dpi = _learnt_sizes(history)
     lines = []
     for figure in drawing.figures:
@@ -371,7 +374,7 @@ def _number(node: ast.expr | None) -> float | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float) \
             and not isinstance(node.value, bool):
         return float(node.value)
-    raise Undetermined("a size that is not a literal")
+    raise _Undetermined("a size that is not a literal")
 
 
 def _figsize(call: ast.Call) -> tuple[float, float] | None:
@@ -382,7 +385,7 @@ def _figsize(call: ast.Call) -> tuple[float, float] | None:
         width, height = _number(node.elts[0]), _number(node.elts[1])
         if width is not None and height is not None:
             return width, height
-    raise Undetermined("a figsize that is not a literal")
+    raise _Undetermined("a figsize that is not a literal")
 
 
 def _int_argument(call: ast.Call, position: int, name: str) -> int:
@@ -391,4 +394,4 @@ def _int_argument(call: ast.Call, position: int, name: str) -> int:
         return 1
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
-    raise Undetermined("a grid that is not a literal")
+    raise _Undetermined("a grid that is not a literal")
