@@ -163,7 +163,7 @@ class _Drawing:
             self.new_figure(call, rows * cols)
         elif rest in ("subplot", "subplot2grid", "axes", "colorbar"):
             self.add_axes()
-        elif rest in ("gcf", "figure"):
+        elif rest == "gcf":  # (figure is handled above)
             if self.current is None:
                 self.figures.append(_Figure(None))
         elif first in _NEEDS_AXES:
