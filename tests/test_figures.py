@@ -3,6 +3,8 @@ against matplotlib itself drawing the same cells."""
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from themisto_ext.prediction.clients import figures
@@ -19,8 +21,8 @@ def step(code: str, shown: str = "") -> dict:
 
 
 def told(code: str, history: list[dict] | None = None) -> str | None:
-    return figures.figure_text(code, [step(IMPORT)] if history is None else history,
-                               _quiet(code))
+    return figures.figure_text(ast.parse(code), [step(IMPORT)] if history is None
+                               else history, _quiet(code))
 
 
 def drawn(code: str) -> str:

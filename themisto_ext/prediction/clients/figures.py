@@ -183,13 +183,13 @@ class _Drawing:
         self.calling.discard(name)
 
 
-def figure_text(code: str, history: Sequence[Step], quiet: bool) -> str | None:
-    """The lines the figures ``code`` makes show, "" for none, when they are all the cell
-    shows (``quiet``: its last token is a semicolon); None where the rules cannot tell, or
-    the cell shows more than its figures."""
+def figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool) -> str | None:
+    """The lines the figures the parsed ``cell`` makes show, "" for none, when they are all
+    the cell shows (``quiet``: its last token is a semicolon); None where the rules cannot
+    tell, or the cell shows more than its figures."""
     try:
-        return _figure_text(ast.parse(code), history, quiet)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, _Undetermined):
+        return _figure_text(cell, history, quiet)
+    except (RecursionError, _Undetermined):
         return None
 
 
