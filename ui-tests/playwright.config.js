@@ -25,6 +25,9 @@ module.exports = {
       }
     ]
   ],
+  // One retry on CI, as ipywidgets and JupyterLite do: a test that passes only on its
+  // retry still counts, but scripts/summary.py names it at the end of the log.
+  retries: process.env.CI ? 1 : 0,
   use: {
     ...baseConfig.use,
     baseURL,
