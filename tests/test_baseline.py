@@ -363,6 +363,7 @@ ARRAYS = [
         ("v.sum(), np.nansum(v)", "(np.float64(nan), np.float64(8.0))"),
         ("print(x2)", "[[3 1 3 7]\n [4 0 2 3]\n [0 0 6 9]]"),
         ("np.concatenate([x1, x1[:2]])", "array([9, 4, 0, 3, 8, 6, 9, 4])"),
+        ("np.zeros(3, dtype=int)", "array([0, 0, 0])"),
         ("grid = np.arange(1, 7).reshape(2, 3)\ngrid.T",
          "array([[1, 4],\n       [2, 5],\n       [3, 6]])"),
         # an assignment to an item is done on the cell's copy, and a view shares it
@@ -379,6 +380,8 @@ def test_arrays_the_snapshot_holds_whole_are_computed(code, expected):
     "code",
     [
         "big[0]",  # the repr was cut short: its values are not all known
+        "np.sum(big)",  # ditto: NumPy "sums" an object it does not know into itself
+        "np.min(big), np.max(big)",
         "np.arange(10**12)",  # bounded before it is made
         "np.zeros((10**6, 10**6))",
         "x1[:, np.newaxis] * np.ones(10**8)",  # a broadcast bounded before it runs

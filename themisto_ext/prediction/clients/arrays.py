@@ -106,6 +106,31 @@ def _operand(value: Any) -> bool:
     return type(value) in (bool, int, float, complex)
 
 
+_TYPES = (bool, int, float, complex, str)
+
+
+def _argument(value: Any) -> bool:
+    """A value NumPy computes with as the kernel would: numbers, strings, None, what
+    converts to an array (arrays, pandas objects), a dtype, or lists, tuples and dicts of
+    them. Anything else is refused: ``np.sum`` of an object it does not know returns that
+    object (a value known only by its cut repr was "summed" into itself)."""
+    np = numpy()
+    if value is None or isinstance(value, str) or _operand(value):
+        return True
+    if isinstance(value, list | tuple):
+        return all(_argument(item) for item in value)
+    if isinstance(value, dict):  # a structured dtype
+        return all(isinstance(k, str) and _argument(v) for k, v in value.items())
+    if isinstance(value, type):
+        return value in _TYPES or issubclass(value, np.generic)
+    return hasattr(type(value), "__array__")
+
+
+def _check_arguments(args: Sequence[Any], keywords: Mapping[str, Any]) -> None:
+    if not all(_argument(a) for a in args) or not all(_argument(v) for v in keywords.values()):
+        raise ValueError("not values NumPy computes with")
+
+
 def binary(function: Any, left: Any, right: Any) -> Any:
     """``function(left, right)`` where one side is an array and both are numeric."""
     np = numpy()
@@ -155,6 +180,7 @@ def method(value: Any, name: str, args: Sequence[Any], keywords: Mapping[str, An
     np = numpy()
     if name not in _METHODS or not set(keywords) <= _KEYWORDS:
         raise ValueError("not a known method")
+    _check_arguments(args, keywords)
     if name == "reshape":
         shape = args[0] if len(args) == 1 else tuple(args)
         if _size(tuple(shape) if isinstance(shape, list) else shape) > MAX_ELEMENTS:
@@ -168,6 +194,7 @@ def function(name: str, args: Sequence[Any], keywords: Mapping[str, Any]) -> Any
     np = numpy()
     if not set(keywords) <= _KEYWORDS:
         raise ValueError("not a known keyword")
+    _check_arguments(args, keywords)
     if name in _REDUCING or name in _JOINING:
         arrays = args[0] if name in _JOINING and args and isinstance(args[0], list | tuple) \
             else args
