@@ -403,6 +403,17 @@ def test_numpy_is_known_only_under_the_name_it_was_imported_as():
     assert output("import numpy as numpy_\nnumpy_.max(x1)", rebound) == "np.int64(9)"
 
 
+@pytest.mark.parametrize("first", [
+    "%matplotlib inline\nimport numpy as np",  # a magic: not Python to ast alone
+    "!pip list\nimport numpy as np",
+    "try:\n    import numpy as np\nexcept ImportError:\n    np = None",
+    "from numpy import sum\nimport numpy as np",
+])
+def test_numpy_is_known_from_cells_read_as_ipython_runs_them(first):
+    history = [step(1, first), ARRAYS[1]]
+    assert output("np.sum(x1)", history) == "np.int64(30)"
+
+
 def frame_entry(kind: str, text: str, shape: list[int]) -> dict[str, Any]:
     return {"type": kind, "size": 600, "size_exact": True, "shape": shape,
             "length": shape[0], "repr": text}

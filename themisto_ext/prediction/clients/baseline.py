@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import functools
 import io
 import math
 import re
@@ -43,7 +42,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from themisto_ext.prediction.clients import arrays, figures, frames, operators
+from themisto_ext.prediction.clients import arrays, figures, frames, names, operators
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.prompts.state import curated_selection
 from themisto_ext.records import Context, RuntimeVariable, Step
@@ -149,8 +148,8 @@ def determined_output(code: str, history: Sequence[Step],
         return None
     if snapshot is None:
         snapshot = (history[-1].get("runtime_variables") or {}) if history else {}
-    state = _State(snapshot, _bound_names(cell) | set(snapshot), _classes_defined(history),
-                   {module: _module_names(history, module) for module in _MODULES})
+    state = _State(snapshot, names.bound(cell) | set(snapshot), _classes_defined(history),
+                   {module: names.module_names(history, module) for module in _MODULES})
     shown: list[str] = []
     for i, statement in enumerate(cell.body):
         is_last = i == len(cell.body) - 1
@@ -242,9 +241,9 @@ class _State:
             if self._assigns_item(statement):
                 return ""
             if isinstance(statement, ast.Import | ast.ImportFrom):
-                for module, names in self.modules.items():
-                    bound, imported = _module_effect(statement, module)
-                    self.modules[module] = (names - bound) | imported
+                for module, known in self.modules.items():
+                    bound, imported = names.module_effect(statement, module)
+                    self.modules[module] = (known - bound) | imported
                 return ""
         except _Undetermined:
             pass
@@ -254,8 +253,8 @@ class _State:
             if isinstance(node, ast.Name):
                 self.entries.pop(node.id, None)
                 self.values.pop(node.id, None)
-                for names in self.modules.values():
-                    names.discard(node.id)
+                for known in self.modules.values():
+                    known.discard(node.id)
         return ""
 
     def _assigns_item(self, statement: ast.stmt) -> bool:
@@ -539,60 +538,9 @@ def _quiet(code: str) -> bool:
     return bool(significant) and significant[-1].string == ";"
 
 
-def _bound_names(cell: ast.Module) -> set[str]:
-    """Every name the cell binds anywhere (so a builtin it rebinds is not trusted)."""
-    bound: set[str] = set()
-    for node in ast.walk(cell):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            bound.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
-    return bound
-
-
 def _classes_defined(history: Iterable[Step]) -> set[str]:
     return {
         match.group(1)
         for step in history
         for match in re.finditer(r"^\s*class\s+(\w+)", str(step.get("code", "")), re.M)
     }
-
-
-def _module_names(history: Iterable[Step], module: str) -> set[str]:
-    """The names ``module`` (numpy, pandas) was imported as in the cells run so far (the
-    snapshot has no modules); a name a later cell binds to something else is dropped."""
-    names: set[str] = set()
-    for past in history:
-        dropped, added = _cell_module_effect(str(past.get("code", "")), module)
-        names = (names - dropped) | added
-    return names
-
-
-@functools.lru_cache(maxsize=8192)
-def _cell_module_effect(code: str, module: str) -> tuple[frozenset[str], frozenset[str]]:
-    """``(dropped, added)``: a cell turns the names ``module`` is known by into ``(names -
-    dropped) | added``. Cached by the cell's text: every prediction reads the whole
-    history, and parsing 2,000 cells each time cost ~45 ms on the server's loop."""
-    dropped: set[str] = set()
-    added: set[str] = set()
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return frozenset(), frozenset()
-    for statement in tree.body:
-        bound, imported = _module_effect(statement, module)
-        dropped |= bound
-        added = (added - bound) | imported
-    return frozenset(dropped), frozenset(added)
-
-
-def _module_effect(statement: ast.stmt, module: str) -> tuple[set[str], set[str]]:
-    """``(bound, imported)``: the names a statement binds, and those of them it binds to
-    ``module`` (``import numpy as np``)."""
-    bound = _bound_names(ast.Module(body=[statement], type_ignores=[]))
-    if not isinstance(statement, ast.Import):
-        return bound, set()
-    return bound, {alias.asname or alias.name for alias in statement.names
-                   if alias.name == module}

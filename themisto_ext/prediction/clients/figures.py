@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from themisto_ext.prediction.clients import names
 from themisto_ext.records import Step
 
 FIGURE = re.compile(r"<Figure size (\d+(?:\.\d+)?)x(\d+(?:\.\d+)?) with (\d+) Axes>")
@@ -194,7 +195,8 @@ def figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool) -> str |
 
 
 def _figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool) -> str:
-    pyplot = _pyplot_names(history) | _pyplot_imports(cell)
+    dropped, added = names.cell_effect(cell, "matplotlib.pyplot")
+    pyplot = (names.module_names(history, "matplotlib.pyplot") - dropped) | added
     functions = _drawing_functions(history, cell)
     drawing = _Drawing(pyplot, functions)
     for statement in cell.body:
@@ -262,58 +264,17 @@ def _learnt_sizes(history: Sequence[Step]) -> tuple[tuple[float, float], float]:
 def _cell_figsize(code: str) -> tuple[float, float] | str | None:
     """The one ``figsize`` a cell gives, None for none, "unknown" for several or a
     non-literal one. Cached: every prediction reads the history."""
-    try:
-        calls = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call)
-                 and _keyword(n, "figsize") is not None]
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = names.parsed(code)
+    if tree is None:
         return "unknown"
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and _keyword(n, "figsize") is not None]
     if not calls:
         return None
     sizes = {_figsize(c) for c in calls}
     if len(sizes) != 1 or None in sizes:
         return "unknown"
     return sizes.pop()
-
-
-def _pyplot_names(history: Iterable[Step]) -> set[str]:
-    names: set[str] = set()
-    for step in history:
-        names = (names - _bound(str(step.get("code") or ""))) | _pyplot_imported(
-            str(step.get("code") or ""))
-    return names
-
-
-@functools.lru_cache(maxsize=4096)
-def _pyplot_imported(code: str) -> frozenset[str]:
-    try:
-        return frozenset(_pyplot_imports(ast.parse(code)))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        # a cell that starts with %matplotlib inline: read its import lines alone
-        found = re.findall(r"^\s*import\s+matplotlib\.pyplot\s+as\s+(\w+)", code, re.M)
-        found += re.findall(r"^\s*from\s+matplotlib\s+import\s+pyplot\s+as\s+(\w+)", code, re.M)
-        return frozenset(found)
-
-
-def _pyplot_imports(cell: ast.Module) -> set[str]:
-    names = set()
-    for node in ast.walk(cell):
-        if isinstance(node, ast.Import):
-            names |= {a.asname or a.name for a in node.names if a.name == "matplotlib.pyplot"
-                      and a.asname}
-        elif isinstance(node, ast.ImportFrom) and node.module == "matplotlib":
-            names |= {a.asname or a.name for a in node.names if a.name == "pyplot"}
-    return names
-
-
-@functools.lru_cache(maxsize=4096)
-def _bound(code: str) -> frozenset[str]:
-    """Names a cell assigns (not imports): ``plt = 3`` makes plt no longer pyplot."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return frozenset()
-    return frozenset(n.id for n in ast.walk(tree)
-                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
 
 
 def _drawing_functions(history: Sequence[Step], cell: ast.Module) -> dict[str, ast.FunctionDef]:
@@ -327,11 +288,9 @@ def _drawing_functions(history: Sequence[Step], cell: ast.Module) -> dict[str, a
 
 @functools.lru_cache(maxsize=4096)
 def _functions(code: str) -> dict[str, ast.FunctionDef]:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
-    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    tree = names.parsed(code)
+    return {} if tree is None else {n.name: n for n in tree.body
+                                    if isinstance(n, ast.FunctionDef)}
 
 
 def _parts(node: ast.AST) -> Iterable[ast.stmt | ast.expr]:
