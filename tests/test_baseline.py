@@ -521,3 +521,40 @@ def test_a_cut_short_frame_gives_its_first_and_last_rows():
     assert output("df", history) == text  # a bare name: the recorded text
     for unknown in ("df.head(10)", "df.sum()", "df['age']", "df.describe()", "ages.max()"):
         assert output(unknown, history) == "", unknown
+
+
+FITTED = [
+    step(1, "import numpy as np\nfrom sklearn.svm import SVC"),
+    step(2, "model = SVC(kernel='linear', C=1E10)\nX = rng.random((4, 2))\ny = [0, 1, 0, 1]", {
+        "model": {"type": "SVC", "size": 48, "size_exact": False,
+                  "repr": "SVC(C=10000000000.0, kernel='linear')"},
+        "X": array_entry("array([[0.1, 0.2],\n       [0.3, 0.4]])", [2, 2]),
+        "y": {"type": "list", "size": 88, "size_exact": True, "length": 4,
+              "repr": "[0, 1, 0, 1]"},
+        "cut": {"type": "Pipeline", "size": 48, "size_exact": False,
+                "repr": "Pipeline(steps=[('pca', PCA(n_components=150"},
+        "other": {"type": "Fitter", "size": 48, "size_exact": False,
+                  "repr": "<Fitter object at 0x7f00>"},
+    }),
+]
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("model.fit(X, y)", "SVC(C=10000000000.0, kernel='linear')"),
+    ("model.fit(X[:, 0:1], np.array(y))", "SVC(C=10000000000.0, kernel='linear')"),
+    ("model.fit(X, y);", ""),
+    ("print(model.fit(X, y))", "SVC(C=10000000000.0, kernel='linear')"),
+])
+def test_fitting_a_model_shows_the_model_as_the_snapshot_shows_it(code, expected):
+    assert output(code, FITTED) == expected
+
+
+@pytest.mark.parametrize("code", [
+    "model.fit(Xtrain, y)",  # a name the state does not know: the cell may raise
+    "cut.fit(X, y)",  # the repr was cut short
+    "other.fit(X, y)",  # not shown as Type(parameters): fit may return anything
+    "model = SVC()\nmodel.fit(X, y)",  # rebound by the cell: its parameters unknown
+    "model.set_params(C=1)\nmodel.fit(X, y)",  # changed by the cell
+])
+def test_fitting_what_the_snapshot_does_not_show_as_a_model_predicts_nothing(code):
+    assert output(code, FITTED) == ""

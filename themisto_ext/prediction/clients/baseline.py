@@ -20,6 +20,9 @@ can be known is predicted; the rest is assumed to print nothing, as most cells d
 * a cell that draws with matplotlib and shows nothing else shows its figures' lines
   (``<Figure size 640x480 with 1 Axes>``, ``figures.py``), whether or not the rest of it
   is known;
+* ``model.fit(X, y)`` shows ``model`` as the snapshot shows it, for a model shown as
+  ``Type(parameters)`` (scikit-learn's convention, which XGBoost and LightGBM follow: fit
+  returns the model and leaves the parameters its repr shows);
 * a variable is known from the snapshot until a statement of the cell does anything with
   it other than reading it in something this module evaluates; ``x = <known value>`` keeps
   it known.
@@ -324,6 +327,8 @@ class _State:
                 return arrays.attribute(value, node.attr)
             raise _Undetermined
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "fit":
+                return self._fitted(node)
             return self._numpy_call(node.func, node.args, node.keywords)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
             return self._call(node.func.id, node.args)
@@ -415,6 +420,27 @@ class _State:
         if not arrays.is_array(owner):
             raise _Undetermined
         return arrays.method(owner, func.attr, [self.value(a) for a in arguments], named)
+
+    def _fitted(self, call: ast.Call) -> _Shown:
+        """``model.fit(...)``: the model, for one the snapshot shows as ``Type(...)``,
+        fitted on values the state knows by name (a name it does not know may not exist:
+        the cell would raise)."""
+        assert isinstance(call.func, ast.Attribute)
+        owner = call.func.value
+        if not isinstance(owner, ast.Name) or owner.id in self.values:
+            raise _Undetermined
+        entry = self._entry(owner.id)
+        text, kind = entry.get("repr"), str(entry.get("type"))
+        if not (isinstance(text, str) and text.startswith(f"{kind}(") and text.endswith(")")
+                and text.count("(") == text.count(")")):  # not cut short
+            raise _Undetermined
+        for node in [*call.args, *(k.value for k in call.keywords)]:
+            for name in ast.walk(node):
+                if isinstance(name, ast.Name) and not (
+                        name.id in self.entries or name.id in self.values
+                        or any(name.id in known for known in self.modules.values())):
+                    raise _Undetermined
+        return _Shown(text, text)
 
     def _is_module(self, module: str, name: str) -> bool:
         """Whether ``name`` is ``module`` (numpy, pandas): imported so, and bound to nothing
