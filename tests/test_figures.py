@@ -22,7 +22,7 @@ def step(code: str, shown: str = "") -> dict:
 
 def told(code: str, history: list[dict] | None = None) -> str | None:
     return figures.figure_text(ast.parse(code), [step(IMPORT)] if history is None
-                               else history, _quiet(code))
+                               else history, _quiet(code), {})
 
 
 def drawn(code: str) -> str:
@@ -109,3 +109,33 @@ def test_a_cell_that_draws_is_determined_by_its_figures_alone():
         ("<Figure size 640x480 with 1 Axes>", True)
     assert determined_output("plt.scatter(x, x)", history) == ("", False)
     assert determined_output("y = 3\ny", history) == ("3", True)  # no figure: as before
+
+
+def test_an_earlier_figure_shown_again_shows_its_line_as_the_snapshot_holds_it():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    namespace: dict = {}
+    exec(IMPORT + "\nfig, ax = plt.subplots(2, 3, figsize=(5, 3))", namespace)
+    snapshot = {"fig": {"type": "Figure", "repr": repr(namespace["fig"])},
+                "ax": {"type": "ndarray", "repr": "array([[<Axes: >, ...]], dtype=object)"}}
+    history = [step(IMPORT), step("fig, ax = plt.subplots(2, 3, figsize=(5, 3))",
+                                  repr(namespace["fig"]))]
+    cell = ("for i in range(2):\n    for j in range(3):\n"
+            "        ax[i, j].text(0.5, 0.5, str((i, j)), ha='center')\n"
+            "        ax[i, j].xaxis.set_major_locator(plt.MaxNLocator(3))\nfig")
+    exec(cell.rsplit("\n", 1)[0], namespace)
+    plt.close("all")
+
+    def said(code: str) -> str | None:
+        return figures.figure_text(ast.parse(code), history, _quiet(code), snapshot)
+
+    assert said(cell) == repr(namespace["fig"]) == "<Figure size 500x300 with 6 Axes>"
+    assert said("fig.set_size_inches(3, 3)\nfig") == ""  # resized: not the line it had
+    assert said("fig.delaxes(ax[0, 0])\nfig") == ""
+    assert said("fig;") == ""  # quiet
+    assert said("print(1)\nfig") == ""  # prints too
+    assert said("fig = None\nfig") == ""  # rebound
+    assert figures.figure_text(ast.parse("fig"), history, False, {}) == ""  # not visible

@@ -158,7 +158,7 @@ def determined_output(code: str, history: Sequence[Step],
         is_last = i == len(cell.body) - 1
         shown.append(state.run(statement, display=is_last and not _quiet(code)))
     text = "".join(shown).removesuffix("\n")
-    drawn = figures.figure_text(cell, history, _quiet(code))  # the cell parsed once
+    drawn = figures.figure_text(cell, history, _quiet(code), snapshot)  # parsed once
     if drawn is None:
         return text, False
     # a cell that draws shows its figures and nothing else (figure_text checked that)

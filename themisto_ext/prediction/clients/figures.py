@@ -25,8 +25,9 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from themisto_ext.prediction.clients import names
 from themisto_ext.records import Step
@@ -46,6 +47,11 @@ _NEEDS_AXES = {
 # pyplot calls that change nothing a figure's line shows
 _HARMLESS = {"show", "tight_layout", "savefig", "draw", "pause", "get_cmap", "colormaps",
              "Normalize", "cm", "setp", "margins", "suptitle"}
+
+
+# calls that change what an earlier figure's line shows without making a figure
+_RESIZING = {"set_size_inches", "set_figwidth", "set_figheight", "set_dpi", "set", "delaxes",
+             "remove", "clear", "clf", "cla"}
 
 
 class _Undetermined(Exception):
@@ -184,17 +190,20 @@ class _Drawing:
         self.calling.discard(name)
 
 
-def figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool) -> str | None:
-    """The lines the figures the parsed ``cell`` makes show, "" for none, when they are all
-    the cell shows (``quiet``: its last token is a semicolon); None where the rules cannot
-    tell, or the cell shows more than its figures."""
+def figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool,
+                snapshot: Mapping[str, Any]) -> str | None:
+    """The lines the figures the parsed ``cell`` makes or shows again show, "" for none,
+    when they are all the cell shows (``quiet``: its last token is a semicolon); None where
+    the rules cannot tell, or the cell shows more than its figures. ``snapshot``: the
+    runtime variables the prediction may read (an earlier figure is known from them)."""
     try:
-        return _figure_text(cell, history, quiet)
+        return _figure_text(cell, history, quiet, snapshot)
     except (RecursionError, _Undetermined):
         return None
 
 
-def _figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool) -> str:
+def _figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool,
+                 snapshot: Mapping[str, Any]) -> str:
     dropped, added = names.cell_effect(cell, "matplotlib.pyplot")
     pyplot = (names.module_names(history, "matplotlib.pyplot") - dropped) | added
     functions = _drawing_functions(history, cell)
@@ -202,7 +211,7 @@ def _figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool) -> str:
     for statement in cell.body:
         drawing.statement(statement)
     if not drawing.figures:
-        return ""
+        return "" if quiet or drawing.prints else _earlier_figure(cell, snapshot)
     if drawing.prints or not _shows_nothing_else(cell, quiet, drawing):
         raise _Undetermined("the cell shows more than its figures")
     default, dpi = _learnt_sizes(history)
@@ -216,6 +225,28 @@ def _figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool) -> str:
             width, height = figure.inches[0] * scale, figure.inches[1] * scale
         lines.append(f"<Figure size {width:g}x{height:g} with {figure.axes} Axes>")
     return "\n".join(lines)
+
+
+def _earlier_figure(cell: ast.Module, snapshot: Mapping[str, Any]) -> str:
+    """A cell that ends with ``fig``, a figure an earlier cell made (the inline backend
+    closed it then: only this expression shows it), shows that figure's line as the
+    snapshot holds it, when the cell makes no figure, prints nothing, does not rebind
+    ``fig`` and calls nothing that resizes it or removes axes; drawing on its axes
+    (``ax.text(...)``, tick locators in a loop) changes neither. "" for any other cell."""
+    last = cell.body[-1] if cell.body else None
+    if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Name)):
+        return ""
+    entry = snapshot.get(last.value.id)
+    if not isinstance(entry, Mapping) or entry.get("type") != "Figure":
+        return ""
+    text = entry.get("repr")
+    if not (isinstance(text, str) and FIGURE.fullmatch(text)):
+        return ""
+    if last.value.id in names.bound(cell) or any(
+            isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1]
+            in _RESIZING for node in ast.walk(cell)):
+        return ""  # rebound, or it may change size or lose axes: the cell's own rules
+    return text
 
 
 def _shows_nothing_else(cell: ast.Module, quiet: bool, drawing: _Drawing) -> bool:
