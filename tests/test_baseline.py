@@ -364,6 +364,15 @@ ARRAYS = [
         ("print(x2)", "[[3 1 3 7]\n [4 0 2 3]\n [0 0 6 9]]"),
         ("np.concatenate([x1, x1[:2]])", "array([9, 4, 0, 3, 8, 6, 9, 4])"),
         ("np.zeros(3, dtype=int)", "array([0, 0, 0])"),
+        # every ufunc, and their reduce/accumulate/outer
+        ("np.add(x1, 2)", "array([11,  6,  2,  5, 10,  8])"),
+        ("np.absolute(-x1[:3])", "array([9, 4, 0])"),
+        ("print(np.power(2., [1, 2, 3]))", "[2. 4. 8.]"),
+        ("np.add.reduce(x1), np.multiply.accumulate(x1[:3])",
+         "(np.int64(30), array([ 9, 36,  0]))"),
+        ("np.multiply.outer(x1[:2], x1[:2])", "array([[81, 36],\n       [36, 16]])"),
+        ("np.argsort(x1)", "array([2, 3, 1, 5, 4, 0])"),
+        ("np.partition(x1, 2)[:3]", "array([0, 3, 4])"),
         ("grid = np.arange(1, 7).reshape(2, 3)\ngrid.T",
          "array([[1, 4],\n       [2, 5],\n       [3, 6]])"),
         # an assignment to an item is done on the cell's copy, and a view shares it
@@ -388,6 +397,9 @@ def test_arrays_the_snapshot_holds_whole_are_computed(code, expected):
         "x1.reshape(10**5, 10**5)",
         "np.random.rand(3)",  # not a known function: no guess at randomness
         "x1.tofile('/tmp/x')",  # not a known method: nothing with side effects runs
+        "np.add(x1, 2, out=x1)",  # writes: not computed
+        "np.multiply.outer(np.ones(200), np.ones(200))",  # bounded before it runs
+        "np.add.at(x1, [0], 1)",  # not a known ufunc method
         "x1 < x2 < 3",  # a chained comparison of arrays raises
         "x1[10]",  # would raise
     ],

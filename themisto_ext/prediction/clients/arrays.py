@@ -24,20 +24,23 @@ MAX_ELEMENTS = 10_000
 _ARRAY = re.compile(r"array\((.*?)(?:,\s*dtype=([\w<>|']+))?\)", re.S)
 _SPECIAL = {"nan": math.nan, "inf": math.inf}
 # Functions of the numpy module whose result is no larger than their arguments (reductions,
-# element-wise maps, joins) or is bounded by a literal size checked before the call.
+# element-wise maps, joins) or is bounded by a literal size checked before the call; and
+# every ufunc (np.add, np.exp2, np.arcsin...), bounded by the shape its arguments broadcast to.
 _REDUCING = {
     "sum", "mean", "min", "max", "any", "all", "count_nonzero", "nansum", "nanmin", "nanmax",
     "nanmean", "prod", "median", "std", "var", "argmin", "argmax", "abs", "sqrt", "sort",
     "cumsum", "cumprod", "unique", "transpose", "square", "exp", "log", "sin", "cos",
-    "floor", "ceil", "round", "isnan", "nonzero", "where", "flip", "ravel",
+    "floor", "ceil", "round", "isnan", "nonzero", "where", "flip", "ravel", "argsort",
+    "partition", "argpartition", "diff", "clip", "percentile", "quantile", "average",
 }
 _JOINING = {"concatenate", "vstack", "hstack", "stack", "column_stack"}
 _MAKING = {"array", "arange", "zeros", "ones", "full", "linspace", "eye"}
 _METHODS = {
     "sum", "mean", "min", "max", "any", "all", "prod", "std", "var", "argmin", "argmax",
     "cumsum", "cumprod", "copy", "reshape", "ravel", "flatten", "nonzero", "transpose",
-    "astype", "round",
+    "astype", "round", "argsort", "diagonal", "clip",
 }
+_UFUNC_METHODS = {"reduce", "accumulate", "outer"}
 _ATTRIBUTES = {"shape", "ndim", "size", "dtype", "T", "itemsize", "nbytes"}
 _KEYWORDS = {"axis", "dtype", "keepdims", "ddof", "endpoint", "num"}
 
@@ -202,10 +205,29 @@ def function(name: str, args: Sequence[Any], keywords: Mapping[str, Any]) -> Any
             raise ValueError("too large to guess")
     elif name in _MAKING:
         _check_making(name, args, keywords)
+    elif isinstance(getattr(np, name, None), np.ufunc):  # element-wise: np.add, np.exp2...
+        if _size(np.broadcast_shapes(*(np.shape(a) for a in args))) > MAX_ELEMENTS:
+            raise ValueError("too large to guess")
     else:
         raise ValueError("not a known function")
     with np.errstate(all="ignore"):
         return _bounded(getattr(np, name)(*args, **keywords))
+
+
+def ufunc_method(name: str, method: str, args: Sequence[Any],
+                 keywords: Mapping[str, Any]) -> Any:
+    """``np.name.method(...)`` for a ufunc: ``np.add.reduce(x)``, ``np.multiply.outer(x, x)``."""
+    np = numpy()
+    ufunc = getattr(np, name, None)
+    if not isinstance(ufunc, np.ufunc) or method not in _UFUNC_METHODS \
+            or not set(keywords) <= _KEYWORDS:
+        raise ValueError("not a known ufunc method")
+    _check_arguments(args, keywords)
+    sizes = [int(np.size(a)) for a in args]
+    if (math.prod(sizes) if method == "outer" else sum(sizes)) > MAX_ELEMENTS:
+        raise ValueError("too large to guess")
+    with np.errstate(all="ignore"):
+        return _bounded(getattr(ufunc, method)(*args, **keywords))
 
 
 def _check_making(name: str, args: Sequence[Any], keywords: Mapping[str, Any]) -> None:

@@ -412,6 +412,10 @@ class _State:
         named = {str(keyword.arg): self.value(keyword.value) for keyword in keywords}
         if isinstance(func.value, ast.Name) and self._is_module("numpy", func.value.id):
             return arrays.function(func.attr, [self.value(a) for a in arguments], named)
+        if isinstance(func.value, ast.Attribute) and isinstance(func.value.value, ast.Name) \
+                and self._is_module("numpy", func.value.value.id):  # np.add.reduce(x)
+            return arrays.ufunc_method(func.value.attr, func.attr,
+                                       [self.value(a) for a in arguments], named)
         if isinstance(func.value, ast.Name) and self._is_module("pandas", func.value.id):
             return frames.construct(func.attr, [self.value(a) for a in arguments], named)
         owner = self.value(func.value)
