@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from themisto_ext.prediction.clients.base import PredictionRequest
-from themisto_ext.prediction.clients.baseline import BaselinePredictor
+from themisto_ext.prediction.clients.baseline import BaselinePredictor, determined_output
 from themisto_ext.prediction.prompts import Prompt, Task
 from themisto_ext.trajectory import validate_step
 
@@ -570,3 +570,25 @@ def test_fitting_a_model_shows_the_model_as_the_snapshot_shows_it(code, expected
 ])
 def test_fitting_what_the_snapshot_does_not_show_as_a_model_predicts_nothing(code):
     assert output(code, FITTED) == ""
+
+
+ROUNDED = [
+    step(1, "import numpy as np"),
+    step(2, "theta = np.linspace(0, np.pi, 3)\nhalves = np.arange(4) / 2", {
+        "theta": array_entry("array([0.        , 1.57079633, 3.14159265])", [3]),
+        "halves": array_entry("array([0. , 0.5, 1. , 1.5])", [4]),
+    }),
+]
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("np.sin(theta)", None),  # sin(3.14159265) is 3.6e-09, sin(pi) 1.2e-16: cut digits matter
+    ("theta.mean()", None),  # full precision shown: the cut digits show
+    ("theta[1:]", "array([1.57079633, 3.14159265])"),  # reads the digits the repr kept
+    ("theta > 1", "array([False,  True,  True])"),  # the cut digits cannot change it
+    ("np.round(theta, 2)", "array([0.  , 1.57, 3.14])"),
+    ("halves.sum()", "np.float64(3.0)"),  # short decimals are taken as they read
+])
+def test_a_result_that_depends_on_digits_a_repr_rounded_is_not_determined(code, expected):
+    shown, complete = determined_output(code, ROUNDED)
+    assert (shown if complete else None) == expected

@@ -56,9 +56,12 @@ def is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray | np.generic)
 
 
-def from_repr(text: str, shape: Sequence[int] | None) -> Any:
+def from_repr(text: str, shape: Sequence[int] | None, nudge: bool = False) -> Any:
     """The array whose whole repr ``text`` is (``array([...], dtype=...)``), or ValueError
-    when the repr was cut short (``...``), is not an array's, or disagrees with ``shape``."""
+    when the repr was cut short (``...``), is not an array's, or disagrees with ``shape``.
+    ``nudge``: floats the repr rounded (NumPy prints 8 digits) moved by most of the rounding
+    (see ``rounded``), so that a caller can tell whether a result depends on the digits
+    the repr dropped."""
     match = _ARRAY.fullmatch(text.strip())
     if match is None or "..." in text:
         raise ValueError("not a whole array repr")
@@ -68,7 +71,30 @@ def from_repr(text: str, shape: Sequence[int] | None) -> Any:
     array = np.array(data, dtype=dtype.strip("'") if dtype else None)
     if array.dtype.hasobject or (shape is not None and tuple(array.shape) != tuple(shape)):
         raise ValueError("not the array the snapshot describes")
+    if nudge and rounded(array):
+        cut = _rounded_elements(array)
+        # 8 significant digits in scientific notation, else 8 decimals
+        array[cut] += _NUDGE * (np.abs(array[cut]) if "e" in body else 1)
     return array
+
+
+_NUDGE = 4e-9
+"""Less than the rounding of NumPy's 8 printed digits (5e-9): the nudged array still reads
+as its repr."""
+
+
+def rounded(array: Any) -> bool:
+    """Whether the repr an array was rebuilt from may have rounded its floats: NumPy prints
+    8 decimals without trailing zeros, so 1.57079633 and 0.6825224 may both be cut; a
+    float with 6 decimals or more is taken to be (0.125 and 2.5 are taken as they read)."""
+    np = numpy()
+    return array.dtype.kind in "fc" and bool(np.any(_rounded_elements(array)))
+
+
+def _rounded_elements(array: Any) -> Any:
+    np = numpy()
+    with np.errstate(all="ignore"):
+        return np.isfinite(array) & (np.round(array, 5) != array)
 
 
 def _literal(node: ast.expr) -> Any:

@@ -13,7 +13,9 @@ can be known is predicted; the rest is assumed to print nothing, as most cells d
   pretty printer renders it (``[0,\\n 1, ...]`` for a long list, ``int`` for ``type(3)``,
   nothing for ``None``), or the snapshot's own repr for a bare name (a frame's summary);
 * a NumPy array the snapshot holds whole is rebuilt from its repr and computed on
-  (``arrays.py``: indexing, comparisons, arithmetic, reductions, joins; bounded), and
+  (``arrays.py``: indexing, comparisons, arithmetic, reductions, joins; bounded; a result
+  computed on floats the repr may have rounded counts only if it reads the same when they
+  are moved within that rounding: ``np.sin(theta)`` at pi does not), and
   ``np`` is NumPy where an earlier cell imported it so; likewise a pandas Series or
   DataFrame whose repr the snapshot holds whole and rebuilds faithfully (``frames.py``:
   columns, ``loc``/``iloc``, aggregates, ``head``, sorting, arithmetic; bounded);
@@ -151,13 +153,14 @@ def determined_output(code: str, history: Sequence[Step],
         return None
     if snapshot is None:
         snapshot = (history[-1].get("runtime_variables") or {}) if history else {}
+    modules = {module: names.module_names(history, module) for module in _MODULES}
     state = _State(snapshot, names.bound(cell) | set(snapshot), _classes_defined(history),
-                   {module: names.module_names(history, module) for module in _MODULES})
-    shown: list[str] = []
-    for i, statement in enumerate(cell.body):
-        is_last = i == len(cell.body) - 1
-        shown.append(state.run(statement, display=is_last and not _quiet(code)))
-    text = "".join(shown).removesuffix("\n")
+                   modules)
+    text = state.shown(cell, _quiet(code))
+    if state.rounded:  # computed on floats a repr rounded: only if the dropped digits
+        nudged = _State(snapshot, state.shadowed, state.classes, modules, nudge=True)
+        if nudged.shown(cell, _quiet(code)) != text:  # cannot change what it shows
+            return text, False
     drawn = figures.figure_text(cell, history, _quiet(code), snapshot)  # parsed once
     if drawn is None:
         return text, False
@@ -214,7 +217,7 @@ class _State:
     """What is known of the variables, statement after statement of one cell."""
 
     def __init__(self, snapshot: Mapping[str, Any], shadowed: set[str], classes: set[str],
-                 modules: Mapping[str, set[str]] | None = None) -> None:
+                 modules: Mapping[str, set[str]] | None = None, nudge: bool = False) -> None:
         self.entries = dict(snapshot)  # untouched since the snapshot
         self.values: dict[str, Any] = {}  # assigned by the cell to a known value
         self.shadowed = shadowed  # names the user rebinds: builtins no more
@@ -222,6 +225,14 @@ class _State:
         # the names each of _MODULES is known by (the snapshot leaves modules out)
         self.modules = {m: set((modules or {}).get(m, ())) for m in _MODULES}
         self.undetermined = False  # a statement that may have shown something was not known
+        self.nudge = nudge  # arrays rebuilt with their rounded floats moved (arrays.py)
+        self.rounded = False  # an array the cell read had floats its repr may have rounded
+
+    def shown(self, cell: ast.Module, quiet: bool) -> str:
+        """What the cell shows, statement after statement."""
+        texts = [self.run(statement, display=i == len(cell.body) - 1 and not quiet)
+                 for i, statement in enumerate(cell.body)]
+        return "".join(texts).removesuffix("\n")
 
     def run(self, statement: ast.stmt, display: bool) -> str:
         """What the statement shows; the state updated past it."""
@@ -305,7 +316,9 @@ class _State:
                 return self.values[node.id]
             if node.id in _DTYPES and node.id not in self.shadowed:
                 return _DTYPES[node.id]
-            value = _from_snapshot(self._entry(node.id))
+            value = _from_snapshot(self._entry(node.id), self.nudge)
+            if arrays.is_array(value) and arrays.rounded(value):
+                self.rounded = True
             if arrays.is_array(value) or frames.is_frame(value):
                 self.values[node.id] = value  # one object per name, so that a view is one
             return value
@@ -496,8 +509,9 @@ class _State:
         return entry  # type: ignore[no-any-return]
 
 
-def _from_snapshot(entry: Mapping[str, Any]) -> Any:
-    """The value a snapshot entry stands for: a literal when its repr is one, else texts."""
+def _from_snapshot(entry: Mapping[str, Any], nudge: bool = False) -> Any:
+    """The value a snapshot entry stands for: a literal when its repr is one, else texts
+    (``nudge``: see ``arrays.from_repr``)."""
     kind, text = entry.get("type"), entry.get("repr")
     if kind == "NoneType":
         return None
@@ -513,7 +527,7 @@ def _from_snapshot(entry: Mapping[str, Any]) -> Any:
         return value
     if kind == "ndarray":
         try:
-            return arrays.from_repr(text, entry.get("shape"))
+            return arrays.from_repr(text, entry.get("shape"), nudge)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             pass  # cut short, or not plain data: known by its text only
     if kind in frames.KINDS:
