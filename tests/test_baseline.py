@@ -448,6 +448,9 @@ FRAMES = [
                                        "2  NaN  4.0  6", [3, 3]),
         "rounded": frame_entry("Series", "0    0.374540\n1    0.950714\n2    0.731994\n"
                                          "dtype: float64", [3]),
+        "density": frame_entry(
+            "DataFrame", "              area     density\nCalifornia  423967   93.257784\n"
+            "Texas       695662   41.896072\nFlorida     170312  126.463121", [3, 2]),
         "long": frame_entry("Series", "0     0\n1     1\n2     2\n     ..\n97   97\n98   98\n"
                                       "99   99\nLength: 100, dtype: int64", [100]),
     }),
@@ -591,4 +594,23 @@ ROUNDED = [
 ])
 def test_a_result_that_depends_on_digits_a_repr_rounded_is_not_determined(code, expected):
     shown, complete = determined_output(code, ROUNDED)
+    assert (shown if complete else None) == expected
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("density['area']", "California    423967\nTexas         695662\nFlorida       170312\n"
+                        "Name: area, dtype: int64"),
+    ("density[density.density > 50]",  # shown again: the same six decimals
+     "              area     density\nCalifornia  423967   93.257784\n"
+     "Florida     170312  126.463121"),
+    ("density.iloc[:2]", "              area    density\nCalifornia  423967  93.257784\n"
+                         "Texas       695662  41.896072"),
+    ("density['density'].sum()", None),  # full precision: the cut digits show
+    ("density.area.max()", "np.int64(695662)"),  # a column read as an attribute
+    ("rounded * 1000", None),
+    ("rounded > 0.5", "0    False\n1     True\n2     True\ndtype: bool"),
+])
+def test_a_frame_shown_with_rounded_floats_answers_what_the_rounding_cannot_change(
+        code, expected):
+    shown, complete = determined_output(code, FRAMES)
     assert (shown if complete else None) == expected

@@ -56,12 +56,12 @@ def is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray | np.generic)
 
 
-def from_repr(text: str, shape: Sequence[int] | None, nudge: bool = False) -> Any:
+def from_repr(text: str, shape: Sequence[int] | None, nudge: int = 0) -> Any:
     """The array whose whole repr ``text`` is (``array([...], dtype=...)``), or ValueError
     when the repr was cut short (``...``), is not an array's, or disagrees with ``shape``.
-    ``nudge``: floats the repr rounded (NumPy prints 8 digits) moved by most of the rounding
-    (see ``rounded``), so that a caller can tell whether a result depends on the digits
-    the repr dropped."""
+    ``nudge`` (+1 or -1): floats the repr rounded (NumPy prints 8 digits) moved up or down
+    by most of the rounding (see ``rounded``), so that a caller can tell whether a result
+    depends on the digits the repr dropped."""
     match = _ARRAY.fullmatch(text.strip())
     if match is None or "..." in text:
         raise ValueError("not a whole array repr")
@@ -74,7 +74,8 @@ def from_repr(text: str, shape: Sequence[int] | None, nudge: bool = False) -> An
     if nudge and rounded(array):
         cut = _rounded_elements(array)
         # 8 significant digits in scientific notation, else 8 decimals
-        array[cut] += _NUDGE * (np.abs(array[cut]) if "e" in body else 1)
+        scientific = re.search(r"\de[+-]\d", body) is not None
+        array[cut] += nudge * _NUDGE * (np.abs(array[cut]) if scientific else 1)
     return array
 
 

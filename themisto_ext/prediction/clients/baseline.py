@@ -158,9 +158,10 @@ def determined_output(code: str, history: Sequence[Step],
                    modules)
     text = state.shown(cell, _quiet(code))
     if state.rounded:  # computed on floats a repr rounded: only if the dropped digits
-        nudged = _State(snapshot, state.shadowed, state.classes, modules, nudge=True)
-        if nudged.shown(cell, _quiet(code)) != text:  # cannot change what it shows
-            return text, False
+        for nudge in (1, -1):  # cannot change what it shows, either way
+            nudged = _State(snapshot, state.shadowed, state.classes, modules, nudge)
+            if nudged.shown(cell, _quiet(code)) != text:
+                return "", False  # unknown, as any value the rules cannot tell
     drawn = figures.figure_text(cell, history, _quiet(code), snapshot)  # parsed once
     if drawn is None:
         return text, False
@@ -217,7 +218,7 @@ class _State:
     """What is known of the variables, statement after statement of one cell."""
 
     def __init__(self, snapshot: Mapping[str, Any], shadowed: set[str], classes: set[str],
-                 modules: Mapping[str, set[str]] | None = None, nudge: bool = False) -> None:
+                 modules: Mapping[str, set[str]] | None = None, nudge: int = 0) -> None:
         self.entries = dict(snapshot)  # untouched since the snapshot
         self.values: dict[str, Any] = {}  # assigned by the cell to a known value
         self.shadowed = shadowed  # names the user rebinds: builtins no more
@@ -225,8 +226,8 @@ class _State:
         # the names each of _MODULES is known by (the snapshot leaves modules out)
         self.modules = {m: set((modules or {}).get(m, ())) for m in _MODULES}
         self.undetermined = False  # a statement that may have shown something was not known
-        self.nudge = nudge  # arrays rebuilt with their rounded floats moved (arrays.py)
-        self.rounded = False  # an array the cell read had floats its repr may have rounded
+        self.nudge = nudge  # rebuilt with their rounded floats moved up (1) or down (-1)
+        self.rounded = False  # the cell read floats a repr may have rounded
 
     def shown(self, cell: ast.Module, quiet: bool) -> str:
         """What the cell shows, statement after statement."""
@@ -316,8 +317,10 @@ class _State:
                 return self.values[node.id]
             if node.id in _DTYPES and node.id not in self.shadowed:
                 return _DTYPES[node.id]
-            value = _from_snapshot(self._entry(node.id), self.nudge)
-            if arrays.is_array(value) and arrays.rounded(value):
+            entry = self._entry(node.id)
+            value = _from_snapshot(entry, self.nudge)
+            if (arrays.is_array(value) and arrays.rounded(value)) or (
+                    frames.is_frame(value) and frames.rounded(str(entry.get("repr")))):
                 self.rounded = True
             if arrays.is_array(value) or frames.is_frame(value):
                 self.values[node.id] = value  # one object per name, so that a view is one
@@ -509,7 +512,7 @@ class _State:
         return entry  # type: ignore[no-any-return]
 
 
-def _from_snapshot(entry: Mapping[str, Any], nudge: bool = False) -> Any:
+def _from_snapshot(entry: Mapping[str, Any], nudge: int = 0) -> Any:
     """The value a snapshot entry stands for: a literal when its repr is one, else texts
     (``nudge``: see ``arrays.from_repr``)."""
     kind, text = entry.get("type"), entry.get("repr")
@@ -533,7 +536,7 @@ def _from_snapshot(entry: Mapping[str, Any], nudge: bool = False) -> Any:
     if kind in frames.KINDS:
         for rebuild in (frames.from_repr, frames.partial):  # whole, else its ends
             try:
-                return rebuild(text, str(kind), entry.get("shape"))
+                return rebuild(text, str(kind), entry.get("shape"), nudge)
             except (ValueError, TypeError, KeyError, IndexError, ImportError):
                 pass  # not plain data, or no pandas here: known by its text only
     scalar = _NUMPY_SCALAR.fullmatch(text)

@@ -10,8 +10,9 @@ previous output.
 A rebuild is used only when it is faithful: the object rebuilt is shown again with the
 kernel's display options and must give back exactly the recorded text (a column whose
 values have spaces, a dtype the text does not say, a cut-short frame all fail that test,
-and the baseline then does not know); and no float may be shown at pandas' precision or
-in scientific notation, where the text is a rounding of the kernel's value. Only the
+and the baseline then does not know). A float shown at pandas' precision or in scientific
+notation is a rounding of the kernel's value: the baseline keeps a result computed from
+one only if it reads the same with the value moved within that rounding. Only the
 attributes and methods listed here are computed, on objects of at most ``MAX_ELEMENTS``
 values; anything else raises ``ValueError``. pandas is imported only when a cell reads
 such an object (and a server without pandas answers nothing here).
@@ -32,7 +33,7 @@ MAX_ELEMENTS = 10_000
 KINDS = frozenset({"Series", "DataFrame"})
 _ROUNDED = re.compile(r"\d\.\d{6}|\de[+-]\d")
 """A float pandas shows at its precision (6 decimals) or in scientific notation may be
-rounded: what it computes from would be other numbers than the kernel's."""
+rounded: what is computed from it may be other numbers than the kernel's."""
 _FOOTER = re.compile(r"(?:Name: (?P<name>.*), )?dtype: (?P<dtype>\w+)")
 _ATTRIBUTES = {"shape", "size", "ndim", "columns", "index", "values", "dtypes", "dtype",
                "T", "name", "loc", "iloc", "empty"}
@@ -92,9 +93,10 @@ _ROWS_LINE = re.compile(r"\[(\d+) rows x (\d+) columns\]")
 _LENGTH_FOOTER = re.compile(r"(?P<name>Name: .*, )?Length: (?P<length>\d+), (?P<dtype>dtype: \w+)")
 
 
-def partial(text: str, kind: str, shape: Sequence[int] | None) -> Partial:
+def partial(text: str, kind: str, shape: Sequence[int] | None, nudge: int = 0) -> Partial:
     """The first and last rows of a cut-short repr (``...`` between them), as a
-    ``Partial``; ValueError when it is not one this module reads."""
+    ``Partial``; ValueError when it is not one this module reads (one with floats shown
+    rounded is not, so ``nudge`` has nothing to move)."""
     if kind not in KINDS or not shape or _ROUNDED.search(text):
         raise ValueError("not a cut-short Series or DataFrame of known values")
     pd = pandas()
@@ -122,20 +124,55 @@ def partial(text: str, kind: str, shape: Sequence[int] | None) -> Partial:
     return Partial(text, top, bottom)
 
 
-def from_repr(text: str, kind: str, shape: Sequence[int] | None) -> Any:
+def from_repr(text: str, kind: str, shape: Sequence[int] | None, nudge: int = 0) -> Any:
     """The ``kind`` object whose whole repr ``text`` is, or ValueError when it cannot be
-    rebuilt faithfully (see the module docstring)."""
+    rebuilt faithfully (see the module docstring). Floats it shows rounded (``rounded``)
+    are taken as shown, or with ``nudge`` (+1 or -1) moved up or down by most of the
+    rounding, so that a caller can tell whether a result depends on the dropped digits."""
     if kind not in KINDS or "..." in text or not shape:
         raise ValueError("not a whole Series or DataFrame")
     if _size(tuple(shape)) > MAX_ELEMENTS:
         raise ValueError("too large")
-    if _ROUNDED.search(text):
-        raise ValueError("floats shown rounded: the values are not known")
     pd = pandas()
     rebuilt = _series(pd, text) if kind == "Series" else _frame(pd, text)
     if tuple(rebuilt.shape) != tuple(shape) or shown(rebuilt) != text:
         raise ValueError("the rebuilt object does not show as recorded")
+    if nudge and rounded(text):
+        _nudge(rebuilt, nudge * _NUDGE, relative=_SCIENTIFIC.search(text) is not None)
     return rebuilt
+
+
+_NUDGE = 4e-7
+_SCIENTIFIC = re.compile(r"\de[+-]\d")
+"""Less than the rounding of pandas' 6 decimals (or 7 digits in scientific notation)."""
+
+
+def rounded(text: str) -> bool:
+    """Whether a repr shows floats pandas may have rounded (6 decimals, or scientific)."""
+    return bool(_ROUNDED.search(text))
+
+
+def _nudge(value: Any, step: float, relative: bool) -> None:
+    """Moves in place every float with 6 decimals or more (the ones a repr may have cut;
+    2.5 is taken as it reads) by ``step``, times its size when ``relative``."""
+    np = _numpy()
+    columns = [value] if value.ndim == 1 else [value[c] for c in value.columns]
+    for i, column in enumerate(columns):
+        if column.dtype.kind != "f":
+            continue
+        data = column.to_numpy(dtype=float, copy=True)
+        cut = np.isfinite(data) & (np.round(data, 5) != data)
+        data[cut] += step * (np.abs(data[cut]) if relative else 1)
+        if value.ndim == 1:
+            value[:] = data
+        else:
+            value.isetitem(i, data)
+
+
+def _numpy() -> Any:
+    import numpy as np  # pandas brings it
+
+    return np
 
 
 def shown(value: Any) -> str:
@@ -263,6 +300,10 @@ def attribute(value: Any, name: str) -> Any:
     if isinstance(value, Partial):
         return value.attribute(name)
     if name not in _ATTRIBUTES:
+        pd = pandas()
+        if isinstance(value, pd.DataFrame) and name in value.columns \
+                and not hasattr(type(value), name):  # data.density: the column
+            return value[name]
         raise ValueError(f"{name} is not computed")
     if name == "index" and type(getattr(value, "index", None)).__name__ == "RangeIndex":
         # 0, 1, 2... in the repr is a RangeIndex or an Index of those integers: unknown
