@@ -614,3 +614,21 @@ def test_a_frame_shown_with_rounded_floats_answers_what_the_rounding_cannot_chan
         code, expected):
     shown, complete = determined_output(code, FRAMES)
     assert (shown if complete else None) == expected
+
+
+def test_the_head_of_a_long_frame_of_random_floats_is_its_first_rows_as_the_kernel_shows():
+    import numpy as np
+    import pandas as pd
+
+    from themisto_ext.contract import PANDAS_DISPLAY
+
+    df = pd.DataFrame(np.random.default_rng(0).random((1000, 3)), columns=["A", "B", "C"])
+    with pd.option_context(*PANDAS_DISPLAY):
+        text, head, tail = repr(df), repr(df.head()), repr(df.tail(3))
+    history = [step(1, "import pandas as pd"), step(2, "df = pd.DataFrame(...)", {
+        "df": {"type": "DataFrame", "size": 24_000, "size_exact": False, "shape": [1000, 3],
+               "length": 1000, "repr": text}})]
+    assert "..." in text and "0.6369" in text  # cut short, floats at pandas' 6 decimals
+    assert determined_output("df.head()", history) == (head, True)
+    assert determined_output("df.tail(3)", history) == (tail, True)
+    assert determined_output("df.head().sum()", history) == ("", False)

@@ -95,10 +95,10 @@ _LENGTH_FOOTER = re.compile(r"(?P<name>Name: .*, )?Length: (?P<length>\d+), (?P<
 
 def partial(text: str, kind: str, shape: Sequence[int] | None, nudge: int = 0) -> Partial:
     """The first and last rows of a cut-short repr (``...`` between them), as a
-    ``Partial``; ValueError when it is not one this module reads (one with floats shown
-    rounded is not, so ``nudge`` has nothing to move)."""
-    if kind not in KINDS or not shape or _ROUNDED.search(text):
-        raise ValueError("not a cut-short Series or DataFrame of known values")
+    ``Partial``; ValueError when it is not one this module reads. ``nudge``: as for
+    ``from_repr``."""
+    if kind not in KINDS or not shape:
+        raise ValueError("not a cut-short Series or DataFrame")
     pd = pandas()
     lines = text.splitlines()
     if kind == "DataFrame":
@@ -121,6 +121,9 @@ def partial(text: str, kind: str, shape: Sequence[int] | None, nudge: int = 0) -
         top, bottom = (_frame(pd, "\n".join([str(header), *rows])) for rows in parts)
     else:
         top, bottom = (_series(pd, "\n".join([*rows, str(footer)])) for rows in parts)
+    if nudge and rounded(text):
+        for rows in (top, bottom):
+            _nudge(rows, nudge * _NUDGE, relative=_SCIENTIFIC.search(text) is not None)
     return Partial(text, top, bottom)
 
 
