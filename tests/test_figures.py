@@ -53,7 +53,6 @@ CELLS = [
     "ax = plt.axes()\nax2 = ax.twinx()\nax.plot(x);",
     "for k in range(3):\n    plt.plot(x, x * k)\nplt.legend(['a', 'b', 'c']);",
     "fig, ax = plt.subplots(1, 2, figsize=(16, 6))\nfor axi in ax.flat:\n    axi.plot(x)",
-    "with plt.style.context('ggplot'):\n    plt.hist(x);",
     "plt.figure()\nplt.subplot(2, 1, 1)\nplt.plot(x)\nplt.subplot(2, 1, 2)\nplt.plot(x);",
     "def draw(values):\n    plt.scatter(values, values)\n\ndraw(x)",
     "y = x * 2",
@@ -71,6 +70,7 @@ def test_the_figures_told_are_those_matplotlib_draws(code):
     "plt.plot(x)\nprint('done')",
     "import seaborn as sns\nsns.histplot(x);",
     "plt.style.use('ggplot')\nplt.plot(x);",
+    "with plt.style.context('fivethirtyeight'):\n    plt.hist(x);",  # a style may set dpi
     "for i in range(1, 4):\n    plt.subplot(1, 3, i)",
     "if len(x) > 3:\n    plt.plot(x);",
     "fig, ax = plt.subplots(n, 2)",
@@ -139,3 +139,10 @@ def test_an_earlier_figure_shown_again_shows_its_line_as_the_snapshot_holds_it()
     assert said("print(1)\nfig") == ""  # prints too
     assert said("fig = None\nfig") == ""  # rebound
     assert figures.figure_text(ast.parse("fig"), history, False, {}) == ""  # not visible
+
+
+def test_a_size_shown_under_a_temporary_style_is_not_learnt():
+    history = [step(IMPORT), step("plt.plot(x);", "<Figure size 640x480 with 1 Axes>"),
+               step("with plt.style.context('fivethirtyeight'):\n    plt.plot(x);",
+                    "<Figure size 512x384 with 1 Axes>")]
+    assert told("plt.scatter(x, x);", history) == "<Figure size 640x480 with 1 Axes>"

@@ -16,7 +16,8 @@ and the rules can say so when they can count the figures, their axes and their s
   defaults 6.4 x 4.8 inches at 100 dpi before any).
 
 Anything else (seaborn, ``DataFrame.hist``, figures or axes made in a loop, a changed
-``rcParams`` or style, a last expression that shows its value, a print) is undetermined:
+``rcParams`` or style, even in a ``with``, a last expression that shows its value, a
+print) is undetermined:
 None. The cell is never run.
 """
 
@@ -35,6 +36,7 @@ from themisto_ext.records import Step
 FIGURE = re.compile(r"<Figure size (\d+(?:\.\d+)?)x(\d+(?:\.\d+)?) with (\d+) Axes>")
 _INCHES = (6.4, 4.8)  # matplotlib's default figure.figsize
 _DPI = 100.0
+_TEMPORARY_STYLE = re.compile(r"\b(?:style\.context|rc_context)\b")
 # pyplot calls that draw on the current axes, making a figure and axes when none is open
 _NEEDS_AXES = {
     "plot", "scatter", "hist", "hist2d", "bar", "barh", "imshow", "matshow", "contour",
@@ -175,10 +177,10 @@ class _Drawing:
                 self.figures.append(_Figure(None))
         elif first in _NEEDS_AXES:
             self.needs_axes()
-        elif first in _HARMLESS or first[:1].isupper() \
-                or (first == "style" and rest.startswith("style.context")):
+        elif first in _HARMLESS or first[:1].isupper():
             return  # classes (plt.MaxNLocator(3), plt.Circle(...)) make no figure
-        else:  # rc, rcParams, style.use, close, ioff...: what the figures are is unknown
+        else:  # rc, rcParams, style.use, style.context (a style may set the figure's dpi
+            # or size: fivethirtyeight showed figsize 11x4 as 880x320), close, ioff...
             raise _Undetermined(f"pyplot.{rest}")
 
     def user_function(self, name: str) -> None:
@@ -273,6 +275,8 @@ def _learnt_sizes(history: Sequence[Step]) -> tuple[tuple[float, float], float]:
     default: tuple[float, float] | None = None
     dpi: float | None = None
     for step in reversed(history):
+        if _TEMPORARY_STYLE.search(str(step.get("code") or "")):
+            continue  # its size held in that context only
         shown = [m for o in step.get("outputs") or []
                  if o.get("output_type") == "display_data"
                  for m in FIGURE.finditer(str(o.get("text") or ""))]
