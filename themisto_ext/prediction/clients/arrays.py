@@ -72,16 +72,23 @@ def from_repr(text: str, shape: Sequence[int] | None, nudge: int = 0) -> Any:
     if array.dtype.hasobject or (shape is not None and tuple(array.shape) != tuple(shape)):
         raise ValueError("not the array the snapshot describes")
     if nudge and rounded(array):
-        cut = _rounded_elements(array)
-        # 8 significant digits in scientific notation, else 8 decimals
-        scientific = re.search(r"\de[+-]\d", body) is not None
-        array[cut] += nudge * _NUDGE * (np.abs(array[cut]) if scientific else 1)
+        nudge_rounded(array, nudge * _NUDGE, SCIENTIFIC.search(body) is not None)
     return array
 
 
 _NUDGE = 4e-9
 """Less than the rounding of NumPy's 8 printed digits (5e-9): the nudged array still reads
 as its repr."""
+SCIENTIFIC = re.compile(r"\de[+-]\d")
+"""A number a repr writes in scientific notation (its rounding is relative to it)."""
+
+
+def nudge_rounded(array: Any, step: float, relative: bool) -> None:
+    """Moves in place every float of ``array`` a repr may have rounded (see ``rounded``) by
+    ``step``, times its size when ``relative`` (scientific notation)."""
+    np = numpy()
+    cut = _rounded_elements(array)
+    array[cut] += step * (np.abs(array[cut]) if relative else 1)
 
 
 def rounded(array: Any) -> bool:

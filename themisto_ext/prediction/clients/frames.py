@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from themisto_ext.contract import PANDAS_DISPLAY
+from themisto_ext.prediction.clients import arrays
 
 MAX_ELEMENTS = 10_000
 """Largest object a guess may make."""
@@ -123,7 +124,7 @@ def partial(text: str, kind: str, shape: Sequence[int] | None, nudge: int = 0) -
         top, bottom = (_series(pd, "\n".join([*rows, str(footer)])) for rows in parts)
     if nudge and rounded(text):
         for rows in (top, bottom):
-            _nudge(rows, nudge * _NUDGE, relative=_SCIENTIFIC.search(text) is not None)
+            _nudge(rows, nudge * _NUDGE, relative=arrays.SCIENTIFIC.search(text) is not None)
     return Partial(text, top, bottom)
 
 
@@ -141,12 +142,11 @@ def from_repr(text: str, kind: str, shape: Sequence[int] | None, nudge: int = 0)
     if tuple(rebuilt.shape) != tuple(shape) or shown(rebuilt) != text:
         raise ValueError("the rebuilt object does not show as recorded")
     if nudge and rounded(text):
-        _nudge(rebuilt, nudge * _NUDGE, relative=_SCIENTIFIC.search(text) is not None)
+        _nudge(rebuilt, nudge * _NUDGE, relative=arrays.SCIENTIFIC.search(text) is not None)
     return rebuilt
 
 
 _NUDGE = 4e-7
-_SCIENTIFIC = re.compile(r"\de[+-]\d")
 """Less than the rounding of pandas' 6 decimals (or 7 digits in scientific notation)."""
 
 
@@ -156,26 +156,17 @@ def rounded(text: str) -> bool:
 
 
 def _nudge(value: Any, step: float, relative: bool) -> None:
-    """Moves in place every float with 6 decimals or more (the ones a repr may have cut;
-    2.5 is taken as it reads) by ``step``, times its size when ``relative``."""
-    np = _numpy()
+    """Moves in place every float a repr may have cut (``arrays.nudge_rounded``)."""
     columns = [value] if value.ndim == 1 else [value[c] for c in value.columns]
     for i, column in enumerate(columns):
         if column.dtype.kind != "f":
             continue
         data = column.to_numpy(dtype=float, copy=True)
-        cut = np.isfinite(data) & (np.round(data, 5) != data)
-        data[cut] += step * (np.abs(data[cut]) if relative else 1)
+        arrays.nudge_rounded(data, step, relative)
         if value.ndim == 1:
             value[:] = data
         else:
             value.isetitem(i, data)
-
-
-def _numpy() -> Any:
-    import numpy as np  # pandas brings it
-
-    return np
 
 
 def shown(value: Any) -> str:
