@@ -18,12 +18,12 @@ from typing import Any
 from themisto_ext.records import Step
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=64)
 def parsed(code: str) -> ast.Module | None:
     """The cell's syntax tree as IPython would run it (magics and ``!`` lines become
-    calls), None when it is not Python. Cached by text: every prediction reads the whole
-    history, and parsing 2,000 cells each time cost ~45 ms on the server's loop. The tree
-    is shared: callers only read it."""
+    calls), None when it is not Python. The tree is shared: callers only read it. Only
+    the last few are kept (the modules of one new cell are read one after another): what
+    callers derive from a tree is small and cached by them, a tree of every cell is not."""
     try:
         return ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -74,7 +74,8 @@ def module_effect(statement: ast.stmt, module: str) -> tuple[set[str], set[str]]
 @functools.lru_cache(maxsize=8192)
 def _cell_effect(code: str, module: str) -> tuple[frozenset[str], frozenset[str]]:
     """``(dropped, added)``: a cell turns the names ``module`` is known by into ``(names -
-    dropped) | added``."""
+    dropped) | added``. Cached by the cell's text: every prediction reads the whole
+    history, and parsing 2,000 cells each time cost ~45 ms on the server's loop."""
     tree = parsed(code)
     return (frozenset(), frozenset()) if tree is None else cell_effect(tree, module)
 
