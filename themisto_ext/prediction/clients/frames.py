@@ -122,9 +122,8 @@ def partial(text: str, kind: str, shape: Sequence[int] | None, nudge: int = 0) -
         top, bottom = (_frame(pd, "\n".join([str(header), *rows])) for rows in parts)
     else:
         top, bottom = (_series(pd, "\n".join([*rows, str(footer)])) for rows in parts)
-    if nudge and rounded(text):
-        for rows in (top, bottom):
-            _nudge(rows, nudge * _NUDGE, relative=arrays.SCIENTIFIC.search(text) is not None)
+    for rows in (top, bottom):
+        _nudge(rows, text, nudge)
     return Partial(text, top, bottom)
 
 
@@ -141,8 +140,7 @@ def from_repr(text: str, kind: str, shape: Sequence[int] | None, nudge: int = 0)
     rebuilt = _series(pd, text) if kind == "Series" else _frame(pd, text)
     if tuple(rebuilt.shape) != tuple(shape) or shown(rebuilt) != text:
         raise ValueError("the rebuilt object does not show as recorded")
-    if nudge and rounded(text):
-        _nudge(rebuilt, nudge * _NUDGE, relative=arrays.SCIENTIFIC.search(text) is not None)
+    _nudge(rebuilt, text, nudge)
     return rebuilt
 
 
@@ -155,8 +153,12 @@ def rounded(text: str) -> bool:
     return bool(_ROUNDED.search(text))
 
 
-def _nudge(value: Any, step: float, relative: bool) -> None:
-    """Moves in place every float a repr may have cut (``arrays.nudge_rounded``)."""
+def _nudge(value: Any, text: str, nudge: int) -> None:
+    """With ``nudge`` (+1 or -1) and a repr ``text`` that shows rounded floats, moves in
+    place every float of ``value`` it may have cut (``arrays.nudge_rounded``)."""
+    if not nudge or not rounded(text):
+        return
+    step, relative = nudge * _NUDGE, arrays.SCIENTIFIC.search(text) is not None
     columns = [value] if value.ndim == 1 else [value[c] for c in value.columns]
     for i, column in enumerate(columns):
         if column.dtype.kind != "f":
