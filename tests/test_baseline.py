@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from typing import Any
 
@@ -172,10 +173,29 @@ def test_types(code, expected):
         ("print('Shape:', df.shape)\ndf.head()", "Shape: (100000, 2)"),
         ("total = 3\nprint(total * 2)\nprint(n)", "6\n1000"),
         ("msg = f'{n} rows'\nprint(msg)\nmsg", "1000 rows\n'1000 rows'"),
+        ("returned = print('abc')", "abc"),  # an assignment that prints
+        ("returned = print(n, sep='-')\nreturned", "1000"),  # None is not displayed
     ],
 )
 def test_prints(code, expected):
     assert output(code) == expected
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x = print(compute(df))",  # prints what it cannot know
+        "shown = [print(i) for i in items]",
+        "class Verbose:\n    print(later)",  # a class body runs when it is defined
+    ],
+)
+def test_an_assignment_or_definition_that_calls_print_is_not_taken_as_silent(code):
+    determined = determined_output(code, HISTORY)
+    assert determined is not None and determined[1] is False
+
+
+def test_a_function_that_prints_is_silent_until_called():
+    assert determined_output("def f():\n    print(n)", HISTORY) == ("", True)
 
 
 @pytest.mark.parametrize(
@@ -193,7 +213,8 @@ def test_prints(code, expected):
         "helper",  # IPython would show its signature, not this repr
         "undefined_name",
         "xs[10]",  # would raise
-        "for i in range(3):\n    print(i)",
+        "for i in range(n * n):\n    print(i)",  # more steps than a guess may take
+        "for row in df:\n    print(row)",
         "def f():\n    return 1",
         "%timeit df.sum()",  # magics are not Python
         "!ls",
@@ -208,9 +229,9 @@ def test_nothing_is_predicted_when_nothing_is_determined(code):
 @pytest.mark.parametrize(
     "code",
     [
-        "xs.append(40)\nlen(xs)",  # the call may change xs
+        "compute(xs)\nlen(xs)",  # the call may change xs
         "df = df.dropna()\ndf.shape",
-        "for xs in [[1]]:\n    pass\nxs",
+        "for xs in compute():\n    pass\nxs",
         "del name\nname",
     ],
 )
@@ -632,3 +653,134 @@ def test_the_head_of_a_long_frame_of_random_floats_is_its_first_rows_as_the_kern
     assert determined_output("df.head()", history) == (head, True)
     assert determined_output("df.tail(3)", history) == (tail, True)
     assert determined_output("df.head().sum()", history) == ("", False)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("name.upper()", "'ALICE'"),
+        ("name.capitalize() + '!'", "'Alice!'"),
+        ("'-'.join(['a', 'b'])", "'a-b'"),
+        ("'{0:.3f} and {1}'.format(ratio, n)", "'0.250 and 1000'"),
+        ("ratio.is_integer()", "False"),
+        ("complex(1, 2).conjugate()", "(1-2j)"),
+        ("(3 + 4j).imag", "4.0"),
+        ("config.get('lr')", "0.01"),
+        ("list(config.keys())", "['lr', 'layers']"),
+        ("xs.append(40)\nlen(xs)", "4"),  # changed in place: known as changed
+        ("ys = xs\nxs.append(40)\nys", "[10, 20, 30, 40]"),  # an alias sees it
+        ("xs.sort(reverse=True)\nprint(xs)", "[30, 20, 10]"),
+        ("total = 0\nfor x in xs:\n    total += x\ntotal", "60"),
+        ("for i, x in enumerate(xs):\n    print(i, x)", "0 10\n1 20\n2 30"),
+        ("for i in range(10):\n    if i >= 3:\n        break\n    print(i, end=' ')", "0 1 2 "),
+        ("for i in range(4):\n    if i % 2:\n        continue\n    print(i)\nelse:\n"
+         "    print('done')", "0\n2\ndone"),
+        ("[x // 10 for x in xs if x > 10]", "[2, 3]"),
+        ("{x: x * x for x in range(3)}", "{0: 0, 1: 1, 2: 4}"),
+        ("{a % 3 for a in range(1000)}", "{0, 1, 2}"),  # IPython shows sets sorted
+        ("sum(x * x for x in range(4))", "14"),
+        ("x = 5\n'odd' if x % 2 else 'even'", "'odd'"),
+        ("print(*range(4))", "0 1 2 3"),
+        ("print(*zip('ab', xs))", "('a', 10) ('b', 20)"),
+        ("a, b = xs[0], xs[1]\na + b", "30"),
+        ("range(10)", "range(0, 10)"),
+        ("square = lambda x: x ** 2\nprint(*map(square, xs))", "100 400 900"),
+        ("print(*filter(lambda x: x > 15, xs))", "20 30"),
+        ("sorted(config.items(), key=lambda item: item[0])",
+         "[('layers', [64, 32]), ('lr', 0.01)]"),
+        ("max(['aa', name], key=len)", "'alice'"),
+        ("G = (x * 2 for x in xs)\nfor g in G:\n    break\nlist(G)", "[40, 60]"),  # used up
+    ],
+)
+def test_plain_python_over_known_values_is_run_as_python_runs_it(code, expected):
+    assert output(code) == expected
+    exec_globals: dict[str, Any] = {"name": "alice", "ratio": 0.25, "n": 1000,
+                                    "xs": [10, 20, 30], "config": {"lr": 0.01,
+                                                                   "layers": [64, 32]}}
+    assert ran(code, exec_globals) == expected  # the check: Python agrees
+
+
+def ran(code: str, variables: dict[str, Any]) -> str:
+    """What IPython shows for ``code``: its prints, then its last expression's display."""
+    import contextlib
+    import io
+
+    from IPython.lib.pretty import pretty
+
+    tree = ast.parse(code)
+    last = tree.body.pop() if isinstance(tree.body[-1], ast.Expr) else None
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(tree, "<cell>", "exec"), variables)
+        value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), variables) \
+            if last is not None else None
+    return (printed.getvalue() + ("" if value is None else pretty(value))).removesuffix("\n")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "print({'b', 'a'})",  # a set of strings prints in the kernel's hash order
+        "list({'b', 'a'})",
+        "for s in {'b', 'a'}:\n    print(s)",
+        "' '.join({'b', 'a'})",
+        "zip(xs, xs)",  # shows an address
+        "print(iter(xs))",
+        "xs.append(40)\nsquares",  # another list the snapshot holds may be xs itself
+        "xs.append(compute())\nxs",
+        "list(range(10 ** 12))",
+        "'x'.center(10 ** 9)",
+        "f'{n:1000000000}'",
+        "'{:1000000000}'.format(n)",
+        "'{0.__class__}'.format(n)",
+        "[helper(x) for x in xs]",
+        "f = lambda x: x\nf",  # IPython shows a function by its name and signature
+        "f = lambda x: missing\nf(1)",
+        "sorted(xs, key=helper)",
+        "sorted({'b', 'a'}, key=len)",  # ties keep the set's order
+        "while True:\n    print(1)",
+    ],
+)
+def test_plain_python_the_rules_cannot_know_or_bound_predicts_nothing(code):
+    determined = determined_output(code, HISTORY)
+    assert determined is not None and determined[1] is False, determined
+
+
+def test_a_comprehension_keeps_its_variables_to_itself():
+    assert output("[n for n in range(3)]\nn") == "1000"
+    assert output("total = [x for x in xs]\nx") == ""  # no x: it would raise
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x = undefined_name + 1",  # it raises NameError: not "nothing shown"
+        "result = compute(df)",
+        "for i in range(3):\n    total = missing_total + i",
+    ],
+)
+def test_a_cell_reading_a_name_nothing_defined_is_not_taken_to_show_nothing(code):
+    assert determined_output(code, HISTORY) == ("", False)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def f(value, scale=n):\n    return value * later_defined",  # read when called
+        "try:\n    import json\nexcept ImportError as e:\n    problem = e",
+        "frame = pd.DataFrame()",  # a module an earlier cell imported
+        "_ = In",  # IPython's own
+        "squares2 = [v * v for v in xs]",
+        "from math import *\nresult = sin(0)",  # a star import defines unspelt names
+    ],
+)
+def test_names_that_exist_or_may_exist_are_not_taken_as_undefined(code):
+    assert determined_output(code, HISTORY) == ("", True)
+
+
+def test_undefined_names_are_only_judged_on_the_whole_snapshot():
+    # a part of the state (the curated context) or a star import earlier: no judgement
+    part = {"n": VARIABLES["n"]}
+    assert determined_output("x = compute(n)", HISTORY, part) == ("", True)
+    history = [*HISTORY[:2], step(3, "from numpy import *"), HISTORY[2]]
+    assert determined_output("x = compute(n)", history) == ("", True)

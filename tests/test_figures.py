@@ -146,3 +146,14 @@ def test_a_size_shown_under_a_temporary_style_is_not_learnt():
                step("with plt.style.context('fivethirtyeight'):\n    plt.plot(x);",
                     "<Figure size 512x384 with 1 Axes>")]
     assert told("plt.scatter(x, x);", history) == "<Figure size 640x480 with 1 Axes>"
+
+
+@pytest.mark.parametrize("choice", ["%matplotlib notebook", "%matplotlib widget",
+                                    "import matplotlib\nmatplotlib.use('Agg')"])
+def test_figures_under_another_backend_are_undetermined(choice):
+    # `%matplotlib notebook` shows a Javascript widget, Agg nothing: not the inline line
+    assert told("plt.plot(x);", [step(IMPORT), step(choice)]) is None
+    assert told("plt.plot(x);", [step(choice), step("%matplotlib inline"), step(IMPORT)]) \
+        == "<Figure size 640x480 with 1 Axes>"  # the last choice counts
+    assert told("plt.plot(x);", [step("%matplotlib"), step(IMPORT)]) \
+        == "<Figure size 640x480 with 1 Axes>"  # the notebook's default: inline

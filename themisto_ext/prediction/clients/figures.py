@@ -37,6 +37,9 @@ FIGURE = re.compile(r"<Figure size (\d+(?:\.\d+)?)x(\d+(?:\.\d+)?) with (\d+) Ax
 _INCHES = (6.4, 4.8)  # matplotlib's default figure.figsize
 _DPI = 100.0
 _TEMPORARY_STYLE = re.compile(r"\b(?:style\.context|rc_context)\b")
+# how a notebook picks its backend: ``%matplotlib notebook``, ``matplotlib.use("agg")``
+_BACKEND = re.compile(r"^[ \t]*%(?:matplotlib|pylab)\b[ \t]*([^\s#]*)"
+                      r"|\bmatplotlib\.use\(\s*['\"]([^'\"]*)['\"]", re.MULTILINE)
 # pyplot calls that draw on the current axes, making a figure and axes when none is open
 _NEEDS_AXES = {
     "plot", "scatter", "hist", "hist2d", "bar", "barh", "imshow", "matshow", "contour",
@@ -206,6 +209,8 @@ def figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool,
 
 def _figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool,
                  snapshot: Mapping[str, Any]) -> str:
+    if not _inline_backend(history):
+        raise _Undetermined("another backend shows figures otherwise (or not at all)")
     dropped, added = names.cell_effect(cell, "matplotlib.pyplot")
     pyplot = (names.module_names(history, "matplotlib.pyplot") - dropped) | added
     functions = _drawing_functions(history, cell)
@@ -293,6 +298,26 @@ def _learnt_sizes(history: Sequence[Step]) -> tuple[tuple[float, float], float]:
     if dpi is None:
         dpi = default[0] / _INCHES[0] if default is not None else _DPI
     return default or (_INCHES[0] * dpi, _INCHES[1] * dpi), dpi
+
+
+def _inline_backend(history: Sequence[Step]) -> bool:
+    """Whether figures go to the inline backend: the last backend the notebook chose
+    (``%matplotlib notebook`` shows a widget, ``matplotlib.use("agg")`` nothing), inline
+    when it chose none (IPython's default in a notebook)."""
+    for step in reversed(history):
+        chosen = _chosen_backend(str(step.get("code") or ""))
+        if chosen is not None:
+            return chosen in ("", "inline") or "inline" in chosen
+    return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _chosen_backend(code: str) -> str | None:
+    """The backend the cell's last ``%matplotlib``/``matplotlib.use`` picks, lower case
+    ("" for ``%matplotlib`` alone); None when it picks none."""
+    picks = [m.group(1) if m.group(1) is not None else m.group(2)
+             for m in _BACKEND.finditer(code)]
+    return picks[-1].lower() if picks else None
 
 
 @functools.lru_cache(maxsize=4096)

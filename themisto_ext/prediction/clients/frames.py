@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from themisto_ext.contract import PANDAS_DISPLAY
-from themisto_ext.prediction.clients import arrays
+from themisto_ext.prediction.clients import arrays, operators
 
 MAX_ELEMENTS = 10_000
 """Largest object a guess may make."""
@@ -271,6 +271,8 @@ def construct(kind: str, args: Sequence[Any], keywords: Mapping[str, Any]) -> An
     if kind not in _MAKERS or not set(keywords) <= _MAKER_KEYWORDS or len(args) > 1:
         raise ValueError(f"pd.{kind} is not computed")
     _whole(*args, *keywords.values())
+    if not all(_data(value) for value in [*args, *keywords.values()]):
+        raise ValueError("made of values known only by their text")
     if any(_count(value) > MAX_ELEMENTS for value in [*args, *keywords.values()]):
         raise ValueError("too large")
     return _bounded(getattr(pandas(), kind)(*args, **keywords))
@@ -284,6 +286,17 @@ def _count(value: Any) -> int:
         return sum(_count(v) for v in value) + len(value)
     shape = getattr(value, "shape", None)
     return _size(tuple(shape)) if isinstance(shape, tuple) else 1
+
+
+def _data(value: Any, depth: int = 0) -> bool:
+    """Whether a constructor's argument is made of values the rules hold whole: plain
+    Python values, arrays, rebuilt Series and frames (not an object known by its text)."""
+    if isinstance(value, dict) and depth < 3:
+        return all(_data(v, depth + 1) for v in [*value.keys(), *value.values()])
+    if isinstance(value, list | tuple) and depth < 3:
+        return all(_data(v, depth + 1) for v in value)
+    return operators.plain(value) or arrays.is_array(value) or (
+        is_frame(value) and not isinstance(value, Partial))
 
 
 def _whole(*values: Any) -> None:

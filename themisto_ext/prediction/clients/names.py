@@ -1,4 +1,5 @@
-"""Which names a cell binds, and which of them are modules (NumPy, pandas, pyplot).
+"""Which names a cell binds, which of them are modules (NumPy, pandas, pyplot), and which
+names it reads that no cell can have defined (it will raise NameError).
 
 The runtime snapshot leaves modules out, so the name a module is known by is read from
 the import statements of the cells run so far: ``import numpy as np``, ``from matplotlib
@@ -11,11 +12,17 @@ imported was never known as ``np``).
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from themisto_ext.contract import CaptureSettings
 from themisto_ext.records import Step
+
+MAX_VARIABLES = CaptureSettings().max_variables
+"""A snapshot this long may have left variables out."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -52,6 +59,10 @@ def bound(tree: ast.AST) -> set[str]:
             names.add(node.name)
         elif isinstance(node, ast.alias):
             names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            names.add(node.name)  # except E as e, case [x, *rest]
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            names.update(node.names)
     return names
 
 
@@ -97,3 +108,66 @@ def module_names(history: Iterable[Step], module: str) -> set[str]:
         dropped, added = _cell_effect(str(past.get("code") or ""), module)
         names = (names - dropped) | added
     return names
+
+
+# IPython's own names in a kernel's namespace (``_``, ``_i3``... start with "_").
+_IPYTHON = {"In", "Out", "get_ipython", "exit", "quit", "display"}
+_DEFINING_CALLS = {"exec", "execfile", "globals", "locals", "vars", "setattr"}
+# Code that defines names its text does not spell: star imports, %run, exec, globals()...
+_HIDDEN_DEFINITIONS = re.compile(
+    r"import\s+\*|%run\b|%pylab\b|%store\b|%load\b|%%|\bexec(?:file)?\s*\(|"
+    r"\b(?:globals|locals|vars)\s*\(|\.push\s*\(|__builtins__|\bsetattr\s*\(")
+
+
+def undefined(tree: ast.Module, history: Sequence[Step], snapshot: Iterable[str]) -> set[str]:
+    """Names the cell reads (outside the functions it defines) that do not exist: not a
+    builtin or IPython's, not bound by the cell, not a variable of ``snapshot`` (all the
+    kernel's variables but modules: pass the whole snapshot, not a part) and not a module
+    any cell imported. Empty when the snapshot may be partial (empty, or as long as the
+    capture's limit) or a cell may have defined names it does not spell (``import *``,
+    ``%run``, ``exec``...)."""
+    known = set(snapshot)
+    if not known or len(known) >= MAX_VARIABLES or _hides(tree):
+        return set()
+    read = {node.id for node in _run_now(tree)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    candidates = read - bound(tree) - known - _IPYTHON - set(dir(builtins))
+    candidates = {name for name in candidates if not name.startswith("_")}
+    for past in history:
+        if not candidates:
+            break
+        imported, hides = _imports(str(past.get("code") or ""))
+        if hides:
+            return set()
+        candidates -= imported
+    return candidates
+
+
+def _run_now(node: ast.AST) -> list[ast.AST]:
+    """The nodes that run when the code does: not the bodies of the functions and
+    lambdas it defines (their defaults and decorators, yes)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        arguments = node.args
+        now: list[ast.AST] = [*arguments.defaults, *(d for d in arguments.kw_defaults if d)]
+        if not isinstance(node, ast.Lambda):
+            now.extend(node.decorator_list)
+        return [inner for part in now for inner in _run_now(part)]
+    return [node, *(inner for child in ast.iter_child_nodes(node) for inner in _run_now(child))]
+
+
+def _hides(tree: ast.Module) -> bool:
+    """Whether the cell itself may define names it does not spell."""
+    return any(
+        (isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names))
+        or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in _DEFINING_CALLS) for node in ast.walk(tree))
+
+
+@functools.lru_cache(maxsize=8192)
+def _imports(code: str) -> tuple[frozenset[str], bool]:
+    """The names a cell's imports bind, and whether it may define names it does not spell."""
+    tree = parsed(code)
+    imported = frozenset() if tree is None else frozenset(
+        (alias.asname or alias.name).split(".")[0] for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom) for alias in node.names)
+    return imported, bool(_HIDDEN_DEFINITIONS.search(code))

@@ -1,15 +1,18 @@
-"""Operators the baseline applies to values it knows from the runtime snapshot: Python's
-own, on plain values only (numbers, strings, bytes, and tuples and lists of them), within
-bounds. A guess must never cost more than a moment, whatever the cell asks (``2 ** 10**9``,
-``'x' * 10**12``); a value of any other type (a NumPy scalar, an object whose ``__add__``
-is the user's code) is not computed. Everything else raises ``ValueError``: the baseline
-then does not know the answer."""
+"""Operators and methods the baseline applies to values it knows from the runtime snapshot:
+Python's own, on plain values only (numbers, strings, bytes, bounded ranges, and tuples,
+lists, dicts and sets of them), within bounds. A guess must never cost more than a
+moment, whatever the cell asks (``2 ** 10**9``, ``'x' * 10**12``, ``'x'.center(10**9)``);
+a value of any other type (a NumPy scalar, an object whose ``__add__`` is the user's code)
+is not computed. Everything else raises ``ValueError``: the baseline then does not know
+the answer."""
 
 from __future__ import annotations
 
 import ast
 import operator
-from collections.abc import Callable
+import re
+import string
+from collections.abc import Callable, Iterator
 from typing import Any
 
 MAX_BITS = 4096
@@ -35,27 +38,39 @@ COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
 }
 
 
+_SIZED = (str, bytes, tuple, list, dict, set, frozenset, range)
+
+
 def plain(value: Any, depth: int = 0) -> bool:
     """A value these operators apply to (and the baseline may show)."""
     if type(value) in _SCALARS:
         return True
-    if type(value) in (tuple, list) and depth < 3 and len(value) <= MAX_LENGTH:
+    if type(value) is range:
+        return len(value) <= MAX_LENGTH
+    if type(value) in (tuple, list, set, frozenset) and depth < 3 and len(value) <= MAX_LENGTH:
         return all(plain(item, depth + 1) for item in value)
+    if type(value) is dict and depth < 3 and len(value) <= MAX_LENGTH:
+        return all(plain(k, depth + 1) and plain(v, depth + 1) for k, v in value.items())
     return False
 
 
 def _bounded(value: Any) -> Any:
     if isinstance(value, int) and value.bit_length() > MAX_BITS:
         raise ValueError("too large to guess")
-    if isinstance(value, str | bytes | tuple | list) and len(value) > MAX_LENGTH:
+    if isinstance(value, _SIZED) and len(value) > MAX_LENGTH:
         raise ValueError("too long to guess")
     return value
+
+
+def weight(value: Any) -> int:
+    """Roughly what making the value cost: its length when it is a string or container."""
+    return len(value) if isinstance(value, _SIZED) and not isinstance(value, range) else 1
 
 
 def _size(value: Any) -> int:
     if isinstance(value, int):
         return value.bit_length()
-    return len(value) if isinstance(value, str | bytes | tuple | list) else 1
+    return len(value) if isinstance(value, _SIZED) else 1
 
 
 def binary(op: ast.operator, left: Any, right: Any) -> Any:
@@ -93,3 +108,106 @@ def compare(left: Any, ops: list[ast.cmpop], rights: list[Any]) -> bool:
             return False
         left = right
     return True
+
+
+# Methods that read a plain value and return a new one (never the user's code: the owner
+# and the arguments are plain), and attributes of plain numbers.
+_READERS: dict[type, set[str]] = {
+    str: {"upper", "lower", "capitalize", "title", "swapcase", "casefold", "strip", "lstrip",
+          "rstrip", "split", "rsplit", "splitlines", "partition", "rpartition", "replace",
+          "join", "find", "rfind", "index", "rindex", "count", "startswith", "endswith",
+          "isdigit", "isalpha", "isalnum", "isspace", "islower", "isupper", "istitle",
+          "isnumeric", "isdecimal", "isidentifier", "isprintable", "isascii", "center",
+          "ljust", "rjust", "zfill", "format", "removeprefix", "removesuffix", "encode"},
+    bytes: {"decode", "upper", "lower", "hex", "split", "strip", "startswith", "endswith",
+            "count", "find", "replace"},
+    int: {"bit_length", "bit_count", "conjugate", "as_integer_ratio"},
+    float: {"is_integer", "as_integer_ratio", "conjugate", "hex"},
+    complex: {"conjugate"},
+    list: {"index", "count", "copy"},
+    tuple: {"index", "count"},
+    dict: {"keys", "values", "items", "get", "copy"},
+    set: {"union", "intersection", "difference", "symmetric_difference", "issubset",
+          "issuperset", "isdisjoint", "copy"},
+}
+_READERS[bool] = _READERS[int]
+_READERS[frozenset] = _READERS[set] - {"copy"}
+# Methods that change a list, dict or set in place.
+MUTATORS: dict[type, set[str]] = {
+    list: {"append", "extend", "insert", "remove", "pop", "sort", "reverse", "clear"},
+    dict: {"update", "pop", "setdefault", "clear"},
+    set: {"add", "discard", "remove", "update", "clear", "intersection_update",
+          "difference_update", "symmetric_difference_update"},
+}
+_ATTRIBUTES = {"real", "imag", "numerator", "denominator", "start", "stop", "step"}
+_PADDING = {"center", "ljust", "rjust", "zfill"}
+_WIDTH = re.compile(r"\d+")
+
+
+def attribute(owner: Any, name: str) -> Any:
+    """``x.real``, ``r.stop``... of a plain number or range."""
+    if not plain(owner) or name not in _ATTRIBUTES or not hasattr(owner, name):
+        raise ValueError("not a plain attribute")
+    return getattr(owner, name)
+
+
+def method(owner: Any, name: str, arguments: list[Any], named: dict[str, Any]) -> Any:
+    """``owner.name(*arguments, **named)`` for a plain owner and plain arguments, the
+    mutators included (the caller keeps the changed owner); bounded before and after."""
+    kind = type(owner)
+    if name not in _READERS.get(kind, set()) | MUTATORS.get(kind, set()) or not plain(owner) \
+            or not all(plain(a) for a in [*arguments, *named.values()]):
+        raise ValueError("not a plain method")
+    if name in _PADDING and any(isinstance(a, int) and a > MAX_LENGTH for a in arguments):
+        raise ValueError("too long to guess")
+    if name == "replace" and len(arguments) >= 2 and isinstance(owner, str | bytes) and \
+            (len(owner) + 1) * (len(arguments[1]) + 1) > MAX_LENGTH:
+        raise ValueError("too long to guess")
+    if name == "format":
+        assert isinstance(owner, str)
+        _check_template(owner)
+    result = getattr(owner, name)(*arguments, **named)
+    _bounded(owner)
+    return _bounded(result)
+
+
+def formatted(value: Any, spec: str) -> str:
+    """``format(value, spec)``, refused where the spec asks for a huge width or precision."""
+    if any(int(digits) > MAX_LENGTH for digits in _WIDTH.findall(spec)):
+        raise ValueError("too long to guess")
+    return format(value, spec)
+
+
+def _check_template(template: str) -> None:
+    """A ``str.format`` template whose fields read no attributes and ask no huge width."""
+    for _, field, spec, _ in string.Formatter().parse(template):
+        if field is not None and ("." in field or "{" in (spec or "")):
+            raise ValueError("not a plain template")
+        if spec and any(int(digits) > MAX_LENGTH for digits in _WIDTH.findall(spec)):
+            raise ValueError("too long to guess")
+
+
+def ordered(value: Any, depth: int = 0) -> bool:
+    """Whether the value prints and iterates in an order the rules can know: not a set
+    (its order is the kernel's hashes and history), nor a container holding one."""
+    if isinstance(value, set | frozenset):
+        return False
+    if isinstance(value, tuple | list) and depth < 3:
+        return all(ordered(item, depth + 1) for item in value)
+    if isinstance(value, dict) and depth < 3:
+        return all(ordered(k, depth + 1) and ordered(v, depth + 1) for k, v in value.items())
+    return True
+
+
+def items(value: Any) -> Iterator[Any]:
+    """What a ``for`` loop over ``value`` gets: a plain value in a known order (a list
+    changed in the loop is read live, as Python does), or an iterator made from one
+    (``zip``, ``enumerate``, a generator expression: taken as the loop goes, so that a
+    ``break`` leaves the rest for later)."""
+    if isinstance(value, Iterator):
+        return value
+    if isinstance(value, range):  # however long: the loop's steps are bounded
+        return iter(value)
+    if plain(value) and ordered(value) and isinstance(value, _SIZED):
+        return iter(value)
+    raise ValueError("not a plain iterable")

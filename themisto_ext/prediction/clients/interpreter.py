@@ -1,0 +1,588 @@
+"""The cell run symbolically over the runtime snapshot, statement by statement: what the
+baseline's output rules know (``baseline.py`` says what they cover; ``arrays.py``,
+``frames.py`` and ``operators.py`` compute on NumPy, pandas and plain Python values).
+
+A ``State`` holds what is known of each variable: untouched since the snapshot (its
+entry, rebuilt from its repr when read), or computed by the cell. A statement the rules
+cannot run raises ``Undetermined`` inside; ``State.run`` then forgets every variable it
+names and notes whether it could have shown something. Plain Python runs as Python runs
+it (``if``, ``for`` with ``break``/``continue``, comprehensions, lambdas, the methods of
+strings, lists, dicts and sets), within bounds: a guess costs a moment, whatever the cell
+asks.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from themisto_ext.prediction.clients import arrays, frames, names, operators
+from themisto_ext.prediction.clients.flow import (
+    IN_ORDER,
+    MADE,
+    PURE_BUILTINS,
+    Flow,
+    Jump,
+    Lambda,
+    Undetermined,
+    mutable,
+    text_known,
+)
+
+# Snapshot reprs that are not the value's repr (see docs/format.md).
+_PLACEHOLDER = re.compile(
+    r"<(redacted|repr of .* timed out|repr raised .*|int with \d+ bits|pending:.*)>"
+)
+_NUMPY_SCALAR = re.compile(r"np\.(?:float|int|uint|complex)\d*\((.*)\)")
+_BUILTIN_TYPES = {name for name, value in vars(builtins).items() if isinstance(value, type)} | {
+    "NoneType", "function", "builtin_function_or_method", "method", "module", "generator",
+}  # fmt: skip
+# Qualified names of library types seen in snapshots (pandas >= 3 names its classes so).
+_LIBRARY_TYPES = {
+    "DataFrame": "pandas.DataFrame",
+    "Series": "pandas.Series",
+    "Index": "pandas.Index",
+    "ndarray": "numpy.ndarray",
+}
+# Types whose repr is a Python literal: one that does not parse was cut short by the snapshot.
+_LITERAL_TYPES = {"str", "bytes", "int", "float", "complex", "bool"}
+_LITERAL_TYPES |= {"list", "tuple", "dict", "set", "frozenset"}
+_DTYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "complex": complex}
+_ORDERING = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+MODULES = ("numpy", "pandas")
+"""Modules whose functions the baseline computes (``arrays.py``, ``frames.py``)."""
+_STR_IS_REPR = {"DataFrame", "Series"}  # print(frame) shows the same text as its repr
+# IPython shows these with its own printers (signatures, qualified names), not their repr.
+_NOT_SHOWN_BY_REPR = {"function", "type", "builtin_function_or_method", "method", "ABCMeta"}
+_SILENT = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Import, ast.ImportFrom, ast.Pass,
+           ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Delete, ast.Global,
+           ast.Nonlocal)
+
+
+_PRINTERS = {"print", "display", "pprint"}
+"""Functions whose whole purpose is to show: an assignment or import that calls one shows."""
+
+
+def _may_display(statement: ast.stmt, display: bool) -> bool:
+    """Whether an undetermined statement could show something: a displayed expression, a
+    call (it may print), a raise; in an assignment or definition, a call of a printer."""
+    if isinstance(statement, _SILENT):
+        return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                   and node.func.id in _PRINTERS
+                   for node in _outside_functions(statement))
+    if isinstance(statement, ast.Expr) and display:
+        return True
+    return any(isinstance(node, ast.Call | ast.Raise | ast.Assert)
+               for node in ast.walk(statement))
+
+
+def _outside_functions(statement: ast.stmt) -> list[ast.AST]:
+    """The nodes of ``statement`` that run when it does: not a defined function's body."""
+    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+        return [node for decorator in statement.decorator_list for node in ast.walk(decorator)]
+    nodes: list[ast.AST] = [statement]
+    for child in ast.iter_child_nodes(statement):
+        nodes.extend(_outside_functions(child) if isinstance(child, ast.stmt)
+                     else ast.walk(child))
+    return nodes
+
+
+class _Shown:
+    """A value known only by its texts: IPython's display, repr(), str() (None: unknown)."""
+
+    def __init__(self, display: str, text: str | None, representation: str | None = None) -> None:
+        self.display = display
+        self.text = text
+        self.representation = display if representation is None else representation
+
+    def __repr__(self) -> str:
+        return self.representation
+
+    def __str__(self) -> str:
+        if self.text is None:
+            raise Undetermined
+        return self.text
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            raise Undetermined
+        return str(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.display)
+
+
+class State(Flow):
+    """What is known of the variables, statement after statement of one cell."""
+
+    def __init__(self, snapshot: Mapping[str, Any], shadowed: set[str], classes: set[str],
+                 modules: Mapping[str, set[str]] | None = None, nudge: int = 0) -> None:
+        self.entries = dict(snapshot)  # untouched since the snapshot
+        self.values: dict[str, Any] = {}  # assigned by the cell to a known value
+        self.shadowed = shadowed  # names the user rebinds: builtins no more
+        self.classes = classes
+        # the names each of MODULES is known by (the snapshot leaves modules out)
+        self.modules = {m: set((modules or {}).get(m, ())) for m in MODULES}
+        self.undetermined = False  # a statement that may have shown something was not known
+        self.nudge = nudge  # rebuilt with their rounded floats moved up (1) or down (-1)
+        self.rounded = False  # the cell read floats a repr may have rounded
+        self.iterations = 0  # loop and comprehension steps taken (bounded: ITERATIONS)
+        self.mutations = 0  # lists, dicts and sets changed in place
+        self.made = 0  # characters and items of the values computed (bounded: MADE)
+        self.snapshot_names: set[str] = set()  # values read from the snapshot (and kept)
+
+    def shown(self, cell: ast.Module, quiet: bool) -> str:
+        """What the cell shows, statement after statement."""
+        texts = [self.run(statement, display=i == len(cell.body) - 1 and not quiet)
+                 for i, statement in enumerate(cell.body)]
+        return "".join(texts).removesuffix("\n")
+
+    def run(self, statement: ast.stmt, display: bool) -> str:
+        """What the statement shows; the state updated past it."""
+        shown: list[str] = []
+        mutations = self.mutations
+        try:
+            self._execute(statement, display, shown)
+            return "".join(shown)
+        except (Undetermined, Jump):  # a jump out of no loop: the cell would not parse
+            pass
+        self.undetermined |= _may_display(statement, display)
+        if self.mutations != mutations:  # changed in place, then unknown: every alias too
+            self.values = {k: v for k, v in self.values.items() if not mutable(v)}
+        # Anything else may have changed every variable it names.
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name):
+                self.entries.pop(node.id, None)
+                self.values.pop(node.id, None)
+                for known in self.modules.values():
+                    known.discard(node.id)
+        return ""
+
+    def _execute(self, statement: ast.stmt, display: bool, shown: list[str]) -> None:
+        """Run the statement, adding what it shows to ``shown``; Undetermined where the
+        rules cannot (the caller then forgets what it touched)."""
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if self._is_builtin_call(call, "print"):
+            assert isinstance(call, ast.Call)
+            shown.append(self.printed(call))
+        elif isinstance(statement, ast.Expr):  # computed, so it prints nothing
+            value = self.value(statement.value)
+            shown.append(_display(value) if display else "")
+        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0], ast.Name | ast.Tuple | ast.List):
+            if self._is_builtin_call(statement.value, "print"):  # x = print(...)
+                assert isinstance(statement.value, ast.Call)
+                shown.append(self.printed(statement.value))
+                self._bind(statement.targets[0], None)
+            else:
+                self._bind(statement.targets[0], self.value(statement.value))
+        elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+            current = self.value(statement.target)
+            if mutable(current):  # L += [...] changes L in place: its aliases too
+                raise Undetermined
+            self._bind(statement.target, operators.binary(
+                statement.op, current, self.value(statement.value)))
+        elif self._assigns_item(statement) or isinstance(statement, ast.Pass):
+            pass
+        elif isinstance(statement, ast.Import | ast.ImportFrom):
+            for module, known in self.modules.items():
+                bound, imported = names.module_effect(statement, module)
+                self.modules[module] = (known - bound) | imported
+        elif isinstance(statement, ast.If):
+            branch = statement.body if self._truth(statement.test) else statement.orelse
+            for inner in branch:
+                self._execute(inner, False, shown)
+        elif isinstance(statement, ast.For) and not isinstance(statement, ast.AsyncFor):
+            self._loop(statement, shown)
+        elif isinstance(statement, ast.Break | ast.Continue):
+            raise Jump(isinstance(statement, ast.Break))
+        else:
+            raise Undetermined
+
+    def _assigns_item(self, statement: ast.stmt) -> bool:
+        """``a[i] = v`` on an array the cell or the snapshot holds, done on the cell's copy."""
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            return False
+        target = statement.targets[0]
+        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+            return False
+        array = self.value(target.value)
+        if not arrays.is_array(array):
+            return False
+        try:
+            arrays.assign(array, self._index(target.slice), self.value(statement.value))
+        except Exception:  # what the kernel would have raised is not guessed
+            raise Undetermined from None
+        return True
+
+    def printed(self, call: ast.Call) -> str:
+        options = {"sep": " ", "end": "\n"}
+        for keyword in call.keywords:
+            if keyword.arg not in options:  # file=, **kwargs
+                raise Undetermined
+            option = self.value(keyword.value)
+            if option is not None:  # None means the default
+                options[keyword.arg] = str(option)
+        values: list[Any] = []
+        for argument in call.args:
+            if isinstance(argument, ast.Starred):  # print(*items)
+                values.extend(self._items(argument.value))
+            else:
+                values.append(self.value(argument))
+        if not all(text_known(value) for value in values):
+            raise Undetermined
+        text = options["sep"].join(str(value) for value in values) + options["end"]
+        self.made += len(text)
+        if self.made > MADE:
+            raise Undetermined
+        return text
+
+    def value(self, node: ast.expr) -> Any:
+        try:
+            return ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            pass
+        try:
+            value = self._evaluate(node)
+        except Undetermined:
+            raise
+        except Exception:  # the expression would raise, or the guess does not apply
+            raise Undetermined from None
+        if not isinstance(node, ast.Name):  # made, not read: a loop may make many
+            self.made += operators.weight(value)
+            if self.made > MADE:
+                raise Undetermined
+        return value
+
+    def _evaluate(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Name):
+            if node.id in self.values:
+                return self.values[node.id]
+            if node.id in _DTYPES and node.id not in self.shadowed:
+                return _DTYPES[node.id]
+            entry = self._entry(node.id)
+            value = _from_snapshot(entry, self.nudge)
+            if (arrays.is_array(value) and arrays.rounded(value)) or (
+                    frames.is_frame(value) and frames.rounded(str(entry.get("repr")))):
+                self.rounded = True
+            if arrays.is_array(value) or frames.is_frame(value) or mutable(value):
+                self.values[node.id] = value  # one object per name: a view or an alias is
+                self.snapshot_names.add(node.id)
+            return value
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if self._is_module("numpy", node.value.id):
+                return arrays.constant(node.attr)
+            recorded = self._entry(node.value.id).get("shape") \
+                if node.value.id not in self.values else None
+            if recorded is not None:  # NumPy and pandas objects
+                shape = tuple(recorded)
+                derived = {"shape": shape, "ndim": len(shape), "size": math.prod(shape)}
+                if node.attr in derived:
+                    return derived[node.attr]
+        if isinstance(node, ast.Attribute):
+            value = self.value(node.value)
+            if frames.is_frame(value):
+                return frames.attribute(value, node.attr)
+            if arrays.is_array(value):
+                return arrays.attribute(value, node.attr)
+            return operators.attribute(value, node.attr)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "fit":
+                return self._fitted(node)
+            return self._numpy_call(node.func, node.args, node.keywords)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if isinstance(self.values.get(node.func.id), Lambda):
+                if node.keywords:
+                    raise Undetermined
+                return self._apply(self.values[node.func.id], node.args)
+            if node.keywords:
+                return self._call_with_key(node.func.id, node.args, node.keywords)
+            return self._call(node.func.id, node.args)
+        if isinstance(node, ast.Lambda):
+            return Lambda(node)
+        if isinstance(node, ast.Subscript):
+            value = self.value(node.value)
+            if frames.is_frame(value):
+                return frames.subscript(value, self._index(node.slice))
+            if arrays.is_array(value):
+                return arrays.subscript(value, self._index(node.slice))
+            return value[self._index(node.slice)]
+        if isinstance(node, ast.JoinedStr):
+            return "".join(self._formatted(part) for part in node.values)
+        if isinstance(node, ast.Tuple | ast.List):
+            items = [self.value(element) for element in node.elts]
+            return tuple(items) if isinstance(node, ast.Tuple) else items
+        if isinstance(node, ast.BinOp):  # arithmetic over what the snapshot holds
+            left, right = self.value(node.left), self.value(node.right)
+            if frames.is_frame(left) or frames.is_frame(right):
+                return frames.binary(operators.BINARY[type(node.op)], left, right)
+            if arrays.is_array(left) or arrays.is_array(right):
+                return arrays.binary(operators.BINARY[type(node.op)], left, right)
+            return operators.binary(node.op, left, right)
+        if isinstance(node, ast.UnaryOp):
+            operand = self.value(node.operand)
+            if frames.is_frame(operand):
+                return frames.unary(operators.UNARY[type(node.op)], operand)
+            if arrays.is_array(operand):
+                return arrays.unary(operators.UNARY[type(node.op)], operand)
+            return operators.unary(node.op, operand)
+        if isinstance(node, ast.Compare):
+            left = self.value(node.left)
+            rights = [self.value(c) for c in node.comparators]
+            if frames.is_frame(left) or any(frames.is_frame(r) for r in rights):
+                if len(node.ops) != 1 or not isinstance(node.ops[0], _ORDERING):
+                    raise Undetermined
+                return frames.binary(operators.COMPARE[type(node.ops[0])], left, rights[0])
+            if arrays.is_array(left) or any(arrays.is_array(r) for r in rights):
+                if len(node.ops) != 1 or not isinstance(node.ops[0], _ORDERING):
+                    raise Undetermined  # a chained comparison of arrays raises
+                return arrays.binary(operators.COMPARE[type(node.ops[0])], left, rights[0])
+            return operators.compare(left, node.ops, rights)
+        if isinstance(node, ast.BoolOp):  # short-circuits as Python does
+            result: Any = None
+            for operand in node.values:
+                result = self.value(operand)
+                if not operators.plain(result) or (
+                        bool(result) if isinstance(node.op, ast.Or) else not result):
+                    break
+            if not operators.plain(result):
+                raise Undetermined
+            return result
+        if isinstance(node, ast.IfExp):
+            return self.value(node.body if self._truth(node.test) else node.orelse)
+        if isinstance(node, ast.Dict) and None not in node.keys:  # not {**other}
+            return {self.value(k): self.value(v)  # type: ignore[arg-type]
+                    for k, v in zip(node.keys, node.values, strict=True)}
+        if isinstance(node, ast.Set):
+            return {self.value(element) for element in node.elts}
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            return self._comprehension(node)
+        raise Undetermined
+
+    def _call(self, function: str, arguments: list[ast.expr]) -> Any:
+        if function in self.shadowed:
+            raise Undetermined
+        if function in ("map", "filter") and len(arguments) >= 2:
+            return self._mapped(function, arguments)
+        single = arguments[0] if len(arguments) == 1 else None
+        entry = self.entries.get(single.id) if isinstance(single, ast.Name) \
+            and single.id not in self.values else None
+        if function == "len" and entry is not None:
+            if entry.get("length") is not None:
+                return int(entry["length"])
+            if entry.get("shape"):
+                return int(entry["shape"][0])
+        if function == "type" and single is not None:
+            if entry is not None:
+                return self._type(str(entry["type"]))
+            value = self.value(single)
+            if isinstance(value, _Shown):
+                raise Undetermined
+            return self._type(type(value).__name__)
+        if function not in PURE_BUILTINS:
+            raise Undetermined
+        values = [self.value(argument) for argument in arguments]
+        if function in ("str", "repr") and not all(text_known(value) for value in values):
+            raise Undetermined  # an iterator's address, a set's order: the kernel's
+        if function in IN_ORDER and not all(operators.ordered(value) for value in values):
+            raise Undetermined  # list({'b', 'a'}): in the kernel's hash order
+        if function != "len" and any(isinstance(value, range) and not operators.plain(value)
+                                     for value in values):
+            raise Undetermined  # list(range(10**12)) is not guessed; a loop over it is
+        return PURE_BUILTINS[function](*values)
+
+    def _numpy_call(self, func: ast.Attribute, arguments: list[ast.expr],
+                    keywords: list[ast.keyword]) -> Any:
+        """``np.f(...)`` or ``array.f(...)``, for the functions ``arrays`` computes."""
+        if any(keyword.arg is None for keyword in keywords) or any(
+                isinstance(argument, ast.Starred) for argument in arguments):
+            raise Undetermined
+        named = {str(keyword.arg): self.value(keyword.value) for keyword in keywords}
+        if isinstance(func.value, ast.Name) and self._is_module("numpy", func.value.id):
+            return arrays.function(func.attr, [self.value(a) for a in arguments], named)
+        if isinstance(func.value, ast.Attribute) and isinstance(func.value.value, ast.Name) \
+                and self._is_module("numpy", func.value.value.id):  # np.add.reduce(x)
+            return arrays.ufunc_method(func.value.attr, func.attr,
+                                       [self.value(a) for a in arguments], named)
+        if isinstance(func.value, ast.Name) and self._is_module("pandas", func.value.id):
+            return frames.construct(func.attr, [self.value(a) for a in arguments], named)
+        owner = self.value(func.value)
+        if operators.plain(owner):
+            return self._plain_method(owner, func.attr, arguments, named)
+        if frames.is_frame(owner):
+            return frames.method(owner, func.attr, [self.value(a) for a in arguments], named)
+        if not arrays.is_array(owner):
+            raise Undetermined
+        return arrays.method(owner, func.attr, [self.value(a) for a in arguments], named)
+
+    def _plain_method(self, owner: Any, name: str, arguments: list[ast.expr],
+                      named: dict[str, Any]) -> Any:
+        """``s.upper()``, ``L.append(4)``... on a plain value; a change in place is the
+        cell's object's (a name the snapshot held is read once, so aliases in the cell see
+        it) but any other list, dict or set the snapshot holds may be the same object:
+        those are no longer known."""
+        values = [self.value(argument) for argument in arguments]
+        if name == "join" and not all(operators.ordered(v) for v in values):
+            raise Undetermined  # joined in the set's order: the kernel's
+        if name in operators.MUTATORS.get(type(owner), ()):
+            self.mutations += 1
+            for other, entry in list(self.entries.items()):
+                if entry.get("type") in ("list", "dict", "set", "tuple"):
+                    self.entries.pop(other)
+            self.values = {k: v for k, v in self.values.items() if v is owner
+                           or not isinstance(v, list | dict | set | tuple)
+                           or k not in self.snapshot_names}
+        return operators.method(owner, name, values, named)
+
+    def _fitted(self, call: ast.Call) -> _Shown:
+        """``model.fit(...)``: the model, for one the snapshot shows as ``Type(...)``,
+        fitted on values the state knows by name (a name it does not know may not exist:
+        the cell would raise)."""
+        assert isinstance(call.func, ast.Attribute)
+        owner = call.func.value
+        if not isinstance(owner, ast.Name) or owner.id in self.values:
+            raise Undetermined
+        entry = self._entry(owner.id)
+        text, kind = entry.get("repr"), str(entry.get("type"))
+        if not (isinstance(text, str) and text.startswith(f"{kind}(") and text.endswith(")")
+                and text.count("(") == text.count(")")):  # not cut short
+            raise Undetermined
+        for node in [*call.args, *(k.value for k in call.keywords)]:
+            for name in ast.walk(node):
+                if isinstance(name, ast.Name) and not (
+                        name.id in self.entries or name.id in self.values
+                        or any(name.id in known for known in self.modules.values())):
+                    raise Undetermined
+        return _Shown(text, text)
+
+    def _is_module(self, module: str, name: str) -> bool:
+        """Whether ``name`` is ``module`` (numpy, pandas): imported so, and bound to nothing
+        since."""
+        return name in self.modules[module] and name not in self.values \
+            and name not in self.entries
+
+    def _is_builtin_call(self, node: ast.expr | None, function: str) -> bool:
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == function
+            and function not in self.shadowed
+        )
+
+    def _type(self, name: str) -> _Shown:
+        if name in _BUILTIN_TYPES:
+            qualified = name
+        elif name in self.classes:
+            qualified = f"__main__.{name}"
+        else:  # a library's type; for an unknown module the name alone is a guess
+            qualified = _LIBRARY_TYPES.get(name, name)
+        # IPython displays a class by its qualified name; str() and repr() wrap it.
+        return _Shown(qualified, f"<class '{qualified}'>", f"<class '{qualified}'>")
+
+    def _index(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Tuple):  # a[1:3, ::2]
+            return tuple(self._index(element) for element in node.elts)
+        if isinstance(node, ast.Slice):
+            parts = (node.lower, node.upper, node.step)
+            return slice(*(None if part is None else self.value(part) for part in parts))
+        return self.value(node)
+
+    def _formatted(self, part: ast.expr) -> str:
+        if isinstance(part, ast.Constant):
+            return str(part.value)
+        assert isinstance(part, ast.FormattedValue)
+        value = self.value(part.value)
+        conversions: dict[int, Callable[[Any], str]] = {115: str, 114: repr, 97: ascii}
+        if part.conversion in conversions:
+            value = conversions[part.conversion](value)
+        spec = self.value(part.format_spec) if part.format_spec is not None else ""
+        if not text_known(value):
+            raise Undetermined
+        return operators.formatted(value, spec)
+
+    def _entry(self, name: str) -> Mapping[str, Any]:
+        entry = self.entries.get(name)
+        if entry is None:
+            raise Undetermined
+        return entry  # type: ignore[no-any-return]
+
+
+def _from_snapshot(entry: Mapping[str, Any], nudge: int = 0) -> Any:
+    """The value a snapshot entry stands for: a literal when its repr is one, else texts
+    (``nudge``: see ``arrays.from_repr``)."""
+    kind, text = entry.get("type"), entry.get("repr")
+    if kind == "NoneType":
+        return None
+    if not isinstance(text, str) or _PLACEHOLDER.fullmatch(text) or kind in _NOT_SHOWN_BY_REPR:
+        raise Undetermined
+    if kind in _LITERAL_TYPES:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise Undetermined from None
+        if type(value).__name__ != kind or not _complete(value, entry.get("length")):
+            raise Undetermined
+        return value
+    if kind == "ndarray":
+        try:
+            return arrays.from_repr(text, entry.get("shape"), nudge)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            pass  # cut short, or not plain data: known by its text only
+    if kind in frames.KINDS:
+        for rebuild in (frames.from_repr, frames.partial):  # whole, else its ends
+            try:
+                return rebuild(text, str(kind), entry.get("shape"), nudge)
+            except (ValueError, TypeError, KeyError, IndexError, ImportError):
+                pass  # not plain data, or no pandas here: known by its text only
+    scalar = _NUMPY_SCALAR.fullmatch(text)
+    if scalar:
+        return _Shown(text, scalar.group(1))
+    return _Shown(text, text if kind in _STR_IS_REPR else None)
+
+
+def _complete(value: Any, length: int | None) -> bool:
+    """False when the bounded repr cut the value short (its length or an "...")."""
+    if length is not None and hasattr(value, "__len__") and len(value) != length:
+        return False
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        if item is Ellipsis:
+            return False
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            pending.extend(item)
+    return True
+
+
+def _display(value: Any) -> str:
+    """The text/plain IPython shows for a cell's last expression."""
+    if value is None:
+        return ""
+    if isinstance(value, _Shown):
+        return value.display
+    if isinstance(value, Iterator | Lambda) or not _sortable_sets(value):
+        raise Undetermined  # an address; a set IPython cannot sort shows in hash order
+    from IPython.lib.pretty import pretty  # imported here: IPython takes a while to import
+
+    return str(pretty(value))
+
+
+def _sortable_sets(value: Any, depth: int = 0) -> bool:
+    """Whether every set in the value sorts (IPython's pretty printer shows sets sorted)."""
+    if isinstance(value, set | frozenset):
+        try:
+            sorted(value)
+        except TypeError:
+            return False
+    if isinstance(value, list | tuple | set | frozenset) and depth < 3:
+        return all(_sortable_sets(item, depth + 1) for item in value)
+    if isinstance(value, dict) and depth < 3:
+        return all(_sortable_sets(item, depth + 1) for item in value.values())
+    return True
