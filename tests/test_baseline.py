@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import ast
 import asyncio
 from typing import Any
 
 import pytest
+from ipython_display import shown_by_python
 
 from themisto_ext.prediction.clients.base import PredictionRequest
 from themisto_ext.prediction.clients.baseline import BaselinePredictor, determined_output
@@ -684,6 +684,7 @@ def test_the_head_of_a_long_frame_of_random_floats_is_its_first_rows_as_the_kern
         ("print(*zip('ab', xs))", "('a', 10) ('b', 20)"),
         ("a, b = xs[0], xs[1]\na + b", "30"),
         ("range(10)", "range(0, 10)"),
+        ("ys = xs\nxs += 'ab'\nys", "[10, 20, 30, 'a', 'b']"),  # in place, as Python does
         ("square = lambda x: x ** 2\nprint(*map(square, xs))", "100 400 900"),
         ("print(*filter(lambda x: x > 15, xs))", "20 30"),
         ("sorted(config.items(), key=lambda item: item[0])",
@@ -697,24 +698,7 @@ def test_plain_python_over_known_values_is_run_as_python_runs_it(code, expected)
     exec_globals: dict[str, Any] = {"name": "alice", "ratio": 0.25, "n": 1000,
                                     "xs": [10, 20, 30], "config": {"lr": 0.01,
                                                                    "layers": [64, 32]}}
-    assert ran(code, exec_globals) == expected  # the check: Python agrees
-
-
-def ran(code: str, variables: dict[str, Any]) -> str:
-    """What IPython shows for ``code``: its prints, then its last expression's display."""
-    import contextlib
-    import io
-
-    from IPython.lib.pretty import pretty
-
-    tree = ast.parse(code)
-    last = tree.body.pop() if isinstance(tree.body[-1], ast.Expr) else None
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(compile(tree, "<cell>", "exec"), variables)
-        value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), variables) \
-            if last is not None else None
-    return (printed.getvalue() + ("" if value is None else pretty(value))).removesuffix("\n")
+    assert shown_by_python(code, exec_globals) == expected  # the check: Python agrees
 
 
 @pytest.mark.parametrize(
@@ -755,6 +739,11 @@ def test_a_comprehension_keeps_its_variables_to_itself():
     "code",
     [
         "x = undefined_name + 1",  # it raises NameError: not "nothing shown"
+        "late += 1\nlate = 0",  # read before anything binds it
+        "x = xs[10]",  # IndexError on a list the snapshot holds
+        "value = config['missing']",
+        "ratio += 'x'",  # TypeError
+        "first, second = xs",  # too many values to unpack
         "result = compute(df)",
         "for i in range(3):\n    total = missing_total + i",
     ],

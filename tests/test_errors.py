@@ -28,7 +28,8 @@ SIGNALS = {
     ("themisto_ext/kernel/deadline.py", "DeadlineExceeded"),  # BaseException on purpose
     ("themisto_ext/prediction/clients/local/engine.py", "Abandoned"),
     ("themisto_ext/prediction/clients/flow.py", "Undetermined"),
-    ("themisto_ext/prediction/clients/flow.py", "Jump"),  # break/continue of a rule loop
+    ("themisto_ext/prediction/clients/flow.py", "Jump"),
+    ("themisto_ext/prediction/clients/operators.py", "Refused"),  # a ValueError on purpose
     ("themisto_ext/prediction/clients/figures.py", "_Undetermined"),
     # A FormatError that carries the problems its module found.
     ("themisto_ext/trajectory/__init__.py", "TrajectoryFormatError"),

@@ -20,7 +20,12 @@ from themisto_ext.prediction.clients import operators
 
 
 class Undetermined(Exception):
-    """The snapshot and the cell do not determine this value."""
+    """The snapshot and the cell do not determine this value; ``raises`` when they
+    determine that computing it raises (an index out of range of a known list)."""
+
+    def __init__(self, raises: bool = False) -> None:
+        super().__init__()
+        self.raises = raises
 
 
 class Jump(Exception):
@@ -75,6 +80,17 @@ class Flow:
     def value(self, node: ast.expr) -> Any:
         raise NotImplementedError
 
+    def _python(self, function: Callable[..., Any], *arguments: Any, **named: Any) -> Any:
+        """``function(*arguments, **named)`` where the arguments are plain: an error it
+        raises (not a refusal to compute) is the kernel's too."""
+        plain = all(_given(value) for value in [*arguments, *named.values()])
+        try:
+            return function(*arguments, **named)
+        except (Undetermined, operators.Refused):
+            raise Undetermined from None
+        except Exception:  # IndexError, ZeroDivisionError, int('x')...
+            raise Undetermined(raises=plain) from None
+
     def _execute(self, statement: ast.stmt, display: bool, shown: list[str]) -> None:
         raise NotImplementedError
 
@@ -100,9 +116,10 @@ class Flow:
         if not isinstance(target, ast.Tuple | ast.List) or not (
                 isinstance(value, tuple | list | str) and operators.ordered(value)):
             raise Undetermined
-        if len(target.elts) != len(value) or any(
-                isinstance(element, ast.Starred) for element in target.elts):
-            raise Undetermined  # unpacking would raise, or needs *rest
+        if any(isinstance(element, ast.Starred) for element in target.elts):
+            raise Undetermined  # *rest is not unpacked here
+        if len(target.elts) != len(value):
+            raise Undetermined(raises=True)  # too many or too few values to unpack
         for element, item in zip(target.elts, value, strict=True):
             self._bind(element, item)
 
@@ -117,7 +134,7 @@ class Flow:
         cell's budget of steps."""
         try:
             source = operators.items(self.value(node))
-        except ValueError:
+        except operators.Refused:
             raise Undetermined from None
         while True:
             try:
@@ -180,7 +197,7 @@ class Flow:
         cell's variables as they are now, as Python's late binding has it)."""
         parameters = [argument.arg for argument in function.node.args.args]
         if len(values) != len(parameters):
-            raise Undetermined  # the kernel raises TypeError
+            raise Undetermined(raises=True)  # the kernel raises TypeError
         missing = object()
         saved = {name: self.values.get(name, missing) for name in parameters}
         try:
@@ -214,7 +231,7 @@ class Flow:
         values = [self.value(argument) for argument in arguments]
         if not all(operators.ordered(value) for value in values):
             raise Undetermined  # ties keep the kernel's order
-        return PURE_BUILTINS[function](*values, **named)
+        return self._python(PURE_BUILTINS[function], *values, **named)
 
     def _mapped(self, function: str, arguments: list[ast.expr]) -> Iterator[Any]:
         """``map(f, xs, ...)``/``filter(f, xs)``, computed now (f is pure: a lambda whose
@@ -235,6 +252,13 @@ class Flow:
             if verdict:
                 kept.append(item)
         return iter(kept)
+
+
+def _given(value: Any) -> bool:
+    """A plain argument, or one that says how to compute (an operator's node, a slice)."""
+    if isinstance(value, list) and value and all(isinstance(v, ast.AST) for v in value):
+        return True  # the operators of a chained comparison
+    return operators.plain(value) or isinstance(value, Iterator | Lambda | slice | ast.AST)
 
 
 def text_known(value: Any) -> bool:

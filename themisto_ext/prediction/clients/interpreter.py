@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import math
+import operator
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -148,7 +149,10 @@ class State(Flow):
         try:
             self._execute(statement, display, shown)
             return "".join(shown)
-        except (Undetermined, Jump):  # a jump out of no loop: the cell would not parse
+        except Undetermined as stop:
+            if stop.raises:  # it raises: the traceback is what the cell shows
+                self.undetermined = True
+        except Exception:  # a jump out of no loop (the cell would not parse)
             pass
         self.undetermined |= _may_display(statement, display)
         if self.mutations != mutations:  # changed in place, then unknown: every alias too
@@ -181,11 +185,13 @@ class State(Flow):
             else:
                 self._bind(statement.targets[0], self.value(statement.value))
         elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
-            current = self.value(statement.target)
+            current, change = self.value(statement.target), self.value(statement.value)
             if mutable(current):  # L += [...] changes L in place: its aliases too
-                raise Undetermined
-            self._bind(statement.target, operators.binary(
-                statement.op, current, self.value(statement.value)))
+                self._changing(current)
+                self._python(operators.in_place, statement.op, current, change)
+            else:
+                self._bind(statement.target, self._python(
+                    operators.binary, statement.op, current, change))
         elif self._assigns_item(statement) or isinstance(statement, ast.Pass):
             pass
         elif isinstance(statement, ast.Import | ast.ImportFrom):
@@ -289,7 +295,7 @@ class State(Flow):
                 return frames.attribute(value, node.attr)
             if arrays.is_array(value):
                 return arrays.attribute(value, node.attr)
-            return operators.attribute(value, node.attr)
+            return self._python(operators.attribute, value, node.attr)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "fit":
                 return self._fitted(node)
@@ -310,7 +316,7 @@ class State(Flow):
                 return frames.subscript(value, self._index(node.slice))
             if arrays.is_array(value):
                 return arrays.subscript(value, self._index(node.slice))
-            return value[self._index(node.slice)]
+            return self._python(operator.getitem, value, self._index(node.slice))
         if isinstance(node, ast.JoinedStr):
             return "".join(self._formatted(part) for part in node.values)
         if isinstance(node, ast.Tuple | ast.List):
@@ -322,14 +328,14 @@ class State(Flow):
                 return frames.binary(operators.BINARY[type(node.op)], left, right)
             if arrays.is_array(left) or arrays.is_array(right):
                 return arrays.binary(operators.BINARY[type(node.op)], left, right)
-            return operators.binary(node.op, left, right)
+            return self._python(operators.binary, node.op, left, right)
         if isinstance(node, ast.UnaryOp):
             operand = self.value(node.operand)
             if frames.is_frame(operand):
                 return frames.unary(operators.UNARY[type(node.op)], operand)
             if arrays.is_array(operand):
                 return arrays.unary(operators.UNARY[type(node.op)], operand)
-            return operators.unary(node.op, operand)
+            return self._python(operators.unary, node.op, operand)
         if isinstance(node, ast.Compare):
             left = self.value(node.left)
             rights = [self.value(c) for c in node.comparators]
@@ -341,7 +347,7 @@ class State(Flow):
                 if len(node.ops) != 1 or not isinstance(node.ops[0], _ORDERING):
                     raise Undetermined  # a chained comparison of arrays raises
                 return arrays.binary(operators.COMPARE[type(node.ops[0])], left, rights[0])
-            return operators.compare(left, node.ops, rights)
+            return self._python(operators.compare, left, node.ops, rights)
         if isinstance(node, ast.BoolOp):  # short-circuits as Python does
             result: Any = None
             for operand in node.values:
@@ -393,7 +399,7 @@ class State(Flow):
         if function != "len" and any(isinstance(value, range) and not operators.plain(value)
                                      for value in values):
             raise Undetermined  # list(range(10**12)) is not guessed; a loop over it is
-        return PURE_BUILTINS[function](*values)
+        return self._python(PURE_BUILTINS[function], *values)
 
     def _numpy_call(self, func: ast.Attribute, arguments: list[ast.expr],
                     keywords: list[ast.keyword]) -> Any:
@@ -429,14 +435,19 @@ class State(Flow):
         if name == "join" and not all(operators.ordered(v) for v in values):
             raise Undetermined  # joined in the set's order: the kernel's
         if name in operators.MUTATORS.get(type(owner), ()):
-            self.mutations += 1
-            for other, entry in list(self.entries.items()):
-                if entry.get("type") in ("list", "dict", "set", "tuple"):
-                    self.entries.pop(other)
-            self.values = {k: v for k, v in self.values.items() if v is owner
-                           or not isinstance(v, list | dict | set | tuple)
-                           or k not in self.snapshot_names}
-        return operators.method(owner, name, values, named)
+            self._changing(owner)
+        return self._python(operators.method, owner, name, values, named)
+
+    def _changing(self, owner: Any) -> None:
+        """``owner`` is about to change in place: forget every other list, dict, set or
+        tuple the snapshot holds (the kernel's may be the same object, or hold it)."""
+        self.mutations += 1
+        for other, entry in list(self.entries.items()):
+            if entry.get("type") in ("list", "dict", "set", "tuple"):
+                self.entries.pop(other)
+        self.values = {k: v for k, v in self.values.items() if v is owner
+                       or not isinstance(v, list | dict | set | tuple)
+                       or k not in self.snapshot_names}
 
     def _fitted(self, call: ast.Call) -> _Shown:
         """``model.fit(...)``: the model, for one the snapshot shows as ``Type(...)``,
@@ -502,7 +513,7 @@ class State(Flow):
         spec = self.value(part.format_spec) if part.format_spec is not None else ""
         if not text_known(value):
             raise Undetermined
-        return operators.formatted(value, spec)
+        return str(self._python(operators.formatted, value, spec))
 
     def _entry(self, name: str) -> Mapping[str, Any]:
         entry = self.entries.get(name)

@@ -49,11 +49,13 @@ def _transformer() -> Any:
     return TransformerManager()
 
 
-def bound(tree: ast.AST) -> set[str]:
-    """Every name the code binds anywhere (so a builtin it rebinds is not trusted)."""
+def bound(tree: ast.AST, skip: set[int] = frozenset()) -> set[str]:  # type: ignore[assignment]
+    """Every name the code binds anywhere (so a builtin it rebinds is not trusted); not
+    the ``Name`` nodes whose ``id()`` is in ``skip``."""
     names: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) \
+                and id(node) not in skip:
             names.add(node.id)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
@@ -129,9 +131,17 @@ def undefined(tree: ast.Module, history: Sequence[Step], snapshot: Iterable[str]
     known = set(snapshot)
     if not known or len(known) >= MAX_VARIABLES or _hides(tree):
         return set()
-    read = {node.id for node in _run_now(tree)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
-    candidates = read - bound(tree) - known - _IPYTHON - set(dir(builtins))
+    candidates: set[str] = set()
+    earlier: set[str] = set()  # bound by the statements before
+    for statement in tree.body:
+        now = _run_now(statement)
+        # x += 1 reads x first: bound only if an earlier statement (or a loop) binds it
+        augmented = {id(node.target) for node in now if isinstance(node, ast.AugAssign)}
+        read = {node.id for node in now if isinstance(node, ast.Name)
+                and (isinstance(node.ctx, ast.Load) or id(node) in augmented)}
+        candidates |= read - earlier - bound(statement, skip=augmented)
+        earlier |= bound(statement)
+    candidates -= known | _IPYTHON | set(dir(builtins))
     candidates = {name for name in candidates if not name.startswith("_")}
     for past in history:
         if not candidates:

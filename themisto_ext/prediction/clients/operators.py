@@ -3,8 +3,8 @@ Python's own, on plain values only (numbers, strings, bytes, bounded ranges, and
 lists, dicts and sets of them), within bounds. A guess must never cost more than a
 moment, whatever the cell asks (``2 ** 10**9``, ``'x' * 10**12``, ``'x'.center(10**9)``);
 a value of any other type (a NumPy scalar, an object whose ``__add__`` is the user's code)
-is not computed. Everything else raises ``ValueError``: the baseline then does not know
-the answer."""
+is not computed. Everything else raises ``Refused``: the baseline then does not know the
+answer. Any other exception is Python's own, on plain values: the kernel raises it too."""
 
 from __future__ import annotations
 
@@ -14,6 +14,12 @@ import re
 import string
 from collections.abc import Callable, Iterator
 from typing import Any
+
+
+class Refused(ValueError):
+    """Not computed here (not plain, too large): unlike Python's own errors, not a sign
+    that the kernel raises."""
+
 
 MAX_BITS = 4096
 """Largest integer a result may be (bits)."""
@@ -56,9 +62,9 @@ def plain(value: Any, depth: int = 0) -> bool:
 
 def _bounded(value: Any) -> Any:
     if isinstance(value, int) and value.bit_length() > MAX_BITS:
-        raise ValueError("too large to guess")
+        raise Refused("too large to guess")
     if isinstance(value, _SIZED) and len(value) > MAX_LENGTH:
-        raise ValueError("too long to guess")
+        raise Refused("too long to guess")
     return value
 
 
@@ -75,27 +81,46 @@ def _size(value: Any) -> int:
 
 def binary(op: ast.operator, left: Any, right: Any) -> Any:
     if not (plain(left) and plain(right)) or type(op) not in BINARY:
-        raise ValueError("not a plain operation")
+        raise Refused("not a plain operation")
     # The costly ones are bounded before they run, not after.
     if isinstance(op, ast.Pow) and isinstance(left, int) and isinstance(right, int) \
             and right > 0 and max(1, abs(left).bit_length()) * right > MAX_BITS:
-        raise ValueError("too large to guess")
+        raise Refused("too large to guess")
     if isinstance(op, ast.LShift) and isinstance(right, int) and right > MAX_BITS:
-        raise ValueError("too large to guess")
+        raise Refused("too large to guess")
     if isinstance(op, ast.Mult):
         for seq, times in ((left, right), (right, left)):
             if isinstance(seq, str | bytes | tuple | list) and isinstance(times, int) \
                     and len(seq) * max(times, 0) > MAX_LENGTH:
-                raise ValueError("too long to guess")
+                raise Refused("too long to guess")
         if isinstance(left, int) and isinstance(right, int) \
                 and _size(left) + _size(right) > MAX_BITS:
-            raise ValueError("too large to guess")
+            raise Refused("too large to guess")
     return _bounded(BINARY[type(op)](left, right))
+
+
+IN_PLACE: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.iadd, ast.Mult: operator.imul, ast.BitOr: operator.ior,
+    ast.BitAnd: operator.iand, ast.Sub: operator.isub, ast.BitXor: operator.ixor,
+}
+
+
+def in_place(op: ast.operator, target: Any, value: Any) -> Any:
+    """``target op= value`` for a list, dict or set, changed in place as Python does
+    (``L += 'ab'`` extends L by two letters; ``L += 1`` raises TypeError)."""
+    if not (plain(target) and plain(value)) or type(op) not in IN_PLACE:
+        raise Refused("not a plain operation")
+    if isinstance(op, ast.Mult) and isinstance(value, int) \
+            and len(target) * max(value, 0) > MAX_LENGTH:
+        raise Refused("too long to guess")
+    if isinstance(value, _SIZED) and len(target) + len(value) > MAX_LENGTH:
+        raise Refused("too long to guess")
+    return _bounded(IN_PLACE[type(op)](target, value))
 
 
 def unary(op: ast.unaryop, operand: Any) -> Any:
     if not plain(operand) or type(op) not in UNARY:
-        raise ValueError("not a plain operation")
+        raise Refused("not a plain operation")
     return UNARY[type(op)](operand)
 
 
@@ -103,7 +128,7 @@ def compare(left: Any, ops: list[ast.cmpop], rights: list[Any]) -> bool:
     """``a < b <= c`` as Python chains it."""
     for op, right in zip(ops, rights, strict=True):
         if not (plain(left) and plain(right)) or type(op) not in COMPARE:
-            raise ValueError("not a plain comparison")
+            raise Refused("not a plain comparison")
         if not COMPARE[type(op)](left, right):
             return False
         left = right
@@ -147,7 +172,7 @@ _WIDTH = re.compile(r"\d+")
 def attribute(owner: Any, name: str) -> Any:
     """``x.real``, ``r.stop``... of a plain number or range."""
     if not plain(owner) or name not in _ATTRIBUTES or not hasattr(owner, name):
-        raise ValueError("not a plain attribute")
+        raise Refused("not a plain attribute")
     return getattr(owner, name)
 
 
@@ -157,12 +182,12 @@ def method(owner: Any, name: str, arguments: list[Any], named: dict[str, Any]) -
     kind = type(owner)
     if name not in _READERS.get(kind, set()) | MUTATORS.get(kind, set()) or not plain(owner) \
             or not all(plain(a) for a in [*arguments, *named.values()]):
-        raise ValueError("not a plain method")
+        raise Refused("not a plain method")
     if name in _PADDING and any(isinstance(a, int) and a > MAX_LENGTH for a in arguments):
-        raise ValueError("too long to guess")
+        raise Refused("too long to guess")
     if name == "replace" and len(arguments) >= 2 and isinstance(owner, str | bytes) and \
             (len(owner) + 1) * (len(arguments[1]) + 1) > MAX_LENGTH:
-        raise ValueError("too long to guess")
+        raise Refused("too long to guess")
     if name == "format":
         assert isinstance(owner, str)
         _check_template(owner)
@@ -174,7 +199,7 @@ def method(owner: Any, name: str, arguments: list[Any], named: dict[str, Any]) -
 def formatted(value: Any, spec: str) -> str:
     """``format(value, spec)``, refused where the spec asks for a huge width or precision."""
     if any(int(digits) > MAX_LENGTH for digits in _WIDTH.findall(spec)):
-        raise ValueError("too long to guess")
+        raise Refused("too long to guess")
     return format(value, spec)
 
 
@@ -182,9 +207,9 @@ def _check_template(template: str) -> None:
     """A ``str.format`` template whose fields read no attributes and ask no huge width."""
     for _, field, spec, _ in string.Formatter().parse(template):
         if field is not None and ("." in field or "{" in (spec or "")):
-            raise ValueError("not a plain template")
+            raise Refused("not a plain template")
         if spec and any(int(digits) > MAX_LENGTH for digits in _WIDTH.findall(spec)):
-            raise ValueError("too long to guess")
+            raise Refused("too long to guess")
 
 
 def ordered(value: Any, depth: int = 0) -> bool:
@@ -210,4 +235,4 @@ def items(value: Any) -> Iterator[Any]:
         return iter(value)
     if plain(value) and ordered(value) and isinstance(value, _SIZED):
         return iter(value)
-    raise ValueError("not a plain iterable")
+    raise Refused("not a plain iterable")
