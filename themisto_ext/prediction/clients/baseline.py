@@ -43,6 +43,7 @@ the latest) was followed by some cell; that cell is the prediction.
 from __future__ import annotations
 
 import ast
+import asyncio
 import io
 import re
 import time
@@ -65,12 +66,7 @@ class BaselinePredictor:
 
     async def predict(self, request: PredictionRequest) -> Completion:
         started = time.perf_counter()
-        if request.task == "output":
-            code = request.target_code or ""
-            state = visible_state(request.history, request.prompt.context, code)
-            text = predict_output(code, request.history, state)
-        else:
-            text = predict_next_cell(request.history)
+        text = await asyncio.to_thread(self._text, request)  # off the server's loop
         return Completion(
             text=text,
             model="baseline",
@@ -79,6 +75,14 @@ class BaselinePredictor:
             completion_tokens=None,
             answer=text,
         )
+
+    @staticmethod
+    def _text(request: PredictionRequest) -> str:
+        if request.task == "output":
+            code = request.target_code or ""
+            state = visible_state(request.history, request.prompt.context, code)
+            return predict_output(code, request.history, state)
+        return predict_next_cell(request.history)
 
     async def aclose(self) -> None:
         return None

@@ -23,6 +23,7 @@ model's.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -67,7 +68,9 @@ class HybridPredictor:
 
     async def predict(self, request: PredictionRequest) -> Completion:
         started = time.perf_counter()
-        rule = self._rule(request)
+        # in a worker thread: a cell's rules may take tens of milliseconds (a loop of 2,000
+        # steps; pandas imported on the first frame), which the server's loop must not wait on
+        rule = await asyncio.to_thread(self._rule, request)
         if rule is not None:
             return Completion(text=rule[0], model=f"{HYBRID}:{rule[1]}",
                               latency=time.perf_counter() - started, answer=rule[0],
