@@ -9,7 +9,11 @@ import pytest
 from ipython_display import shown_by_python
 
 from themisto_ext.prediction.clients.base import PredictionRequest
-from themisto_ext.prediction.clients.baseline import BaselinePredictor, determined_output
+from themisto_ext.prediction.clients.baseline import (
+    BaselinePredictor,
+    determined,
+    determined_output,
+)
 from themisto_ext.prediction.prompts import Prompt, Task
 from themisto_ext.trajectory import validate_step
 
@@ -169,7 +173,7 @@ def test_types(code, expected):
         ("print(f'{len(df)} rows, {df.shape[1]} columns, ratio {ratio:.1%}')",
          "100000 rows, 2 columns, ratio 25.0%"),
         ("print(f'{name!r:>9}|')", "  'alice'|"),
-        ("print('start')\nresult = compute(df)\nprint('done')", "start\ndone"),
+        ("print('start')\nresult = model.score(df)\nprint('done')", "start\ndone"),
         ("print('Shape:', df.shape)\ndf.head()", "Shape: (100000, 2)"),
         ("total = 3\nprint(total * 2)\nprint(n)", "6\n1000"),
         ("msg = f'{n} rows'\nprint(msg)\nmsg", "1000 rows\n'1000 rows'"),
@@ -773,3 +777,26 @@ def test_undefined_names_are_only_judged_on_the_whole_snapshot():
     assert determined_output("x = compute(n)", HISTORY, part) == ("", True)
     history = [*HISTORY[:2], step(3, "from numpy import *"), HISTORY[2]]
     assert determined_output("x = compute(n)", history) == ("", True)
+
+
+@pytest.mark.parametrize(
+    ("code", "shown", "raised"),
+    [
+        ("print(n)\nx = missing + 1\nprint('never')", "1000",
+         "NameError: name 'missing' is not defined"),
+        ("xs[10]", "", "IndexError: list index out of range"),
+        ("print('a')\nconfig['missing']", "a", "KeyError: 'missing'"),
+        ("int(name)", "", "ValueError: invalid literal for int() with base 10: 'alice'"),
+        ("n / 0", "", "ZeroDivisionError: division by zero"),
+        ("a, b = xs", "", "ValueError: too many values to unpack (expected 2)"),
+        ("for x in xs:\n    print(x)\n    if x > 10:\n        xs[10]", "10\n20",
+         "IndexError: list index out of range"),  # what the loop printed first
+        ("y = missing + other", "", None),  # two undefined names: which comes first?
+        ("for i in xs:\n    print(missing)", "", None),  # a loop may print before it
+        ("print(model.score(n))\nxs[10]", "", None),  # what came before is not known
+    ],
+)
+def test_a_cell_the_rules_know_raises_says_what_it_prints_and_the_error(code, shown, raised):
+    found = determined(code, HISTORY)
+    assert found is not None and not found.complete  # the traceback's frames: not written
+    assert (found.text, found.raised) == (shown, raised)

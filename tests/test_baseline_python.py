@@ -2,8 +2,9 @@
 the statements and expressions notebooks use (methods of strings, lists, dicts and sets,
 loops, comprehensions, lambdas, errors), run for real and by the rules over a snapshot of
 the same values. Wherever the rules say they know everything the cell shows, it must be
-exactly what Python shows (IPython's display of the last expression included), and a cell
-that raises must never be called complete."""
+exactly what Python shows (IPython's display of the last expression included), a cell
+that raises must never be called complete, and where they say it raises, it must, after
+printing what they say, with the error they say."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import random
 from typing import Any
 
 import pytest
-from ipython_display import shown_by_python
+from ipython_display import Raised, shown_by_python
 
-from themisto_ext.prediction.clients.baseline import determined_output
+from themisto_ext.prediction.clients.baseline import determined
 
 VALUES: dict[str, Any] = {
     "xs": [3, 1, 2, 5], "s": "Hello world", "d": {"a": 1, "b": 2}, "t": (4, 5, 6), "n": 7,
@@ -76,15 +77,21 @@ def cells(seed: int, count: int) -> list[str]:
 def test_what_the_rules_call_complete_is_what_python_shows(seed):
     history = [{"code": "xs, s, d = ...", "runtime_variables": snapshot(), "outputs": [],
                 "output": "", "error": None}]
-    complete = 0
+    complete = raised = 0
     for code in cells(seed, 400):
         try:
             truth: str | None = shown_by_python(code, VALUES)
-        except Exception:
-            truth = None  # it raises: a traceback, which the rules never write
-        determined = determined_output(code, history)
-        if determined is None or not determined[1]:
+            error = None
+        except Raised as raising:  # a traceback, which the rules never write whole
+            truth, error = None, raising
+        found = determined(code, history)
+        if found is None:
             continue
-        complete += 1
-        assert determined[0] == truth, code
-    assert complete > 150  # the rules answer most of these cells
+        if found.complete:
+            complete += 1
+            assert found.text == truth, code
+        if found.raised is not None:  # what it printed, then the traceback's last line
+            raised += 1
+            assert error is not None and (found.text, found.raised) == (
+                error.printed, error.line), code
+    assert complete > 150 and raised > 20  # the rules answer most of these cells

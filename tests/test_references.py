@@ -179,6 +179,14 @@ def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
     varied = [*history[:2], step(3, "x > 3", {"x": VARIABLES["n"]})]
     nxt = hybrid("next-cell", "full", None, varied)
     assert (nxt["answer"], nxt["model"], nxt["asked"]) == ("x < 3", "hybrid:variation", 0)
+    # a cell the rules know raises: what it prints, then the traceback's last line (the
+    # model, which would guess an output, is not asked)
+    failing = hybrid("output", "full", "print(x)\ny = x + undefined_total")
+    assert (failing["answer"], failing["model"], failing["asked"]) == (
+        "1000\nNameError: name 'undefined_total' is not defined", "hybrid:raises", 0)
+    indexed = hybrid("output", "full", "[1, 2][x]")
+    assert (indexed["answer"], indexed["model"]) == (
+        "IndexError: list index out of range", "hybrid:raises")
     # nothing varies in the last cell: it abstains (no answer, not scored), no model asked
     # even though the model would have answered
     none = hybrid("next-cell", "full", None, answer="<code>\ny = x + 1\n</code>")

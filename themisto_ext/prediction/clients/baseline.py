@@ -49,6 +49,7 @@ import re
 import time
 import tokenize
 from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 from rapidfuzz import fuzz
 
@@ -126,29 +127,52 @@ def determined_output(code: str, history: Sequence[Step],
     """``(shown, complete)``: what ``code`` displays as far as the rules know, and whether
     they know all of it (no statement that could display something was undetermined;
     assignments, imports and definitions are taken to show nothing). None: not Python."""
+    found = determined(code, history, snapshot)
+    return None if found is None else (found.text, found.complete)
+
+
+class Determined(NamedTuple):
+    text: str
+    """What the cell shows as far as the rules know."""
+    complete: bool
+    """They know all of it."""
+    raised: str | None = None
+    """The cell raises: the last line of its traceback, after ``text`` (what it showed
+    before), where the rules know both (``complete`` is False: they do not write the
+    traceback's frames)."""
+
+
+def determined(code: str, history: Sequence[Step],
+               snapshot: Mapping[str, RuntimeVariable] | None = None) -> Determined | None:
+    """What ``determined_output`` says, and whether the cell raises."""
     try:
         cell = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # magics, shell escapes
         return None
     if snapshot is None:
         snapshot = (history[-1].get("runtime_variables") or {}) if history else {}
+    whole = (history[-1].get("runtime_variables") or {}) if history else {}
+    # names no cell defined are judged on the whole state only (a part may lack them)
+    undefined, uncertain = names.undefined(cell, history, whole) \
+        if set(snapshot) == set(whole) else (set(), set())
     modules = {module: names.module_names(history, module) for module in MODULES}
     state = State(snapshot, names.bound(cell) | set(snapshot), _classes_defined(history),
-                   modules)
-    text = state.shown(cell, _quiet(code))
+                  modules)
+    text = state.shown(cell, _quiet(code), undefined, uncertain)
     if state.rounded:  # computed on floats a repr rounded: only if the dropped digits
         for nudge in (1, -1):  # cannot change what it shows, either way
             nudged = State(snapshot, state.shadowed, state.classes, modules, nudge)
-            if nudged.shown(cell, _quiet(code)) != text:
-                return "", False  # unknown, as any value the rules cannot tell
-    whole = (history[-1].get("runtime_variables") or {}) if history else {}
-    if set(snapshot) == set(whole) and names.undefined(cell, history, whole):
-        return text, False  # it raises NameError: a traceback the rules do not write
+            if (nudged.shown(cell, _quiet(code), undefined, uncertain), nudged.raised) \
+                    != (text, state.raised):
+                return Determined("", False)  # unknown, as any value the rules cannot tell
+    if state.raises:  # a traceback the rules do not write (figures drawn before: unknown)
+        drew = figures.figure_text(cell, history, _quiet(code), snapshot) != ""
+        return Determined(text, False, None if drew else state.raised)
     drawn = figures.figure_text(cell, history, _quiet(code), snapshot)  # parsed once
     if drawn is None:
-        return text, False
+        return Determined(text, False)
     # a cell that draws shows its figures and nothing else (figure_text checked that)
-    return (drawn, True) if drawn else (text, not state.undetermined)
+    return Determined(drawn, True) if drawn else Determined(text, not state.undetermined)
 
 
 def _quiet(code: str) -> bool:

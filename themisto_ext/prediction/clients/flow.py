@@ -13,6 +13,7 @@ shown: ``Undetermined``.
 from __future__ import annotations
 
 import ast
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -23,9 +24,10 @@ class Undetermined(Exception):
     """The snapshot and the cell do not determine this value; ``raises`` when they
     determine that computing it raises (an index out of range of a known list)."""
 
-    def __init__(self, raises: bool = False) -> None:
+    def __init__(self, raises: bool = False, error: str | None = None) -> None:
         super().__init__()
         self.raises = raises
+        self.error = error  # the last line of its traceback, where known
 
 
 class Jump(Exception):
@@ -88,8 +90,9 @@ class Flow:
             return function(*arguments, **named)
         except (Undetermined, operators.Refused):
             raise Undetermined from None
-        except Exception:  # IndexError, ZeroDivisionError, int('x')...
-            raise Undetermined(raises=plain) from None
+        except Exception as error:  # IndexError, ZeroDivisionError, int('x')...
+            line = traceback.format_exception_only(error)[-1].strip() if plain else None
+            raise Undetermined(raises=plain, error=line) from None
 
     def _execute(self, statement: ast.stmt, display: bool, shown: list[str]) -> None:
         raise NotImplementedError
@@ -118,8 +121,12 @@ class Flow:
             raise Undetermined
         if any(isinstance(element, ast.Starred) for element in target.elts):
             raise Undetermined  # *rest is not unpacked here
-        if len(target.elts) != len(value):
-            raise Undetermined(raises=True)  # too many or too few values to unpack
+        if len(target.elts) > len(value):
+            raise Undetermined(raises=True, error="ValueError: not enough values to unpack "
+                               f"(expected {len(target.elts)}, got {len(value)})")
+        if len(target.elts) < len(value):
+            raise Undetermined(raises=True, error="ValueError: too many values to unpack "
+                               f"(expected {len(target.elts)})")
         for element, item in zip(target.elts, value, strict=True):
             self._bind(element, item)
 

@@ -2,7 +2,9 @@
 nothing (it abstains).
 
 Output task, in order: the baseline's answer when its rules determine everything the cell
-can show (``baseline.determined_output`` over the state the context shows); the previous
+can show (``baseline.determined`` over the state the context shows); where they know the
+cell raises (a name no cell defined, ``xs[10]`` of a known list), what it prints first and
+the last line of the traceback (``NameError: name 'q' is not defined``); the previous
 step's output when the cell *is* a re-run of the previous one (the same code: the same
 output, unless the state changed under it); else the local model. Copying the previous
 output anywhere else would repeat what the user just saw, which is no prediction.
@@ -28,7 +30,7 @@ import time
 from typing import Any
 
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest, Predictor
-from themisto_ext.prediction.clients.baseline import determined_output, visible_state
+from themisto_ext.prediction.clients.baseline import determined, visible_state
 from themisto_ext.prediction.clients.nextcell import next_cell
 from themisto_ext.prediction.clients.references import copy_previous
 from themisto_ext.prediction.prompts import MARKUP, Prompt
@@ -59,9 +61,11 @@ class HybridPredictor:
             return ("", "abstain") if answer is None else (answer, "variation")
         code = request.target_code or ""
         state = visible_state(request.history, request.prompt.context, code)
-        determined = determined_output(code, request.history, state)
-        if determined is not None and determined[1]:
-            return determined[0], "baseline"
+        found = determined(code, request.history, state)
+        if found is not None and found.complete:
+            return found.text, "baseline"
+        if found is not None and found.raised:  # what it prints, then the error's line
+            return "\n".join(part for part in (found.text, found.raised) if part), "raises"
         if _is_last_cell(code, request):
             return copy_previous(request), "rerun"
         return None

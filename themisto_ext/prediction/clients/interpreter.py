@@ -18,7 +18,7 @@ import builtins
 import math
 import operator
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Set
 from typing import Any
 
 from themisto_ext.prediction.clients import arrays, frames, names, operators
@@ -64,6 +64,8 @@ _SILENT = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Import, ast.ImportFrom,
            ast.Nonlocal)
 
 
+_COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try,
+             ast.Match)
 _PRINTERS = {"print", "display", "pprint"}
 """Functions whose whole purpose is to show: an assignment or import that calls one shows."""
 
@@ -135,11 +137,33 @@ class State(Flow):
         self.mutations = 0  # lists, dicts and sets changed in place
         self.made = 0  # characters and items of the values computed (bounded: MADE)
         self.snapshot_names: set[str] = set()  # values read from the snapshot (and kept)
+        self.raises = False  # a statement raises: the cell stops there
+        self.unknown = False  # a statement the rules could not run (it may have raised)
+        self.raised: str | None = None  # the last line of its traceback, where known
 
-    def shown(self, cell: ast.Module, quiet: bool) -> str:
-        """What the cell shows, statement after statement."""
-        texts = [self.run(statement, display=i == len(cell.body) - 1 and not quiet)
-                 for i, statement in enumerate(cell.body)]
+    def shown(self, cell: ast.Module, quiet: bool, undefined: Set[str] = frozenset(),
+              uncertain: Set[str] = frozenset()) -> str:
+        """What the cell shows, statement after statement, up to one that raises (then
+        ``raised`` is the last line of its traceback where known). ``undefined`` and
+        ``uncertain``: names no cell defined, and names a cell that raised may not have
+        imported (``names.undefined``): reading one raises NameError (may, for the other)."""
+        texts = []
+        for i, statement in enumerate(cell.body):
+            before = self.unknown
+            read = names.read_now(statement)
+            missing = read & undefined
+            if missing:
+                # which of several Python meets first is not worked out: no message then
+                self.undetermined = self.raises = True
+                simple = not isinstance(statement, _COMPOUND) and not read & uncertain
+                self.raised = f"NameError: name '{min(missing)}' is not defined" \
+                    if len(missing) == 1 and simple else None
+            else:
+                texts.append(self.run(statement, display=i == len(cell.body) - 1 and not quiet))
+            if self.raises:
+                if before:  # an earlier statement the rules could not run may have raised
+                    self.raised = None
+                break  # the cell stops at the error
         return "".join(texts).removesuffix("\n")
 
     def run(self, statement: ast.stmt, display: bool) -> str:
@@ -150,10 +174,13 @@ class State(Flow):
             self._execute(statement, display, shown)
             return "".join(shown)
         except Undetermined as stop:
-            if stop.raises:  # it raises: the traceback is what the cell shows
-                self.undetermined = True
+            if stop.raises:  # it raises: the traceback is what the cell shows after
+                self.undetermined = self.raises = True  # what it printed before
+                self.raised = stop.error
+                return "".join(shown)
         except Exception:  # a jump out of no loop (the cell would not parse)
             pass
+        self.unknown = True
         self.undetermined |= _may_display(statement, display)
         if self.mutations != mutations:  # changed in place, then unknown: every alias too
             self.values = {k: v for k, v in self.values.items() if not mutable(v)}
@@ -188,10 +215,8 @@ class State(Flow):
             current, change = self.value(statement.target), self.value(statement.value)
             if mutable(current):  # L += [...] changes L in place: its aliases too
                 self._changing(current)
-                self._python(operators.in_place, statement.op, current, change)
-            else:
-                self._bind(statement.target, self._python(
-                    operators.binary, statement.op, current, change))
+            self._bind(statement.target, self._python(
+                operators.binary, statement.op, current, change, True))
         elif self._assigns_item(statement) or isinstance(statement, ast.Pass):
             pass
         elif isinstance(statement, ast.Import | ast.ImportFrom):
@@ -204,6 +229,11 @@ class State(Flow):
                 self._execute(inner, False, shown)
         elif isinstance(statement, ast.For) and not isinstance(statement, ast.AsyncFor):
             self._loop(statement, shown)
+        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef) and not (
+                statement.decorator_list or statement.args.defaults
+                or any(statement.args.kw_defaults)):  # runs nothing: binds a function
+            self.values.pop(statement.name, None)
+            self.entries.pop(statement.name, None)
         elif isinstance(statement, ast.Break | ast.Continue):
             raise Jump(isinstance(statement, ast.Break))
         else:

@@ -121,36 +121,48 @@ _HIDDEN_DEFINITIONS = re.compile(
     r"\b(?:globals|locals|vars)\s*\(|\.push\s*\(|__builtins__|\bsetattr\s*\(")
 
 
-def undefined(tree: ast.Module, history: Sequence[Step], snapshot: Iterable[str]) -> set[str]:
-    """Names the cell reads (outside the functions it defines) that do not exist: not a
-    builtin or IPython's, not bound by the cell, not a variable of ``snapshot`` (all the
-    kernel's variables but modules: pass the whole snapshot, not a part) and not a module
-    any cell imported. Empty when the snapshot may be partial (empty, or as long as the
-    capture's limit) or a cell may have defined names it does not spell (``import *``,
-    ``%run``, ``exec``...)."""
+def undefined(tree: ast.Module, history: Sequence[Step],
+              snapshot: Iterable[str]) -> tuple[set[str], set[str]]:
+    """``(undefined, uncertain)``: names the cell reads (outside the functions it defines)
+    that do not exist: not a builtin or IPython's, not bound by the cell, not a variable of
+    ``snapshot`` (all the kernel's variables but modules: pass the whole snapshot, not a
+    part) and not a module any cell imported; and those only a cell that raised imported
+    (the import may not have run). Both empty when the snapshot may be partial (empty, or
+    as long as the capture's limit) or a cell may have defined names it does not spell
+    (``import *``, ``%run``, ``exec``...)."""
     known = set(snapshot)
     if not known or len(known) >= MAX_VARIABLES or _hides(tree):
-        return set()
+        return set(), set()
     candidates: set[str] = set()
     earlier: set[str] = set()  # bound by the statements before
     for statement in tree.body:
-        now = _run_now(statement)
-        # x += 1 reads x first: bound only if an earlier statement (or a loop) binds it
-        augmented = {id(node.target) for node in now if isinstance(node, ast.AugAssign)}
-        read = {node.id for node in now if isinstance(node, ast.Name)
-                and (isinstance(node.ctx, ast.Load) or id(node) in augmented)}
-        candidates |= read - earlier - bound(statement, skip=augmented)
+        candidates |= read_now(statement) - earlier
         earlier |= bound(statement)
     candidates -= known | _IPYTHON | set(dir(builtins))
     candidates = {name for name in candidates if not name.startswith("_")}
+    failed: set[str] = set()  # imported by cells that raised only
     for past in history:
-        if not candidates:
+        if not candidates and not failed:
             break
         imported, hides = _imports(str(past.get("code") or ""))
         if hides:
-            return set()
+            return set(), set()
+        if past.get("error"):
+            failed |= candidates & imported
+        else:
+            failed -= imported
         candidates -= imported
-    return candidates
+    return candidates, failed
+
+
+def read_now(statement: ast.stmt) -> set[str]:
+    """The names a statement reads before binding them itself (``x += 1`` reads x; a loop
+    reads its variable after binding it), outside the bodies of functions it defines."""
+    now = _run_now(statement)
+    augmented = {id(node.target) for node in now if isinstance(node, ast.AugAssign)}
+    read = {node.id for node in now if isinstance(node, ast.Name)
+            and (isinstance(node.ctx, ast.Load) or id(node) in augmented)}
+    return read - bound(statement, skip=augmented)
 
 
 def _run_now(node: ast.AST) -> list[ast.AST]:

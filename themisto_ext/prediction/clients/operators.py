@@ -79,7 +79,8 @@ def _size(value: Any) -> int:
     return len(value) if isinstance(value, _SIZED) else 1
 
 
-def binary(op: ast.operator, left: Any, right: Any) -> Any:
+def binary(op: ast.operator, left: Any, right: Any, in_place: bool = False) -> Any:
+    """``left op right``, or ``left op= right`` (``in_place``: a list, dict or set changes)."""
     if not (plain(left) and plain(right)) or type(op) not in BINARY:
         raise Refused("not a plain operation")
     # The costly ones are bounded before they run, not after.
@@ -96,26 +97,19 @@ def binary(op: ast.operator, left: Any, right: Any) -> Any:
         if isinstance(left, int) and isinstance(right, int) \
                 and _size(left) + _size(right) > MAX_BITS:
             raise Refused("too large to guess")
-    return _bounded(BINARY[type(op)](left, right))
+    if isinstance(left, list) and isinstance(right, _SIZED) \
+            and len(left) + len(right) > MAX_LENGTH:
+        raise Refused("too long to guess")  # L += [...] grows L before it is bounded
+    return _bounded((IN_PLACE if in_place else BINARY)[type(op)](left, right))
 
 
+# x op= y: Python's in-place operators (a list changes in place; its errors say "+=")
 IN_PLACE: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.iadd, ast.Mult: operator.imul, ast.BitOr: operator.ior,
-    ast.BitAnd: operator.iand, ast.Sub: operator.isub, ast.BitXor: operator.ixor,
+    ast.Add: operator.iadd, ast.Sub: operator.isub, ast.Mult: operator.imul,
+    ast.Div: operator.itruediv, ast.FloorDiv: operator.ifloordiv, ast.Mod: operator.imod,
+    ast.Pow: operator.ipow, ast.LShift: operator.ilshift, ast.RShift: operator.irshift,
+    ast.BitOr: operator.ior, ast.BitAnd: operator.iand, ast.BitXor: operator.ixor,
 }
-
-
-def in_place(op: ast.operator, target: Any, value: Any) -> Any:
-    """``target op= value`` for a list, dict or set, changed in place as Python does
-    (``L += 'ab'`` extends L by two letters; ``L += 1`` raises TypeError)."""
-    if not (plain(target) and plain(value)) or type(op) not in IN_PLACE:
-        raise Refused("not a plain operation")
-    if isinstance(op, ast.Mult) and isinstance(value, int) \
-            and len(target) * max(value, 0) > MAX_LENGTH:
-        raise Refused("too long to guess")
-    if isinstance(value, _SIZED) and len(target) + len(value) > MAX_LENGTH:
-        raise Refused("too long to guess")
-    return _bounded(IN_PLACE[type(op)](target, value))
 
 
 def unary(op: ast.unaryop, operand: Any) -> Any:
