@@ -95,3 +95,18 @@ def test_what_the_rules_call_complete_is_what_python_shows(seed):
             assert error is not None and (found.text, found.raised) == (
                 error.printed, error.line), code
     assert complete > 150 and raised > 20  # the rules answer most of these cells
+
+
+def test_a_loop_that_reads_a_long_list_at_every_step_is_given_up_not_run_for_seconds():
+    # 2,000 steps that each index (or search) a list of 50,000 items would check all of it
+    # at every step: the rules count what Python's operations read and give up (what a
+    # cell costs: benchmarks/rules_cost.py)
+    big = list(range(50_000))
+    variables = {"big": {"type": "list", "repr": repr(big), "length": len(big),
+                         "size": 400_056, "size_exact": True}}
+    history = [{"code": "big = list(range(50_000))", "runtime_variables": variables,
+                "outputs": [], "output": "", "error": None}]
+    for code in ["total = 0\nfor i in range(2000):\n    total += big[i]\ntotal",
+                 "c = 0\nfor i in range(2000):\n    if i in big:\n        c += 1\nc"]:
+        assert determined(code, history) == ("", False, None)
+    assert determined("big[5] + big[7]", history) == ("12", True, None)

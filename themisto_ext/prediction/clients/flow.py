@@ -39,9 +39,10 @@ class Jump(Exception):
 
 ITERATIONS = 2_000
 """Loop and comprehension steps a cell may take in the rules: a guess costs a moment."""
-MADE = 100 * operators.MAX_LENGTH
-"""Characters and items the values a cell computes may hold in all (a loop that builds
-long strings 10,000 times would hold gigabytes)."""
+MADE = 20 * operators.MAX_LENGTH
+"""Characters and items the values a cell computes, and Python's operations read, may
+number in all: a loop that builds long strings 2,000 times would hold gigabytes, one that
+indexes a list of 50,000 items would check them all at every step."""
 
 
 class Lambda:
@@ -78,14 +79,36 @@ class Flow:
     shadowed: set[str]  # names the user rebinds: builtins no more
     iterations: int  # loop and comprehension steps taken (bounded: ITERATIONS)
     mutations: int  # lists, dicts and sets changed in place
+    _plain_containers: dict[int, tuple[Any, bool]]  # id -> (the container, plain?)
+    made: int  # characters and items computed or read by Python's operations (bounded: MADE)
 
     def value(self, node: ast.expr) -> Any:
         raise NotImplementedError
 
+    def _plain(self, value: Any) -> bool:
+        """``operators.plain(value)``, remembered for a container: a loop that indexes a
+        list of 50,000 items must not check them all at every step. A plain container
+        changed by the rules stays plain (they change it with plain values only)."""
+        if not isinstance(value, list | tuple | dict | set | frozenset):
+            return operators.plain(value)
+        known = self._plain_containers.get(id(value))
+        if known is None or known[0] is not value:
+            known = (value, operators.plain(value))
+            self._plain_containers[id(value)] = known
+        return known[1]
+
+    def _read(self, *values: Any) -> None:
+        """Count the items an operation on ``values`` may read as work done (bounded)."""
+        self.made += sum(operators.weight(value) for value in values)
+        if self.made > MADE:
+            raise Undetermined
+
     def _python(self, function: Callable[..., Any], *arguments: Any, **named: Any) -> Any:
         """``function(*arguments, **named)`` where the arguments are plain: an error it
         raises (not a refusal to compute) is the kernel's too."""
-        plain = all(_given(value) for value in [*arguments, *named.values()])
+        given = [*arguments, *named.values()]
+        self._read(*given)
+        plain = all(self._plain(value) or _how(value) for value in given)
         try:
             return function(*arguments, **named)
         except (Undetermined, operators.Refused):
@@ -132,7 +155,7 @@ class Flow:
 
     def _truth(self, node: ast.expr) -> bool:
         value = self.value(node)
-        if not operators.plain(value):  # an array's truth raises; a _Shown's is unknown
+        if not self._plain(value):  # an array's truth raises; a _Shown's is unknown
             raise Undetermined
         return bool(value)
 
@@ -261,11 +284,11 @@ class Flow:
         return iter(kept)
 
 
-def _given(value: Any) -> bool:
-    """A plain argument, or one that says how to compute (an operator's node, a slice)."""
+def _how(value: Any) -> bool:
+    """An argument that says how to compute (an operator's node, a slice, a function)."""
     if isinstance(value, list) and value and all(isinstance(v, ast.AST) for v in value):
         return True  # the operators of a chained comparison
-    return operators.plain(value) or isinstance(value, Iterator | Lambda | slice | ast.AST)
+    return isinstance(value, Iterator | Lambda | slice | ast.AST)
 
 
 def text_known(value: Any) -> bool:

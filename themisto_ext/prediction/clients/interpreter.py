@@ -138,6 +138,7 @@ class State(Flow):
         self.made = 0  # characters and items of the values computed (bounded: MADE)
         self.snapshot_names: set[str] = set()  # values read from the snapshot (and kept)
         self.raises = False  # a statement raises: the cell stops there
+        self._plain_containers = {}
         self.unknown = False  # a statement the rules could not run (it may have raised)
         self.raised: str | None = None  # the last line of its traceback, where known
 
@@ -377,6 +378,7 @@ class State(Flow):
                 if len(node.ops) != 1 or not isinstance(node.ops[0], _ORDERING):
                     raise Undetermined  # a chained comparison of arrays raises
                 return arrays.binary(operators.COMPARE[type(node.ops[0])], left, rights[0])
+            self._read(*rights)  # x in big: each step reads all of big
             return self._python(operators.compare, left, node.ops, rights)
         if isinstance(node, ast.BoolOp):  # short-circuits as Python does
             result: Any = None
@@ -447,7 +449,7 @@ class State(Flow):
         if isinstance(func.value, ast.Name) and self._is_module("pandas", func.value.id):
             return frames.construct(func.attr, [self.value(a) for a in arguments], named)
         owner = self.value(func.value)
-        if operators.plain(owner):
+        if self._plain(owner):
             return self._plain_method(owner, func.attr, arguments, named)
         if frames.is_frame(owner):
             return frames.method(owner, func.attr, [self.value(a) for a in arguments], named)

@@ -171,10 +171,11 @@ def attribute(owner: Any, name: str) -> Any:
 
 
 def method(owner: Any, name: str, arguments: list[Any], named: dict[str, Any]) -> Any:
-    """``owner.name(*arguments, **named)`` for a plain owner and plain arguments, the
-    mutators included (the caller keeps the changed owner); bounded before and after."""
-    kind = type(owner)
-    if name not in _READERS.get(kind, set()) | MUTATORS.get(kind, set()) or not plain(owner) \
+    """``owner.name(*arguments, **named)`` for a str, number, list, tuple, dict or set
+    (the caller checked it is plain) and plain arguments, the mutators included (the
+    caller keeps the changed owner); bounded before and after."""
+    kind = type(owner)  # its items are not checked: the caller's values, never user code
+    if name not in _READERS.get(kind, set()) | MUTATORS.get(kind, set()) \
             or not all(plain(a) for a in [*arguments, *named.values()]):
         raise Refused("not a plain method")
     if name in _PADDING and any(isinstance(a, int) and a > MAX_LENGTH for a in arguments):
