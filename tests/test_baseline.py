@@ -723,6 +723,7 @@ def test_plain_python_over_known_values_is_run_as_python_runs_it(code, expected)
         "'{0.__class__}'.format(n)",
         "[helper(x) for x in xs]",
         "f = lambda x: x\nf",  # IPython shows a function by its name and signature
+        "from math import pi as ratio\nround(ratio, 2)",  # not the snapshot's ratio
         "f = lambda x: missing\nf(1)",
         "sorted(xs, key=helper)",
         "sorted({'b', 'a'}, key=len)",  # ties keep the set's order

@@ -4,7 +4,7 @@ generator expressions, lambdas and the builtins that call them (``map``, ``filte
 ``sorted(key=...)``). ``interpreter.State`` builds on ``Flow``.
 
 Bounded, as every guess is: at most ``ITERATIONS`` loop or comprehension steps and
-``MADE`` characters and items computed per cell; an iterator is taken an item at a time
+``MADE`` characters and items computed or read per cell; an iterator is taken an item at a time
 (``break`` leaves the rest, as in Python). What Python would give in an order the kernel
 alone knows (a set's, by its hashes) or as an address (an iterator, a function) is not
 shown: ``Undetermined``.
@@ -111,7 +111,9 @@ class Flow:
         plain = all(self._plain(value) or _how(value) for value in given)
         try:
             return function(*arguments, **named)
-        except (Undetermined, operators.Refused):
+        except Undetermined:  # a lambda it called: raising, or not known
+            raise
+        except operators.Refused:
             raise Undetermined from None
         except Exception as error:  # IndexError, ZeroDivisionError, int('x')...
             line = traceback.format_exception_only(error)[-1].strip() if plain else None

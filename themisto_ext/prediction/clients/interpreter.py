@@ -224,6 +224,9 @@ class State(Flow):
             for module, known in self.modules.items():
                 bound, imported = names.module_effect(statement, module)
                 self.modules[module] = (known - bound) | imported
+            for name in names.bound(statement):  # from math import pi: not the old pi
+                self.values.pop(name, None)
+                self.entries.pop(name, None)
         elif isinstance(statement, ast.If):
             branch = statement.body if self._truth(statement.test) else statement.orelse
             for inner in branch:
