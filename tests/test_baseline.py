@@ -801,3 +801,10 @@ def test_a_cell_the_rules_know_raises_says_what_it_prints_and_the_error(code, sh
     found = determined(code, HISTORY)
     assert found is not None and not found.complete  # the traceback's frames: not written
     assert (found.text, found.raised) == (shown, raised)
+
+
+def test_after_a_star_import_the_builtins_are_not_trusted():
+    # from numpy import * makes sum numpy's: sum(range(5), -1) is 10 there, 9 in Python
+    history = [step(1, "from numpy import *"), step(2, "x = 1")]
+    assert determined_output("sum(range(5), -1)", history) == ("", False)
+    assert determined_output("print('a', 1 + 2)", history) == ("a 3", True)

@@ -55,6 +55,7 @@ from rapidfuzz import fuzz
 
 from themisto_ext.prediction.clients import figures, names
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
+from themisto_ext.prediction.clients.flow import PURE_BUILTINS
 from themisto_ext.prediction.clients.interpreter import MODULES, State
 from themisto_ext.prediction.prompts.state import curated_selection
 from themisto_ext.records import Context, RuntimeVariable, Step
@@ -156,8 +157,10 @@ def determined(code: str, history: Sequence[Step],
     undefined, uncertain = names.undefined(cell, history, whole) \
         if set(snapshot) == set(whole) else (set(), set())
     modules = {module: names.module_names(history, module) for module in MODULES}
-    state = State(snapshot, names.bound(cell) | set(snapshot), _classes_defined(history),
-                  modules)
+    shadowed = names.bound(cell) | set(snapshot)
+    if names.defines_unspelt(history):  # the builtins may be numpy's now
+        shadowed |= set(PURE_BUILTINS)
+    state = State(snapshot, shadowed, _classes_defined(history), modules)
     text = state.shown(cell, _quiet(code), undefined, uncertain)
     if state.rounded:  # computed on floats a repr rounded: only if the dropped digits
         for nudge in (1, -1):  # cannot change what it shows, either way

@@ -185,6 +185,12 @@ def _hides(tree: ast.Module) -> bool:
             and node.func.id in _DEFINING_CALLS) for node in ast.walk(tree))
 
 
+def defines_unspelt(history: Iterable[Step]) -> bool:
+    """Whether a cell run so far may have bound names its text does not spell (``from
+    numpy import *`` rebinds ``sum``, ``min``, ``round``...)."""
+    return any(_imports(str(past.get("code") or ""))[1] for past in history)
+
+
 @functools.lru_cache(maxsize=8192)
 def _imports(code: str) -> tuple[frozenset[str], bool]:
     """The names a cell's imports bind, and whether it may define names it does not spell."""
