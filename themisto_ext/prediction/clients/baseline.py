@@ -150,9 +150,9 @@ def determined(code: str, history: Sequence[Step],
         cell = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # magics, shell escapes
         return None
-    if snapshot is None:
-        snapshot = (history[-1].get("runtime_variables") or {}) if history else {}
     whole = (history[-1].get("runtime_variables") or {}) if history else {}
+    if snapshot is None:
+        snapshot = whole
     # names no cell defined are judged on the whole state only (a part may lack them)
     undefined, uncertain = names.undefined(cell, history, whole) \
         if set(snapshot) == set(whole) else (set(), set())

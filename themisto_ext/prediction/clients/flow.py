@@ -99,7 +99,11 @@ class Flow:
 
     def _read(self, *values: Any) -> None:
         """Count the items an operation on ``values`` may read as work done (bounded)."""
-        self.made += sum(operators.weight(value) for value in values)
+        self._spend(sum(operators.weight(value) for value in values))
+
+    def _spend(self, amount: int) -> None:
+        """``amount`` characters or items made or read: Undetermined past ``MADE``."""
+        self.made += amount
         if self.made > MADE:
             raise Undetermined
 

@@ -270,9 +270,8 @@ def construct(kind: str, args: Sequence[Any], keywords: Mapping[str, Any]) -> An
     (literals, rebuilt objects), none larger than ``MAX_ELEMENTS`` values."""
     if kind not in _MAKERS or not set(keywords) <= _MAKER_KEYWORDS or len(args) > 1:
         raise ValueError(f"pd.{kind} is not computed")
-    _whole(*args, *keywords.values())
     if not all(_data(value) for value in [*args, *keywords.values()]):
-        raise ValueError("made of values known only by their text")
+        raise ValueError("made of values known only by their text, or cut short")
     if any(_count(value) > MAX_ELEMENTS for value in [*args, *keywords.values()]):
         raise ValueError("too large")
     return _bounded(getattr(pandas(), kind)(*args, **keywords))
@@ -290,7 +289,8 @@ def _count(value: Any) -> int:
 
 def _data(value: Any, depth: int = 0) -> bool:
     """Whether a constructor's argument is made of values the rules hold whole: plain
-    Python values, arrays, rebuilt Series and frames (not an object known by its text)."""
+    Python values, arrays, rebuilt Series and frames (not an object known by its text,
+    nor a cut-short ``Partial``, at any depth)."""
     if isinstance(value, dict) and depth < 3:
         return all(_data(v, depth + 1) for v in [*value.keys(), *value.values()])
     if isinstance(value, list | tuple) and depth < 3:

@@ -24,7 +24,6 @@ from typing import Any
 from themisto_ext.prediction.clients import arrays, frames, names, operators
 from themisto_ext.prediction.clients.flow import (
     IN_ORDER,
-    MADE,
     PURE_BUILTINS,
     Flow,
     Jump,
@@ -135,7 +134,7 @@ class State(Flow):
         self.rounded = False  # the cell read floats a repr may have rounded
         self.iterations = 0  # loop and comprehension steps taken (bounded: ITERATIONS)
         self.mutations = 0  # lists, dicts and sets changed in place
-        self.made = 0  # characters and items of the values computed (bounded: MADE)
+        self.made = 0  # characters and items made or read (bounded: flow.MADE)
         self.snapshot_names: set[str] = set()  # values read from the snapshot (and kept)
         self.raises = False  # a statement raises: the cell stops there
         self._plain_containers = {}
@@ -151,7 +150,7 @@ class State(Flow):
         texts = []
         for i, statement in enumerate(cell.body):
             before = self.unknown
-            read = names.read_now(statement)
+            read = names.read_now(statement) if undefined else set()  # (most cells: none)
             missing = read & undefined
             if missing:
                 # which of several Python meets first is not worked out: no message then
@@ -276,9 +275,7 @@ class State(Flow):
         if not all(text_known(value) for value in values):
             raise Undetermined
         text = options["sep"].join(str(value) for value in values) + options["end"]
-        self.made += len(text)
-        if self.made > MADE:
-            raise Undetermined
+        self._spend(len(text))
         return text
 
     def value(self, node: ast.expr) -> Any:
@@ -293,9 +290,7 @@ class State(Flow):
         except Exception:  # the expression would raise, or the guess does not apply
             raise Undetermined from None
         if not isinstance(node, ast.Name):  # made, not read: a loop may make many
-            self.made += operators.weight(value)
-            if self.made > MADE:
-                raise Undetermined
+            self._spend(operators.weight(value))
         return value
 
     def _evaluate(self, node: ast.expr) -> Any:
