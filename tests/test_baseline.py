@@ -198,6 +198,34 @@ def test_an_assignment_or_definition_that_calls_print_is_not_taken_as_silent(cod
     assert determined is not None and determined[1] is False
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        "my_result = print_result(20, 20)",
+        "d = Dog()",  # Animal's __init__ prints
+        "total = account.withdraw(5)",  # a method that prints
+        "checked = checked_twice(3)",  # calls one that raises
+    ],
+)
+def test_an_assignment_calling_a_definition_that_may_show_is_not_taken_as_silent(code):
+    defined = step(1, "def print_result(a, b):\n    print(a + b)\n\n"
+                      "class Animal:\n    def __init__(self):\n        print('Animal created')\n\n"
+                      "class Dog(Animal):\n    pass\n\n"
+                      "class Account:\n    def withdraw(self, n):\n        print('Done')\n\n"
+                      "def checked(n):\n    if n < 0:\n        raise ValueError(n)\n"
+                      "    return n\n\n"
+                      "def checked_twice(n):\n    return checked(checked(n))",
+                   {"account": _listed("<__main__.Account object>", "Account")})
+    determined = determined_output(code, [defined])
+    assert determined is not None and determined[1] is False
+
+
+def test_an_assignment_calling_a_quiet_definition_stays_silent():
+    defined = step(1, "class Circle:\n    def __init__(self, r=1):\n        self.r = r\n\n"
+                      "def area(c):\n    return 3.14 * c.r ** 2")
+    assert determined_output("c = Circle(2)\na = area(c)", [defined]) == ("", True)
+
+
 def test_a_function_that_prints_is_silent_until_called():
     assert determined_output("def f():\n    print(n)", HISTORY) == ("", True)
 
@@ -808,3 +836,17 @@ def test_after_a_star_import_the_builtins_are_not_trusted():
     history = [step(1, "from numpy import *"), step(2, "x = 1")]
     assert determined_output("sum(range(5), -1)", history) == ("", False)
     assert determined_output("print('a', 1 + 2)", history) == ("a 3", True)
+
+
+def _listed(text: str, kind: str = "list") -> dict[str, Any]:
+    return {"type": kind, "repr": text, "size": 64, "size_exact": True, "length": 1}
+
+
+@pytest.mark.parametrize("code", ["a[0] = 9\nb", "d[5] = 6\nkv", "grow(a)\nb", "del d[1]\nkv"])
+def test_a_value_that_may_be_one_changed_in_place_is_no_longer_known(code):
+    # b = a and kv = d.keys() in the kernel: the snapshot cannot tell an alias
+    history = [step(1, "a = [1]\nb = a\nd = {1: 2}\nkv = d.keys()\ndef grow(x):\n    x.append(0)",
+                    {"a": _listed("[1]"), "b": _listed("[1]"), "d": _listed("{1: 2}", "dict"),
+                     "kv": _listed("dict_keys([1])", "dict_keys")})]
+    determined = determined_output(code, history)
+    assert determined is not None and determined[1] is False

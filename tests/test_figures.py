@@ -157,3 +157,12 @@ def test_figures_under_another_backend_are_undetermined(choice):
         == "<Figure size 640x480 with 1 Axes>"  # the last choice counts
     assert told("plt.plot(x);", [step("%matplotlib"), step(IMPORT)]) \
         == "<Figure size 640x480 with 1 Axes>"  # the notebook's default: inline
+
+
+def test_after_a_pylab_star_import_bare_pyplot_calls_count():
+    # from pylab import *: subplot(1, 2, 1) is pyplot's (it was read as no call at all)
+    history = [step("from pylab import *"), step("x = linspace(0, 5, 10)\ny = x ** 2")]
+    code = "subplot(1,2,1)\nplot(x, y, 'r--')\nsubplot(1,2,2)\nplot(y, x, 'g*-');"
+    assert told(code, history) == "<Figure size 640x480 with 2 Axes>"
+    assert told("figure()\ntwinx()\nplot(x, y);", history) is None  # twinx: not counted
+    assert told(code) == "<Figure size 640x480 with 1 Axes>"  # without it, plot's figure only

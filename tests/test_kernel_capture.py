@@ -206,3 +206,20 @@ def test_in_place_changes_are_seen(recording_kernel: RecordingKernel):
     assert "1" in before["frame"]["repr"] and "1" not in after["frame"]["repr"].split("\n")[1]
     assert after["cfg"]["repr"] == "{'depth': 2}"
     assert read == after
+
+
+def test_a_value_that_is_or_holds_one_changed_in_place_is_measured_again(
+        recording_kernel: RecordingKernel):
+    # Their own fingerprints do not move: the snapshot showed the old list and dict forever.
+    k = recording_kernel
+    k.run("import numpy as np\na = [1]\nb = a\nc = [a, 5]\ne = {'c': c}\nd = {'k1': 1}\n"
+          "kv = d.keys()\nvv = d.values()\narr = np.zeros(4)\nview = arr[:2]\n"
+          "long = [a] + [0] * 5000")
+    k.run("a[0] = 9\nd['k2'] = 2\narr[:] = 1")
+    after = k.steps()[-1]["runtime_variables"]
+    assert {name: after[name]["repr"] for name in ("a", "b", "c", "e", "kv", "vv")} == {
+        "a": "[9]", "b": "[9]", "c": "[[9], 5]", "e": "{'c': [[9], 5]}",
+        "kv": "dict_keys(['k1', 'k2'])", "vv": "dict_values([1, 2])"}
+    assert after["view"]["repr"] == "array([1., 1.])"
+    # past measure.HELD_LIMIT a container's items are not followed (what is documented)
+    assert after["long"]["repr"].startswith("[[1], 0")

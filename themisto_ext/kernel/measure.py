@@ -11,6 +11,7 @@ million-element list object by object takes ~0.3 s), everything else a walk boun
 
 from __future__ import annotations
 
+import gc
 import sys
 import types
 from itertools import islice
@@ -105,6 +106,36 @@ def fingerprint(obj: Any) -> tuple[Any, ...]:
     if is_pandas(obj):
         return (id(kind), id(obj), obj.shape)
     return (id(kind), id(obj))
+
+
+# ---------------------------------------------------------------- aliases
+
+HELD_LIMIT = 4096  # referents read per value; a longer container's are not followed
+_NEVER_CHANGE = _STRINGS | _NUMBERS | _CODE_LIKE | type_ids(range)
+
+
+def may_change(obj: Any) -> bool:
+    """Whether ``obj`` can change in place and so change what a holder of it shows (a
+    class or function can too, but no repr of an instance shows them)."""
+    return id(type(obj)) not in _NEVER_CHANGE
+
+
+def holds(obj: Any) -> frozenset[int]:
+    """Ids of the changeable objects ``obj`` refers to directly: a list's items, an
+    instance's attributes, the dict behind ``d.keys()``, the array a NumPy view was cut
+    from. When one of them changes in place so may ``obj``'s repr, though its own
+    fingerprint did not move (``c = [a]; a.append(2)``). Read from the interpreter's
+    structures (``gc.get_referents``, ``ndarray.base``): no user code runs."""
+    kind = type(obj)
+    if id(kind) in _NEVER_CHANGE or (id(kind) in _SIZED and len(obj) > HELD_LIMIT):
+        return frozenset()
+    if is_numpy_array(obj):
+        base = obj.base
+        return frozenset() if base is None else frozenset((id(base),))
+    found = gc.get_referents(obj)
+    if len(found) > HELD_LIMIT:
+        return frozenset()
+    return frozenset(id(item) for item in found if may_change(item))
 
 
 # ---------------------------------------------------------------- size

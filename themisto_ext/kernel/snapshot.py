@@ -27,7 +27,7 @@ from themisto_ext.contract import CaptureSettings
 from themisto_ext.kernel import reprs, sandbox
 from themisto_ext.kernel.bounds import NAME_LENGTH
 from themisto_ext.kernel.deadline import DeadlineExceeded, alarms_usable, deadline
-from themisto_ext.kernel.measure import fingerprint, shape_and_length, size_of
+from themisto_ext.kernel.measure import fingerprint, holds, may_change, shape_and_length, size_of
 from themisto_ext.kernel.private import clock
 from themisto_ext.kernel.safe import type_name
 from themisto_ext.kernel.secret_values import secret_strings
@@ -75,6 +75,8 @@ class _Entry:
     raw: str            # the repr before masking (kernel memory only)
     generation: int     # the redactor's generation the repr was masked with
     digest: bytes
+    ident: int = 0      # id() of the value measured
+    holds: frozenset[int] = frozenset()  # what it refers to (measure.holds)
 
 
 class Snapshotter:
@@ -111,10 +113,19 @@ class Snapshotter:
             cached = self._cache.get(name)
             if cached is None or cached.fingerprint != fp or name in mutated:
                 todo.append((name, value, fp))
+        self._add_holders(todo, dict(items))
         try:
             self._measure_all(todo, end)
         finally:
             self._stopped = False
+        for name, value, _ in todo:
+            entry = self._cache.get(name)
+            if entry is not None:
+                entry.ident = id(value)
+                try:
+                    entry.holds = holds(value)
+                except Exception:
+                    entry.holds = frozenset()
         result: dict[str, dict[str, Any]] = {}
         digests: list[bytes] = []
         for name, value in items:  # masked last: a secret found anywhere masks every repr
@@ -125,6 +136,27 @@ class Snapshotter:
                            + (entry.digest if entry else _digest(info)))
         digests.sort()
         return result, hashlib.blake2b(b"\1".join(digests), digest_size=16).hexdigest()
+
+    def _add_holders(self, todo: list[tuple[str, Any, tuple[Any, ...]]],
+                     values: dict[str, Any]) -> None:
+        """Measure again the cached names whose value is, or directly holds, a value being
+        measured again: ``b = a``, ``c = [a, 5]`` or ``kv = d.keys()`` showed the old ``a``
+        or ``d`` forever after ``a[0] = 9`` or ``d['k'] = 1`` (their own fingerprints do
+        not move). Followed through named holders (``e = {'c': c}``); not through unnamed
+        ones (``e = {'x': [a]}``) or containers longer than ``measure.HELD_LIMIT``."""
+        queued = {name for name, _, _ in todo}
+        changed = {id(value) for _, value, _ in todo if may_change(value)}
+        while changed:
+            found = [name for name, entry in self._cache.items()
+                     if name not in queued
+                     and (entry.ident in changed or not entry.holds.isdisjoint(changed))]
+            changed = set()
+            for name in found:
+                queued.add(name)
+                value = values[name]
+                todo.append((name, value, self._cache[name].fingerprint))
+                if may_change(value):
+                    changed.add(id(value))
 
     def _learn_beyond(self, rest: list[tuple[str, Any]], mutated: set[str]) -> None:
         """Variables past ``max_variables`` are not in the snapshot, but a secret-named one

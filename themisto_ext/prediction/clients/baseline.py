@@ -160,11 +160,12 @@ def determined(code: str, history: Sequence[Step],
     shadowed = names.bound(cell) | set(snapshot)
     if names.defines_unspelt(history):  # the builtins may be numpy's now
         shadowed |= set(PURE_BUILTINS)
-    state = State(snapshot, shadowed, _classes_defined(history), modules)
+    showing = names.showing_definitions(cell, history)
+    state = State(snapshot, shadowed, _classes_defined(history), modules, showing=showing)
     text = state.shown(cell, _quiet(code), undefined, uncertain)
     if state.rounded:  # computed on floats a repr rounded: only if the dropped digits
         for nudge in (1, -1):  # cannot change what it shows, either way
-            nudged = State(snapshot, state.shadowed, state.classes, modules, nudge)
+            nudged = State(snapshot, state.shadowed, state.classes, modules, nudge, showing)
             if (nudged.shown(cell, _quiet(code), undefined, uncertain), nudged.raised) \
                     != (text, state.raised):
                 return Determined("", False)  # unknown, as any value the rules cannot tell

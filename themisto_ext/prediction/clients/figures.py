@@ -53,6 +53,14 @@ _NEEDS_AXES = {
 _HARMLESS = {"show", "tight_layout", "savefig", "draw", "pause", "get_cmap", "colormaps",
              "Normalize", "cm", "setp", "margins", "suptitle"}
 
+# the other pyplot functions a star import binds that make or change figures and axes
+# (those not handled in ``pyplot_call`` leave the cell undetermined)
+_STAR_BOUND = _NEEDS_AXES | _HARMLESS | {
+    "figure", "subplots", "subplot", "subplot2grid", "subplot_mosaic", "axes", "colorbar",
+    "gcf", "twinx", "twiny", "figimage", "figtext", "sca", "close", "clf", "cla", "rc",
+    "rcdefaults", "ion", "ioff", "xkcd", "style"}
+_STAR_IMPORT = re.compile(r"^[ \t]*(?:from\s+(?:pylab|matplotlib\.pyplot)\s+import\s+\*"
+                          r"|%pylab\b)", re.MULTILINE)
 
 # calls that change what an earlier figure's line shows without making a figure
 _RESIZING = {"set_size_inches", "set_figwidth", "set_figheight", "set_dpi", "set", "delaxes",
@@ -81,6 +89,7 @@ class _Drawing:
     in_branch: int = 0
     calling: set[str] = field(default_factory=set)
     prints: bool = False
+    starred: bool = False  # ``from pylab import *``: ``subplot(1, 2, 1)`` is pyplot's
 
     @property
     def current(self) -> _Figure | None:
@@ -147,7 +156,9 @@ class _Drawing:
         if name in ("print", "display"):
             self.prints = True
             return
-        if head in self.pyplot:
+        if self.starred and name in _STAR_BOUND and name not in self.functions:
+            self.pyplot_call(name, call)
+        elif head in self.pyplot:
             self.pyplot_call(rest, call)
         elif name in self.functions:
             self.user_function(name)
@@ -214,7 +225,7 @@ def _figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool,
     dropped, added = names.cell_effect(cell, "matplotlib.pyplot")
     pyplot = (names.module_names(history, "matplotlib.pyplot") - dropped) | added
     functions = _drawing_functions(history, cell)
-    drawing = _Drawing(pyplot, functions)
+    drawing = _Drawing(pyplot, functions, starred=_star_imported(history, cell))
     for statement in cell.body:
         drawing.statement(statement)
     if not drawing.figures:
@@ -232,6 +243,13 @@ def _figure_text(cell: ast.Module, history: Sequence[Step], quiet: bool,
             width, height = figure.inches[0] * scale, figure.inches[1] * scale
         lines.append(f"<Figure size {width:g}x{height:g} with {figure.axes} Axes>")
     return "\n".join(lines)
+
+
+def _star_imported(history: Sequence[Step], cell: ast.Module) -> bool:
+    """Whether pyplot's functions are bare names: ``from pylab import *``, ``%pylab``."""
+    return any(isinstance(node, ast.ImportFrom) and node.module in ("pylab", "matplotlib.pyplot")
+               and any(alias.name == "*" for alias in node.names) for node in cell.body) \
+        or any(_STAR_IMPORT.search(str(step.get("code") or "")) for step in history)
 
 
 def _earlier_figure(cell: ast.Module, snapshot: Mapping[str, Any]) -> str:

@@ -63,23 +63,42 @@ _SILENT = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Import, ast.ImportFrom,
            ast.Nonlocal)
 
 
+# Types whose values cannot be, or show, a list or dict changed in place (NumPy and
+# pandas copy what they are built from).
+_HOLD_NO_LIST = {"int", "float", "complex", "bool", "NoneType", "str", "bytes", "range",
+                 "function", "type", "builtin_function_or_method", "ndarray", "DataFrame",
+                 "Series", "Index", "RangeIndex", "MultiIndex", "DatetimeIndex", "ABCMeta",
+                 "float64", "int64", "bool_", "Timestamp"}
 _COMPOUND = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try,
              ast.Match)
-_PRINTERS = {"print", "display", "pprint"}
-"""Functions whose whole purpose is to show: an assignment or import that calls one shows."""
 
 
-def _may_display(statement: ast.stmt, display: bool) -> bool:
+def _may_display(statement: ast.stmt, display: bool, showing: Set[str]) -> bool:
     """Whether an undetermined statement could show something: a displayed expression, a
-    call (it may print), a raise; in an assignment or definition, a call of a printer."""
+    call (it may print), a raise; in an assignment or definition, a call of a printer or
+    of a function, method or class of the notebook's that may show (``showing``)."""
     if isinstance(statement, _SILENT):
-        return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                   and node.func.id in _PRINTERS
+        return any(isinstance(node, ast.Call) and _calls_one_of(node, showing)
                    for node in _outside_functions(statement))
     if isinstance(statement, ast.Expr) and display:
         return True
     return any(isinstance(node, ast.Call | ast.Raise | ast.Assert)
                for node in ast.walk(statement))
+
+
+def _calls_one_of(call: ast.Call, showing: Set[str]) -> bool:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in names.PRINTERS or func.id in showing
+    return isinstance(func, ast.Attribute) and func.attr in showing
+
+
+def _changes_in_place(statement: ast.stmt) -> bool:
+    """Whether the statement may change a value in place: it calls something, or assigns
+    or deletes an item or attribute (``a[0] = 9``, ``del d['k']``, ``o.x += 1``)."""
+    return any(isinstance(node, ast.Call) or (isinstance(node, ast.Subscript | ast.Attribute)
+                                              and isinstance(node.ctx, ast.Store | ast.Del))
+               for node in _outside_functions(statement))
 
 
 def _outside_functions(statement: ast.stmt) -> list[ast.AST]:
@@ -122,11 +141,13 @@ class State(Flow):
     """What is known of the variables, statement after statement of one cell."""
 
     def __init__(self, snapshot: Mapping[str, Any], shadowed: set[str], classes: set[str],
-                 modules: Mapping[str, set[str]] | None = None, nudge: int = 0) -> None:
+                 modules: Mapping[str, set[str]] | None = None, nudge: int = 0,
+                 showing: Set[str] = frozenset()) -> None:
         self.entries = dict(snapshot)  # untouched since the snapshot
         self.values: dict[str, Any] = {}  # assigned by the cell to a known value
         self.shadowed = shadowed  # names the user rebinds: builtins no more
         self.classes = classes
+        self.showing = showing  # the notebook's definitions that may show when called
         # the names each of MODULES is known by (the snapshot leaves modules out)
         self.modules = {m: set((modules or {}).get(m, ())) for m in MODULES}
         self.undetermined = False  # a statement that may have shown something was not known
@@ -181,12 +202,17 @@ class State(Flow):
         except Exception:  # a jump out of no loop (the cell would not parse)
             pass
         self.unknown = True
-        self.undetermined |= _may_display(statement, display)
+        self.undetermined |= _may_display(statement, display, self.showing)
         if self.mutations != mutations:  # changed in place, then unknown: every alias too
             self.values = {k: v for k, v in self.values.items() if not mutable(v)}
+        named = [node for node in ast.walk(statement) if isinstance(node, ast.Name)]
+        if _changes_in_place(statement) and any(
+                mutable(self.values.get(node.id))
+                or self.entries.get(node.id, {}).get("type", "int") not in _HOLD_NO_LIST
+                for node in named):  # a[0] = 9 with b = a in the snapshot: b is unknown
+            self._forget_aliases(None)
         # Anything else may have changed every variable it names.
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name):
+        for node in named:
                 self.entries.pop(node.id, None)
                 self.values.pop(node.id, None)
                 for known in self.modules.values():
@@ -469,11 +495,15 @@ class State(Flow):
         return self._python(operators.method, owner, name, values, named)
 
     def _changing(self, owner: Any) -> None:
-        """``owner`` is about to change in place: forget every other list, dict, set or
-        tuple the snapshot holds (the kernel's may be the same object, or hold it)."""
+        """``owner`` is about to change in place: forget every other value the snapshot
+        holds that may be the same object or hold it (a list, a ``d.keys()`` view, an
+        instance of the notebook's classes...; not a number, a string or an array)."""
         self.mutations += 1
+        self._forget_aliases(owner)
+
+    def _forget_aliases(self, owner: Any) -> None:
         for other, entry in list(self.entries.items()):
-            if entry.get("type") in ("list", "dict", "set", "tuple"):
+            if entry.get("type") not in _HOLD_NO_LIST:
                 self.entries.pop(other)
         self.values = {k: v for k, v in self.values.items() if v is owner
                        or not isinstance(v, list | dict | set | tuple)

@@ -112,6 +112,64 @@ def module_names(history: Iterable[Step], module: str) -> set[str]:
     return names
 
 
+PRINTERS = frozenset({"print", "display", "pprint"})
+"""Functions whose whole purpose is to show: an assignment or import that calls one shows."""
+
+
+def showing_definitions(tree: ast.Module, history: Iterable[Step]) -> frozenset[str]:
+    """Names of the functions, methods and classes the cells define (``def``, ``class``;
+    in ``history`` and in ``tree``) whose code may show something when called: it
+    prints, displays or raises, calls another such name, or is a class built on one. A
+    call of one in an assignment is not taken to be silent: ``my_result =
+    print_result(20, 20)`` prints ``40``, ``d = Dog()`` prints from ``__init__``. Every
+    definition of a name counts, whichever one the call meets."""
+    calls: dict[str, set[str]] = {}
+    showing: set[str] = set()
+    cells = [_definitions(str(step.get("code") or "")) for step in history]
+    for definitions in [*cells, _defined_in(tree)]:
+        for name, shows, called in definitions:
+            calls.setdefault(name, set()).update(called)
+            if shows:
+                showing.add(name)
+    grown = True
+    while grown:
+        found = {name for name, called in calls.items()
+                 if name not in showing and not called.isdisjoint(showing)}
+        showing |= found
+        grown = bool(found)
+    return frozenset(showing)
+
+
+@functools.lru_cache(maxsize=4096)
+def _definitions(code: str) -> tuple[tuple[str, bool, frozenset[str]], ...]:
+    if "def " not in code and "class " not in code:
+        return ()
+    tree = parsed(code)
+    return () if tree is None else _defined_in(tree)
+
+
+def _defined_in(tree: ast.Module) -> tuple[tuple[str, bool, frozenset[str]], ...]:
+    """``(name, shows, names it calls or builds on)`` for each definition in ``tree``."""
+    found = []
+    for definition in ast.walk(tree):
+        if not isinstance(definition, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        shows = False
+        called = {base.id for base in getattr(definition, "bases", ())
+                  if isinstance(base, ast.Name)}
+        for node in ast.walk(definition):
+            if isinstance(node, ast.Raise | ast.Assert):
+                shows = True
+            elif isinstance(node, ast.Call):
+                callee = node.func.id if isinstance(node.func, ast.Name) else \
+                    node.func.attr if isinstance(node.func, ast.Attribute) else None
+                shows |= callee in PRINTERS
+                if callee is not None:
+                    called.add(callee)
+        found.append((definition.name, shows, frozenset(called)))
+    return tuple(found)
+
+
 # IPython's own names in a kernel's namespace (``_``, ``_i3``... start with "_").
 _IPYTHON = {"In", "Out", "get_ipython", "exit", "quit", "display"}
 _DEFINING_CALLS = {"exec", "execfile", "globals", "locals", "vars", "setattr"}
