@@ -497,8 +497,12 @@ FRAMES = [
             "New York        20201249  141297\nPennsylvania    13002700  119280", [5, 2]),
         "mixed": frame_entry("Series", "0        1\n1      NaN\n2    hello\n3     None\n"
                                        "dtype: object", [4]),
-        "df": frame_entry("DataFrame", "     0    1  2\n0  1.0  NaN  2\n1  2.0  3.0  5\n"
+        "df": frame_entry("DataFrame", "     a    b  c\n0  1.0  NaN  2\n1  2.0  3.0  5\n"
                                        "2  NaN  4.0  6", [3, 3]),
+        # columns 0 1 2 or "0" "1" "2": the repr does not say, fillna({1: 0}) would
+        "numbered": frame_entry("DataFrame", "     0    1\n0  1.0  NaN\n1  2.0  3.0", [2, 2]),
+        "dated": frame_entry("Series", "2011-01-02   -0.204708\n2011-01-05    0.478943\n"
+                                       "dtype: float64", [2]),
         "rounded": frame_entry("Series", "0    0.374540\n1    0.950714\n2    0.731994\n"
                                          "dtype: float64", [3]),
         "density": frame_entry(
@@ -526,7 +530,7 @@ FRAMES = [
         ("states.index[0]", "'California'"),
         ("mixed.isnull()", "0    False\n1     True\n2    False\n3     True\ndtype: bool"),
         ("mixed.dropna()", "0        1\n2    hello\ndtype: object"),
-        ("df.dropna()", "     0    1  2\n1  2.0  3.0  5"),
+        ("df.dropna()", "     a    b  c\n1  2.0  3.0  5"),
         # made from known values, under the name pandas was imported as
         ("pd.Series([2, 4, 6])", "0    2\n1    4\n2    6\ndtype: int64"),
         ("s = pd.Series({'b': 1, 'a': 2})\ns['a']", "np.int64(2)"),
@@ -550,6 +554,8 @@ def test_pandas_objects_the_snapshot_holds_whole_are_computed(code, expected):
         "pd.Series(range(10**9))",  # not a known value: nothing is made
         "pd.read_csv('data.csv')",  # not a constructor this computes
         "import pandas as other\nother.Series(pd)",  # pd is not known as a value
+        "numbered.fillna({1: 0})",  # labels 0 1: numbers or text, the repr does not say
+        "dated.index",  # a DatetimeIndex or text
     ],
 )
 def test_pandas_work_the_baseline_cannot_know_predicts_nothing(code):
@@ -850,3 +856,63 @@ def test_a_value_that_may_be_one_changed_in_place_is_no_longer_known(code):
                      "kv": _listed("dict_keys([1])", "dict_keys")})]
     determined = determined_output(code, history)
     assert determined is not None and determined[1] is False
+
+
+def test_text_columns_are_not_rebuilt_where_the_notebook_made_categoricals():
+    history = [*FRAMES, step(3, "results['quartile'] = pd.qcut(results['x'], 4)", {
+        "results": frame_entry("DataFrame", "  quartile  count\n0       Q1    250\n"
+                                            "1       Q2    250", [2, 2])})]
+    assert output("results['quartile']", history) == ""  # category, not str
+    assert output("results['count'].sum()", [*FRAMES[:1], step(2, "x = 1", {
+        "results": frame_entry("DataFrame", "  quartile  count\n0       Q1    250\n"
+                                            "1       Q2    250", [2, 2])})]) == "np.int64(500)"
+
+
+def test_numpy_print_options_the_notebook_set_are_followed():
+    history = [step(1, "import numpy as np\nnp.set_printoptions(precision=4, suppress=True)"),
+               step(2, "arr = np.array([[1.7247, 2.6182], [0.8286, -0.959]])",
+                    {"arr": array_entry("array([[ 1.7247,  2.6182],\n       [ 0.8286, -0.959 ]])",
+                                        [2, 2])})]
+    assert output("np.array([1e-20, 1 / 3])", history) == "array([0.    , 0.3333])"
+    # rounded to 4 decimals by the kernel: a mean's last digit is not known
+    assert output("arr - arr.mean(1).reshape((2, 1))", history) == ""
+    assert output("arr.shape", history) == "(2, 2)"
+    computed = [*history, step(3, "np.set_printoptions(**settings)")]
+    assert output("np.array([1.5])", computed) == ""  # options not readable: nothing
+    reset = [*history, step(3, "np.set_printoptions(precision=8, suppress=False)")]
+    assert output("np.array([1e-20, 1 / 3])", reset) == "array([1.00000000e-20, 3.33333333e-01])"
+
+
+def test_an_array_changed_in_place_may_be_a_view_of_another():
+    history = [step(1, "import numpy as np\narr = np.arange(10)\narr_slice = arr[5:8]", {
+        "arr": array_entry("array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])", [10]),
+        "arr_slice": array_entry("array([5, 6, 7])", [3])})]
+    assert output("arr_slice[1] = 12345\narr", history) == ""
+    assert output("arr_slice[1] = 12345\narr_slice", history) == "array([    5, 12345,     7])"
+    assert output("v = arr[5:8]\nv[0] = 0\narr", history) == \
+        "array([0, 1, 2, 3, 4, 0, 6, 7, 8, 9])"  # a view the cell made: numpy's own
+
+
+def test_the_type_of_another_library_s_object_is_not_guessed():
+    history = [step(1, "import numpy as np\nrng = np.random.default_rng(0)", {
+        "rng": {"type": "Generator", "repr": "Generator(PCG64) at 0x7F0", "size": 64,
+                "size_exact": True}})]
+    assert output("type(rng)", history) == ""  # numpy.random._generator.Generator
+
+
+def test_pandas_display_options_the_notebook_set_are_followed():
+    import pandas as pd
+
+    expected = pd.Series([0.5, 1.0, 1.5, 2.0])
+    with pd.option_context("display.max_rows", 2, "display.min_rows", 2):
+        truncated = repr(expected)
+    assert "..." in truncated
+    state = FRAMES[-1]["runtime_variables"]
+    for setting in ("pd.options.display.max_rows = 2\npd.options.display.min_rows = 2",
+                    "pd.set_option('display.max_rows', 2, 'min_rows', 2)"):
+        history = [*FRAMES, step(3, setting, state)]
+        assert output("data * 2", history) == truncated
+        assert output("data * 2", [*history, step(4, "pd.reset_option('all')", state)]) == \
+            "0    0.5\n1    1.0\n2    1.5\n3    2.0\ndtype: float64"
+    assert output("data * 2", [*FRAMES, step(3, "pd.options.display.max_rows = rows", state)]) \
+        == ""

@@ -31,6 +31,7 @@ SIGNALS = {
     ("themisto_ext/prediction/clients/flow.py", "Jump"),
     ("themisto_ext/prediction/clients/operators.py", "Refused"),  # a ValueError on purpose
     ("themisto_ext/prediction/clients/figures.py", "_Undetermined"),
+    ("themisto_ext/prediction/clients/display_options.py", "_Unreadable"),
     # A FormatError that carries the problems its module found.
     ("themisto_ext/trajectory/__init__.py", "TrajectoryFormatError"),
 }

@@ -166,3 +166,13 @@ def test_after_a_pylab_star_import_bare_pyplot_calls_count():
     assert told(code, history) == "<Figure size 640x480 with 2 Axes>"
     assert told("figure()\ntwinx()\nplot(x, y);", history) is None  # twinx: not counted
     assert told(code) == "<Figure size 640x480 with 1 Axes>"  # without it, plot's figure only
+
+
+def test_axes_added_to_an_earlier_cell_s_figure_show_nothing():
+    # the inline backend closed it when its cell ended: fig.add_subplot shows no figure
+    history = [step(IMPORT), step("fig = plt.figure(figsize=(10, 6))",
+                                  "<Figure size 1000x600 with 0 Axes>")]
+    assert told("ax1 = fig.add_subplot(2, 2, 1)", history) == ""
+    assert told("ax = fig.add_subplot()\nax.plot(x);", history) == ""
+    assert told("fig2 = plt.figure()\nax = fig2.add_subplot(1, 2, 1)", history) == \
+        "<Figure size 640x480 with 1 Axes>"  # (a figsize given once is not the default)

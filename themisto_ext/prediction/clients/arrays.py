@@ -61,7 +61,7 @@ def from_repr(text: str, shape: Sequence[int] | None, nudge: int = 0) -> Any:
     when the repr was cut short (``...``), is not an array's, or disagrees with ``shape``.
     ``nudge`` (+1 or -1): floats the repr rounded (NumPy prints 8 digits) moved up or down
     by most of the rounding (see ``rounded``), so that a caller can tell whether a result
-    depends on the digits the repr dropped."""
+    depends on the digits the repr dropped; +2 or -2: every other one the other way."""
     match = _ARRAY.fullmatch(text.strip())
     if match is None or "..." in text:
         raise ValueError("not a whole array repr")
@@ -72,29 +72,39 @@ def from_repr(text: str, shape: Sequence[int] | None, nudge: int = 0) -> Any:
     if array.dtype.hasobject or (shape is not None and tuple(array.shape) != tuple(shape)):
         raise ValueError("not the array the snapshot describes")
     if nudge and rounded(array):
-        nudge_rounded(array, nudge * _NUDGE, SCIENTIFIC.search(body) is not None)
+        step = 0.4 * 10.0 ** -_precision()  # less than the rounding (5e-9 at 8 digits):
+        # the nudged array still reads as its repr
+        nudge_rounded(array, math.copysign(step, nudge), SCIENTIFIC.search(body) is not None,
+                      alternate=abs(nudge) == 2)
     return array
 
 
-_NUDGE = 4e-9
-"""Less than the rounding of NumPy's 8 printed digits (5e-9): the nudged array still reads
-as its repr."""
+def _precision() -> int:
+    """The digits NumPy prints now: 8, or what the notebook set (``display_options``)."""
+    precision = numpy().get_printoptions().get("precision")
+    return precision if isinstance(precision, int) and 0 <= precision <= 30 else 8
 SCIENTIFIC = re.compile(r"\de[+-]\d")
 """A number a repr writes in scientific notation (its rounding is relative to it)."""
 
 
-def nudge_rounded(array: Any, step: float, relative: bool) -> None:
+def nudge_rounded(array: Any, step: float, relative: bool, alternate: bool = False) -> None:
     """Moves in place every float of ``array`` a repr may have rounded (see ``rounded``) by
-    ``step``, times its size when ``relative`` (scientific notation)."""
+    ``step``, times its size when ``relative`` (scientific notation); with ``alternate``,
+    every other element the other way (a uniform move leaves differences unchanged:
+    ``arr - arr.mean(1)`` read the same both ways while the kernel's digits differed)."""
     np = numpy()
     cut = _rounded_elements(array)
-    array[cut] += step * (np.abs(array[cut]) if relative else 1)
+    moves = np.full(array.shape, step)
+    if alternate:
+        moves[np.indices(array.shape).sum(axis=0) % 2 == 1] *= -1
+    array[cut] += moves[cut] * (np.abs(array[cut]) if relative else 1)
 
 
 def rounded(array: Any) -> bool:
     """Whether the repr an array was rebuilt from may have rounded its floats: NumPy prints
     8 decimals without trailing zeros, so 1.57079633 and 0.6825224 may both be cut; a
-    float with 6 decimals or more is taken to be (0.125 and 2.5 are taken as they read)."""
+    float with 6 decimals or more is taken to be (0.125 and 2.5 are taken as they read).
+    Under another precision p, a float with p - 2 decimals or more."""
     np = numpy()
     return array.dtype.kind in "fc" and bool(np.any(_rounded_elements(array)))
 
@@ -102,7 +112,7 @@ def rounded(array: Any) -> bool:
 def _rounded_elements(array: Any) -> Any:
     np = numpy()
     with np.errstate(all="ignore"):
-        return np.isfinite(array) & (np.round(array, 5) != array)
+        return np.isfinite(array) & (np.round(array, max(_precision() - 3, 0)) != array)
 
 
 def _literal(node: ast.expr) -> Any:

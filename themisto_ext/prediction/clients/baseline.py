@@ -53,7 +53,7 @@ from typing import NamedTuple
 
 from rapidfuzz import fuzz
 
-from themisto_ext.prediction.clients import figures, names
+from themisto_ext.prediction.clients import display_options, figures, frames, names
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.clients.flow import PURE_BUILTINS
 from themisto_ext.prediction.clients.interpreter import MODULES, State
@@ -161,14 +161,24 @@ def determined(code: str, history: Sequence[Step],
     if names.defines_unspelt(history):  # the builtins may be numpy's now
         shadowed |= set(PURE_BUILTINS)
     showing = names.showing_definitions(cell, history)
+    options = display_options.learnt(history, cell, whole)
+    if options is None:  # how the kernel shows values is not known
+        return Determined("", False)
     state = State(snapshot, shadowed, _classes_defined(history), modules, showing=showing)
-    text = state.shown(cell, _quiet(code), undefined, uncertain)
-    if state.rounded:  # computed on floats a repr rounded: only if the dropped digits
-        for nudge in (1, -1):  # cannot change what it shows, either way
-            nudged = State(snapshot, state.shadowed, state.classes, modules, nudge, showing)
-            if (nudged.shown(cell, _quiet(code), undefined, uncertain), nudged.raised) \
-                    != (text, state.raised):
-                return Determined("", False)  # unknown, as any value the rules cannot tell
+    try:
+        codes = [str(step.get("code") or "") for step in history]
+        with display_options.applied(options), frames.reading([*codes, code]):
+            text = state.shown(cell, _quiet(code), undefined, uncertain)
+            if state.rounded:  # computed on floats a repr rounded: only if the dropped
+                for nudge in (1, -1, 2, -2):  # digits cannot change what it shows, moved
+                    # up, down, or every other one up and the rest down
+                    nudged = State(snapshot, state.shadowed, state.classes, modules, nudge,
+                                   showing)
+                    if (nudged.shown(cell, _quiet(code), undefined, uncertain),
+                            nudged.raised) != (text, state.raised):
+                        return Determined("", False)  # unknown, as any value not told
+    except ValueError:  # options NumPy or pandas refuse
+        return Determined("", False)
     if state.raises:  # a traceback the rules do not write (figures drawn before: unknown)
         drew = figures.figure_text(cell, history, _quiet(code), snapshot) != ""
         return Determined(text, False, None if drew else state.raised)

@@ -165,7 +165,8 @@ class _Drawing:
         elif head in ("sns", "seaborn") and not rest.startswith(("set", "load_", "color")):
             raise _Undetermined("seaborn")
         elif attribute in ("add_subplot", "add_axes", "colorbar", "twinx", "twiny"):
-            self.add_axes()
+            if self.current is not None:  # else an earlier cell's figure: the inline
+                self.add_axes()  # backend closed it when that cell ended, shown no more
         elif attribute == "subplots" and len(name.split(".")) == 2:  # fig.subplots(...)
             raise _Undetermined("subplots of an open figure")
         elif attribute == "plot" or ".plot." in f".{name}.":

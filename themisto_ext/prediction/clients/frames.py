@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from themisto_ext.contract import PANDAS_DISPLAY
@@ -154,17 +156,19 @@ def rounded(text: str) -> bool:
 
 
 def _nudge(value: Any, text: str, nudge: int) -> None:
-    """With ``nudge`` (+1 or -1) and a repr ``text`` that shows rounded floats, moves in
-    place every float of ``value`` it may have cut (``arrays.nudge_rounded``)."""
+    """With ``nudge`` (+1 or -1; +2 or -2: alternating) and a repr ``text`` that shows
+    rounded floats, moves in place every float of ``value`` it may have cut
+    (``arrays.nudge_rounded``)."""
     if not nudge or not rounded(text):
         return
-    step, relative = nudge * _NUDGE, arrays.SCIENTIFIC.search(text) is not None
+    step, relative = math.copysign(_NUDGE, nudge), arrays.SCIENTIFIC.search(text) is not None
     columns = [value] if value.ndim == 1 else [value[c] for c in value.columns]
     for i, column in enumerate(columns):
         if column.dtype.kind != "f":
             continue
         data = column.to_numpy(dtype=float, copy=True)
-        arrays.nudge_rounded(data, step, relative)
+        alternate = abs(nudge) == 2  # (column by column, so rows and columns both vary)
+        arrays.nudge_rounded(data, -step if alternate and i % 2 else step, relative, alternate)
         if value.ndim == 1:
             value[:] = data
         else:
@@ -182,6 +186,8 @@ def _frame(pd: Any, text: str) -> Any:
     columns = header.split()
     if not columns or not rows:
         raise ValueError("no columns or no rows")
+    if any(_scalar(column) != column for column in columns):  # 0 or "0": not told
+        raise ValueError("a column label that reads as a number")
     # values hold no spaces (else the check fails); an index label may ("New York")
     cells = [row.rsplit(None, len(columns)) for row in rows]
     if any(len(parts) != len(columns) + 1 for parts in cells):
@@ -222,8 +228,37 @@ def _typed(pd: Any, values: list[str]) -> Any:
     except ValueError:
         read = [_MISSING[v] if v in _MISSING else _scalar(v) for v in values]
         if all(isinstance(v, str) for v in read):
+            _strings_told(values)
             return pd.Series(read)  # pandas' own string dtype, as the kernel's would be
         return pd.Series(read, dtype=object)
+
+
+_TIME_LIKE = re.compile(r"\d{4}-\d{2}(?:-\d{2})?(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?|"
+                        r"\d{4}Q\d|-?\d+ days?(?: [\d:.]+)?|\d{2}:\d{2}:\d{2}(?:\.\d+)?|NaT")
+_CATEGORIES = re.compile(r"categor|Categorical|\bq?cut\s*\(")
+_categories_possible: ContextVar[bool] = ContextVar("categories_possible", default=False)
+
+
+@contextmanager
+def reading(codes: Iterable[str]) -> Iterator[None]:
+    """Rebuild objects under what the notebook's code tells: where a cell may have made a
+    categorical (``pd.cut``, ``astype('category')``...), a column or index of text may be
+    one, which a frame's repr does not say (``results['quartile']`` showed ``dtype: str``
+    for ``category``): such objects are then not rebuilt."""
+    token = _categories_possible.set(any(_CATEGORIES.search(code) for code in codes))
+    try:
+        yield
+    finally:
+        _categories_possible.reset(token)
+
+
+def _strings_told(values: list[str]) -> None:
+    """ValueError where text values may stand for another dtype: dates and times
+    (``2011-01-02`` is how a DatetimeIndex shows), or categories."""
+    if all(_TIME_LIKE.fullmatch(v.strip()) for v in values):
+        raise ValueError("dates or times: datetime64 or text, the repr does not say")
+    if _categories_possible.get():
+        raise ValueError("text that may be a categorical's")
 
 
 def _number(text: str) -> int | float:
@@ -244,6 +279,7 @@ def _labels(pd: Any, labels: list[str]) -> Any:
     try:
         numbers = [int(label) for label in labels]
     except ValueError:
+        _strings_told(labels)
         return pd.Index([label.strip() for label in labels])
     if numbers == list(range(len(numbers))):
         return pd.RangeIndex(len(numbers))  # (or an Index of those: ``attribute`` knows)

@@ -47,6 +47,8 @@ _LIBRARY_TYPES = {
     "Series": "pandas.Series",
     "Index": "pandas.Index",
     "ndarray": "numpy.ndarray",
+    "float64": "numpy.float64",
+    "int64": "numpy.int64",
 }
 # Types whose repr is a Python literal: one that does not parse was cut short by the snapshot.
 _LITERAL_TYPES = {"str", "bytes", "int", "float", "complex", "bool"}
@@ -278,6 +280,9 @@ class State(Flow):
         array = self.value(target.value)
         if not arrays.is_array(array):
             return False
+        if target.value.id in self.snapshot_names:  # the kernel's array may be a view of
+            self._forget_arrays(target.value.id)  # another one the snapshot holds, or
+            # have views there (arr_slice = arr[5:8]; arr_slice[1] = 12345 changes arr)
         try:
             arrays.assign(array, self._index(target.slice), self.value(statement.value))
         except Exception:  # what the kernel would have raised is not guessed
@@ -501,6 +506,13 @@ class State(Flow):
         self.mutations += 1
         self._forget_aliases(owner)
 
+    def _forget_arrays(self, keep: str) -> None:
+        for other, entry in list(self.entries.items()):
+            if other != keep and entry.get("type") == "ndarray":
+                self.entries.pop(other)
+        self.values = {k: v for k, v in self.values.items() if k == keep
+                       or k not in self.snapshot_names or not arrays.is_array(v)}
+
     def _forget_aliases(self, owner: Any) -> None:
         for other, entry in list(self.entries.items()):
             if entry.get("type") not in _HOLD_NO_LIST:
@@ -549,8 +561,10 @@ class State(Flow):
             qualified = name
         elif name in self.classes:
             qualified = f"__main__.{name}"
-        else:  # a library's type; for an unknown module the name alone is a guess
-            qualified = _LIBRARY_TYPES.get(name, name)
+        elif name in _LIBRARY_TYPES:
+            qualified = _LIBRARY_TYPES[name]
+        else:  # another library's: its module is not known (numpy.random._generator...)
+            raise Undetermined
         # IPython displays a class by its qualified name; str() and repr() wrap it.
         return _Shown(qualified, f"<class '{qualified}'>", f"<class '{qualified}'>")
 
