@@ -215,10 +215,10 @@ class State(Flow):
             self._forget_aliases(None)
         # Anything else may have changed every variable it names.
         for node in named:
-                self.entries.pop(node.id, None)
-                self.values.pop(node.id, None)
-                for known in self.modules.values():
-                    known.discard(node.id)
+            self.entries.pop(node.id, None)
+            self.values.pop(node.id, None)
+            for known in self.modules.values():
+                known.discard(node.id)
         return ""
 
     def _execute(self, statement: ast.stmt, display: bool, shown: list[str]) -> None:
