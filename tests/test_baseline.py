@@ -916,3 +916,10 @@ def test_pandas_display_options_the_notebook_set_are_followed():
             "0    0.5\n1    1.0\n2    1.5\n3    2.0\ndtype: float64"
     assert output("data * 2", [*FRAMES, step(3, "pd.options.display.max_rows = rows", state)]) \
         == ""
+
+
+def test_numpy_print_options_do_not_change_what_pandas_rounded():
+    # pandas shows 6 decimals whatever NumPy's precision: 0.374540 may still be cut
+    state = FRAMES[-1]["runtime_variables"]
+    history = [*FRAMES, step(3, "np.set_printoptions(precision=10)", state)]
+    assert output("rounded.sum()", history) == ""

@@ -75,7 +75,7 @@ def from_repr(text: str, shape: Sequence[int] | None, nudge: int = 0) -> Any:
         step = 0.4 * 10.0 ** -_precision()  # less than the rounding (5e-9 at 8 digits):
         # the nudged array still reads as its repr
         nudge_rounded(array, math.copysign(step, nudge), SCIENTIFIC.search(body) is not None,
-                      alternate=abs(nudge) == 2)
+                      _kept(), alternate=abs(nudge) == 2)
     return array
 
 
@@ -83,17 +83,26 @@ def _precision() -> int:
     """The digits NumPy prints now: 8, or what the notebook set (``display_options``)."""
     precision = numpy().get_printoptions().get("precision")
     return precision if isinstance(precision, int) and 0 <= precision <= 30 else 8
+
+
+def _kept() -> int:
+    """Decimals past which a float NumPy printed is taken as rounded (see ``rounded``)."""
+    return max(_precision() - 3, 0)
+
+
 SCIENTIFIC = re.compile(r"\de[+-]\d")
 """A number a repr writes in scientific notation (its rounding is relative to it)."""
 
 
-def nudge_rounded(array: Any, step: float, relative: bool, alternate: bool = False) -> None:
-    """Moves in place every float of ``array`` a repr may have rounded (see ``rounded``) by
-    ``step``, times its size when ``relative`` (scientific notation); with ``alternate``,
-    every other element the other way (a uniform move leaves differences unchanged:
-    ``arr - arr.mean(1)`` read the same both ways while the kernel's digits differed)."""
+def nudge_rounded(array: Any, step: float, relative: bool, kept: int,
+                  alternate: bool = False) -> None:
+    """Moves in place every float of ``array`` with more than ``kept`` decimals (one the
+    repr may have rounded: see ``rounded``) by ``step``, times its size when ``relative``
+    (scientific notation); with ``alternate``, every other element the other way (a
+    uniform move leaves differences unchanged: ``arr - arr.mean(1)`` read the same both
+    ways while the kernel's digits differed)."""
     np = numpy()
-    cut = _rounded_elements(array)
+    cut = _rounded_elements(array, kept)
     moves = np.full(array.shape, step)
     if alternate:
         moves[np.indices(array.shape).sum(axis=0) % 2 == 1] *= -1
@@ -106,13 +115,13 @@ def rounded(array: Any) -> bool:
     float with 6 decimals or more is taken to be (0.125 and 2.5 are taken as they read).
     Under another precision p, a float with p - 2 decimals or more."""
     np = numpy()
-    return array.dtype.kind in "fc" and bool(np.any(_rounded_elements(array)))
+    return array.dtype.kind in "fc" and bool(np.any(_rounded_elements(array, _kept())))
 
 
-def _rounded_elements(array: Any) -> Any:
+def _rounded_elements(array: Any, kept: int) -> Any:
     np = numpy()
     with np.errstate(all="ignore"):
-        return np.isfinite(array) & (np.round(array, max(_precision() - 3, 0)) != array)
+        return np.isfinite(array) & (np.round(array, kept) != array)
 
 
 def _literal(node: ast.expr) -> Any:

@@ -161,12 +161,12 @@ def determined(code: str, history: Sequence[Step],
     if names.defines_unspelt(history):  # the builtins may be numpy's now
         shadowed |= set(PURE_BUILTINS)
     showing = names.showing_definitions(cell, history)
-    options = display_options.learnt(history, cell, whole)
+    codes = [str(step.get("code") or "") for step in history]
+    options = display_options.learnt(codes, cell, whole)
     if options is None:  # how the kernel shows values is not known
         return Determined("", False)
     state = State(snapshot, shadowed, _classes_defined(history), modules, showing=showing)
     try:
-        codes = [str(step.get("code") or "") for step in history]
         with display_options.applied(options), frames.reading([*codes, code]):
             text = state.shown(cell, _quiet(code), undefined, uncertain)
             if state.rounded:  # computed on floats a repr rounded: only if the dropped

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from themisto_ext.prediction.clients import arrays, names
-from themisto_ext.records import Step
 
 _MENTIONS = re.compile(r"printoptions|options\.display|_option\s*\(|set_eng_float_format|"
                        r"set_string_function")
@@ -48,14 +47,14 @@ class Options:
     """``display.*`` options set so far."""
 
 
-def learnt(history: Iterable[Step], cell: ast.Module,
+def learnt(codes: Iterable[str], cell: ast.Module,
            snapshot: Mapping[str, Any]) -> Options | None:
-    """The options in force when ``cell`` runs; None when they cannot be read."""
+    """The options in force when ``cell`` runs after the cells of ``codes``; None when
+    they cannot be read."""
     numpy: dict[str, Any] = {}
     pandas: dict[str, Any] = {}
     try:
-        for step in history:
-            code = str(step.get("code") or "")
+        for code in codes:
             if _MENTIONS.search(code):
                 tree = names.parsed(code)
                 if tree is None:

@@ -148,6 +148,9 @@ def from_repr(text: str, kind: str, shape: Sequence[int] | None, nudge: int = 0)
 
 _NUDGE = 4e-7
 """Less than the rounding of pandas' 6 decimals (or 7 digits in scientific notation)."""
+_KEPT = 5
+"""A float rebuilt with more decimals than this is taken as one pandas rounded (whatever
+NumPy's print options: they are not pandas')."""
 
 
 def rounded(text: str) -> bool:
@@ -168,7 +171,8 @@ def _nudge(value: Any, text: str, nudge: int) -> None:
             continue
         data = column.to_numpy(dtype=float, copy=True)
         alternate = abs(nudge) == 2  # (column by column, so rows and columns both vary)
-        arrays.nudge_rounded(data, -step if alternate and i % 2 else step, relative, alternate)
+        arrays.nudge_rounded(data, -step if alternate and i % 2 else step, relative, _KEPT,
+                             alternate)
         if value.ndim == 1:
             value[:] = data
         else:
