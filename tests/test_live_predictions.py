@@ -17,12 +17,19 @@ def llm():
         yield server
 
 
-@pytest.fixture
-def jp_server_config(themisto_config, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> dict:
+def with_model_server(themisto_config, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch,
+                      **config: list[str]) -> dict:
+    """The server's config, its OpenAI-compatible predictors pointed at ``llm``."""
     monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-" + "k" * 24)
-    return themisto_config(predictors=["baseline", "openai:fake-model"],
-                           contexts=["none", "full"])
+    return themisto_config(**config)
+
+
+@pytest.fixture
+def jp_server_config(themisto_config, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> dict:
+    return with_model_server(themisto_config, llm, monkeypatch,
+                             predictors=["baseline", "openai:fake-model"],
+                             contexts=["none", "full"])
 
 
 def store_of(jp_serverapp):

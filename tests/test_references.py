@@ -202,3 +202,53 @@ def test_hybrid_is_a_predictor_name_with_the_local_models_window():
         assert predictor.max_tokens == 32
     finally:
         asyncio.run(predictor.aclose())
+
+
+def test_hybrid_over_a_named_model_asks_it_for_the_next_cells_no_rule_predicts():
+    from fake_llm import FakeLLM
+
+    from themisto_ext.prediction.clients import check_predictor_name, runs_local_model
+
+    history = [step(1, "import numpy as np"), step(2, "x = 6", {"x": VARIABLES["n"]})]
+
+    async def go(steps: list, answer: str, task: Task = "next-cell",
+                 code: str | None = None) -> dict:
+        with FakeLLM(answer=answer) as llm:
+            hybrid = make_predictor("hybrid:openai:m", base_url=llm.openai_url)
+            try:
+                assert hybrid.name == "hybrid:openai:m"
+                record = await predict(hybrid, steps, task, "full", scope=Scope("t"),
+                                       target_step=len(steps) + 1, target_code=code)
+            finally:
+                await hybrid.aclose()
+            return {**record, "asked": len(llm.requests)}  # type: ignore[dict-item]
+
+    def hybrid(steps: list, answer: str = "<code>\ny = x + 1\n</code>", **kw: Any) -> dict:
+        return asyncio.run(go(steps, answer, **kw))
+
+    # nothing varies in `x = 6`: the named model writes the next cell
+    asked = hybrid(history)
+    assert (asked["answer"], asked["model"], asked["abstained"], asked["asked"]) == (
+        "y = x + 1", "hybrid:m", False, 1)
+    assert asked["predictor"] == "hybrid:openai:m"
+    # the model offering the cell just run is no prediction: it abstains
+    same = hybrid(history, "<code>\nx = 6\n</code>")
+    assert (same["answer"], same["abstained"], same["asked"]) == ("", True, 1)
+    # a variation still comes first, and the rules still answer outputs they determine
+    varied = hybrid([*history, step(3, "x > 3", {"x": VARIABLES["n"]})])
+    assert (varied["answer"], varied["model"], varied["asked"]) == ("x < 3", "hybrid:variation", 0)
+    known = hybrid(history, task="output", code="x")
+    assert (known["answer"], known["model"], known["asked"]) == ("1000", "hybrid:baseline", 0)
+
+    # the forms: hybrid: then one model form (its adapter as local's)
+    for good in ("hybrid:openai:m", "hybrid:anthropic:claude", "hybrid:local",
+                 "hybrid:local:/m.gguf", "hybrid:local:/m.gguf+/a.gguf"):
+        assert check_predictor_name(good) == good
+    for bad in ("hybrid:", "hybrid:baseline", "hybrid:copy-previous", "hybrid:hybrid",
+                "hybrid:hybrid:openai:m", "hybrid:openai:", "hybrid:x"):
+        with pytest.raises(PredictorSpecError):
+            check_predictor_name(bad)
+    assert [runs_local_model(s) for s in ("hybrid", "hybrid+a.gguf", "hybrid:local:/m.gguf",
+                                          "local", "hybrid:openai:m", "openai:m",
+                                          "copy-previous")] == [
+        True, True, True, True, False, False, False]

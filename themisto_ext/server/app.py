@@ -32,6 +32,7 @@ from themisto_ext.prediction.clients import (
     Predictor,
     local_model_available,
     make_predictor,
+    runs_local_model,
 )
 from themisto_ext.prediction.live import LivePredictions
 from themisto_ext.prediction.prompts import CONTEXTS, Context
@@ -146,7 +147,9 @@ class ThemistoExtension(ExtensionApp):
         help="Predictors run live on every cell, by name: baseline, copy-previous, hybrid, "
              "local, local:PATH.gguf, "
              "openai:MODEL (OPENAI_BASE_URL, OPENAI_API_KEY), anthropic:MODEL "
-             "(ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY). Default: hybrid when the embedded "
+             "(ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY), or hybrid: followed by a model's form "
+             "(hybrid:openai:MODEL: the rules where they apply, that model elsewhere, next "
+             "cells included). Default: hybrid when the embedded "
              "model is installed, else copy-previous. An empty list turns predictions off.",
     ).tag(config=True)
     contexts = List(
@@ -268,7 +271,7 @@ class ThemistoExtension(ExtensionApp):
         events = LiveEvents(self.serverapp.event_logger)
         predictors = self._make_predictors()
         local = {p.name: self.local_prediction_budget for p in predictors
-                 if p.name.split(":", 1)[0] in ("local", "hybrid")}
+                 if runs_local_model(p.name)}
         contexts = cast("list[Context]", list(self.contexts))  # checked by _valid_contexts
         live = LivePredictions(store, events, predictors, contexts,
                                self.prediction_budget, local,

@@ -1,11 +1,13 @@
 """Model clients by name, the same in server settings and on the command line.
 
 ``baseline`` | ``copy-previous`` | ``hybrid`` | ``local`` | ``local:PATH.gguf`` |
-``openai:MODEL`` | ``anthropic:MODEL``; ``local`` and ``hybrid`` forms may end in
-``+ADAPTER.gguf``, a LoRA adapter applied over the model (``themisto finetune``). A remote
-model is reached through a provider (``openai.py``, ``anthropic.py`` over ``http.py``); the
-references (``baseline``, ``copy-previous``), ``hybrid`` (the references where they apply,
-else ``local``) and ``local`` answer in this process. Every model's prompts are fitted to
+``openai:MODEL`` | ``anthropic:MODEL`` | ``hybrid:`` followed by one of the three model
+forms (``hybrid:openai:MODEL``: the rules, and that model where they leave a cell);
+``local`` and ``hybrid`` forms may end in ``+ADAPTER.gguf``, a LoRA adapter applied over
+the model (``themisto finetune``). A remote model is reached through a provider
+(``openai.py``, ``anthropic.py`` over ``http.py``); the references (``baseline``,
+``copy-previous``), ``hybrid`` (the rules where they apply, else the embedded model, or the
+model it names) and ``local`` answer in this process. Every model's prompts are fitted to
 its window in its own tokens: the local model's ``n_ctx`` counted by its tokenizer; a remote
 model's configured ``window_tokens``, counted by an estimate or, given
 ``tokenizer=PATH.gguf``, by that model file's tokenizer and chat template.
@@ -37,8 +39,10 @@ from themisto_ext.prediction.clients.local.supervisor import Limits
 from themisto_ext.prediction.prompts import Prompt
 from themisto_ext.prediction.prompts.window import Window, estimated_window
 
-PREDICTOR_FORMS = ("baseline, copy-previous, hybrid, local, local:PATH.gguf, openai:MODEL "
-                   "or anthropic:MODEL (local and hybrid forms may end in +ADAPTER.gguf)")
+PREDICTOR_FORMS = ("baseline, copy-previous, hybrid, local, local:PATH.gguf, openai:MODEL, "
+                   "anthropic:MODEL or hybrid: followed by one of the last three (local and "
+                   "hybrid forms may end in +ADAPTER.gguf)")
+_MODEL_KINDS = ("local", "openai", "anthropic")
 API_WINDOW_TOKENS = 16_384
 """A remote model's window unless configured: more than a 24,000-character prompt needs."""
 
@@ -92,11 +96,28 @@ def split_adapter(spec: str) -> tuple[str, Path | None]:
 
 def check_predictor_name(spec: str) -> str:
     """``spec`` if it is one of the documented forms, else ``PredictorSpecError``."""
-    kind, colon, arg = split_adapter(spec)[0].partition(":")
+    head, adapter = split_adapter(spec)
+    kind, colon, arg = head.partition(":")
     if (kind in ("baseline", "copy-previous", "hybrid") and not colon) or kind == "local" \
-            or (kind in ("openai", "anthropic") and arg):
+            or (kind in ("openai", "anthropic") and arg) \
+            or (kind == "hybrid" and arg.partition(":")[0] in _MODEL_KINDS
+                and _is_model_form(arg if adapter is None else f"{arg}+{adapter}")):
         return spec.strip()
     raise PredictorSpecError(f"unknown predictor {spec!r}: use {PREDICTOR_FORMS}")
+
+
+def _is_model_form(spec: str) -> bool:
+    try:
+        return check_predictor_name(spec) == spec.strip()
+    except PredictorSpecError:
+        return False
+
+
+def runs_local_model(spec: str) -> bool:
+    """Whether the predictor named ``spec`` asks the embedded (or a local GGUF) model, whose
+    prompts are kept short: ``local`` forms, ``hybrid`` and ``hybrid:local:...``."""
+    kind, colon, arg = split_adapter(spec)[0].partition(":")
+    return kind == "local" or (kind == "hybrid" and (not colon or arg.startswith("local")))
 
 
 def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 60,
@@ -112,8 +133,8 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
     made with the same ``models`` dict share one process per local model file (``local``
     and ``hybrid`` in one server). ``local_adapter``: the LoRA adapter of ``local`` and
     ``hybrid`` forms that name none."""
-    bare, adapter = split_adapter(check_predictor_name(spec))
-    adapter = adapter or local_adapter
+    bare, named = split_adapter(check_predictor_name(spec))
+    adapter = named or local_adapter
     kind, _, arg = bare.partition(":")
     if kind == "baseline":
         from themisto_ext.prediction.clients.baseline import BaselinePredictor
@@ -123,6 +144,17 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
         from themisto_ext.prediction.clients.references import CopyPreviousPredictor
 
         return CopyPreviousPredictor()
+    if kind == "hybrid" and arg:  # the rules over the model it names
+        from themisto_ext.prediction.clients.hybrid import HYBRID, HybridPredictor
+
+        # (local_adapter applies to a local model only: the inner call decides)
+        model = make_predictor(arg if named is None else f"{arg}+{named}", base_url=base_url,
+                               timeout=timeout, max_concurrency=max_concurrency,
+                               reuse_prefix=reuse_prefix, max_tokens=max_tokens,
+                               window_tokens=window_tokens, tokenizer=tokenizer,
+                               local_limits=local_limits, models=models,
+                               local_adapter=local_adapter)
+        return HybridPredictor(model, f"{HYBRID}:{model.name}", next_cells=True)
     if kind in ("local", "hybrid"):
         from themisto_ext.prediction.clients.local import LocalPredictor
         from themisto_ext.prediction.clients.local.wire import adapted
@@ -177,4 +209,5 @@ __all__ = [
     "check_predictor_name",
     "local_model_available",
     "make_predictor",
+    "runs_local_model",
 ]

@@ -9,8 +9,11 @@ step's output when the cell *is* a re-run of the previous one (the same code: th
 output, unless the state changed under it); else the local model. Copying the previous
 output anywhere else would repeat what the user just saw, which is no prediction.
 Next-cell task: the last cell's next variation (``nextcell.py``: never the cell just run),
-else it abstains. The model is not asked for next cells: its answers scored far below
-copying the last cell (README "Predictors"), and a guess is worse than no ghost text.
+else it abstains. The embedded model is not asked for next cells: its answers scored far
+below copying the last cell (README "Predictors"), and a guess is worse than no ghost text.
+A model the predictor names (``hybrid:openai:MODEL``, ``hybrid:local:PATH.gguf``:
+``next_cells``) is asked where no variation applies, and its answer is shown unless it is
+the cell just run (no prediction: it abstains).
 
 The model's answer is shown only when it is one: an answer that is no prediction (the
 prompt's demonstration echoed, cut off at the cap: ``prompts.garbage``; prompt markup in
@@ -42,9 +45,12 @@ HYBRID = "hybrid"
 
 
 class HybridPredictor:
-    def __init__(self, model: Predictor, name: str = HYBRID) -> None:
+    def __init__(self, model: Predictor, name: str = HYBRID, *,
+                 next_cells: bool = False) -> None:
         self._model = model
         self.name = name
+        self._next_cells = next_cells
+        """Ask the model for the next cells no variation predicts (else abstain)."""
 
     @property
     def window(self) -> Window | None:
@@ -58,7 +64,9 @@ class HybridPredictor:
         """(answer, which rule) when a rule applies; ("", "abstain") for no answer."""
         if request.task == "next-cell":
             answer = next_cell(request.history)
-            return ("", "abstain") if answer is None else (answer, "variation")
+            if answer is not None:
+                return answer, "variation"
+            return None if self._next_cells else ("", "abstain")
         code = request.target_code or ""
         state = visible_state(request.history, request.prompt.context, code)
         found = determined(code, request.history, state)
@@ -93,6 +101,8 @@ class HybridPredictor:
         """Whether the model's ``answer`` is no prediction, so that hybrid abstains."""
         if any(tag in answer for tag in MARKUP):
             return True
+        if request.task == "next-cell" and (not answer.strip() or _is_last_cell(answer, request)):
+            return True  # the cell just run again is no next cell
         # (markup after the answer's closing tag was cut off by post-processing: the answer
         # before it stands; the report still counts such text as garbage)
         kinds = garbage({"answer": answer, "raw": completion.text, "task": request.task,
