@@ -361,7 +361,7 @@ def cold(kernel: Kernel, front: FrontEnd, cells: list[Cell]) -> None:
         kernel.wait_idle()
 
 
-RULES = {"baseline", "copy-previous", "hybrid:baseline", "hybrid:rerun",
+RULES = {"baseline", "copy-previous", "hybrid:baseline", "hybrid:raises", "hybrid:rerun",
          "hybrid:variation", "hybrid:abstain"}
 """Answers no model wrote (``HybridPredictor`` names its rules so)."""
 
