@@ -7,8 +7,10 @@ import { Token } from '@lumino/coreutils';
 import type { ISignal } from '@lumino/signaling';
 
 import type {
+  ICellCompletion,
   IClassPage,
   IClassQuery,
+  ICompletionRequest,
   IHistoryPage,
   IKernelRecording,
   IMe,
@@ -149,6 +151,12 @@ export interface IThemistoClient {
    * output now and uses that prediction if the cell runs with this text.
    */
   speculate(body: ISpeculationRequest): Promise<ISpeculationReply>;
+
+  /**
+   * The rest of the cell being typed below the last cell run, as the
+   * server's completer writes it (nothing is stored).
+   */
+  completeCell(body: ICompletionRequest): Promise<ICellCompletion>;
 
   /**
    * Read trajectories as JSONL (authenticated by header; the caller streams

@@ -133,7 +133,8 @@ async def test_predict_on_request(jp_fetch, jp_serverapp):
             "predictors": ["baseline", "openai:fake-model"], "contexts": ["none", "full"],
             "live": True, "speculation": {"made": 0, "used": 0, "cpu_seconds_used": 0,
                                           "cpu_seconds_thrown_away": 0},
-            "local_models": []}  # neither runs the embedded model
+            "local_models": [],  # neither runs the embedded model
+            "completer": "openai:fake-model"}  # a model that writes cells
         assert (await kernel_status(jp_fetch, kernel_id))["steps"] == 1
     finally:
         client.stop_channels()

@@ -159,6 +159,10 @@ class FakeClient implements IThemistoClient {
     this.posts.push(body);
     return { accepted: true, reason: null, targetStep: 4 };
   }
+  async completeCell(body: unknown) {
+    this.posts.push(body);
+    return { completion: null, reason: 'not used' };
+  }
   async openExport(): Promise<Response> {
     throw new Error('not used');
   }

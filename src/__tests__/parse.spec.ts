@@ -318,6 +318,12 @@ describe('payload readers', () => {
       live: false,
       localModels: []
     });
+    expect(
+      toPredictorsInfo({
+        predictors: ['hybrid:openai:m'],
+        completer: 'hybrid:openai:m'
+      })?.completer
+    ).toBe('hybrid:openai:m');
     expect(toPredictorsInfo({ predictors: [] })).toEqual({
       predictors: [],
       contexts: [],

@@ -9,7 +9,7 @@ import {
 } from '../live/reasons';
 import { NotebookLive } from '../live/store';
 import { cellView } from '../notebook/cellview';
-import { ghostText, latestNextCell } from '../notebook/inline';
+import { ghostText, latestNextCell, PausedCompleter } from '../notebook/inline';
 import { downsample, scorePlot } from '../panel/svgplot';
 import { sortVariables } from '../panel/variables';
 import { PredictionSettings } from '../settings';
@@ -47,6 +47,49 @@ describe('ghost text', () => {
     // A prediction for a step already run is stale.
     store.addSteps([step(2)]);
     expect(latestNextCell(store, live, settings)).toBeNull();
+  });
+});
+
+describe('the completer of a cell being typed', () => {
+  const asked: string[] = [];
+  const completer = (answer: string | null | Error) =>
+    new PausedCompleter(async (_kernel, typed) => {
+      asked.push(typed);
+      if (answer instanceof Error) {
+        throw answer;
+      }
+      return answer;
+    }, 5);
+
+  beforeEach(() => {
+    asked.length = 0;
+  });
+
+  it('asks once typing pauses, for the latest text only', async () => {
+    const c = completer('by("key").sum()');
+    const older = c.rest('k', 'df.gr', 5, null);
+    const newer = c.rest('k', 'df.grou', 7, null);
+    await expect(older).resolves.toBeNull();
+    await expect(newer).resolves.toBe('by("key").sum()');
+    expect(asked).toEqual(['df.grou']);
+  });
+
+  it('offers nothing blank, mid-line, failed, or making the cell just run', async () => {
+    await expect(completer('x').rest('k', '  ', 2, null)).resolves.toBeNull();
+    await expect(
+      completer('x').rest('k', 'df.gr', 2, null)
+    ).resolves.toBeNull();
+    expect(asked).toEqual([]);
+    await expect(
+      completer(new Error('429')).rest('k', 'df.', 3, null)
+    ).resolves.toBeNull();
+    await expect(completer(null).rest('k', 'df.', 3, null)).resolves.toBeNull();
+    await expect(
+      completer('head()').rest('k', 'df.', 3, 'df.head()\n')
+    ).resolves.toBeNull();
+    await expect(
+      completer('tail()').rest('k', 'df.', 3, 'df.head()')
+    ).resolves.toBe('tail()');
   });
 });
 

@@ -8,8 +8,10 @@ import { type ISignal, Signal } from '@lumino/signaling';
 import type { IThemistoClient } from '../tokens';
 import { ThemistoApiError } from './errors';
 import type {
+  ICellCompletion,
   IClassPage,
   IClassQuery,
+  ICompletionRequest,
   IHistoryPage,
   IKernelRecording,
   IMe,
@@ -214,6 +216,21 @@ export class ThemistoClient implements IThemistoClient {
       reason: typeof reply.reason === 'string' ? reply.reason : null,
       targetStep:
         typeof reply.target_step === 'number' ? reply.target_step : null
+    };
+  }
+
+  async completeCell(body: ICompletionRequest): Promise<ICellCompletion> {
+    const reply = asRecord(
+      await this._json(['completions'], {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'Content-Type': 'application/json' }
+      })
+    );
+    return {
+      completion:
+        typeof reply.completion === 'string' ? reply.completion : null,
+      reason: typeof reply.reason === 'string' ? reply.reason : null
     };
   }
 

@@ -66,6 +66,11 @@ export interface IPredictorsInfo {
    * The embedded model's process of each predictor that runs one.
    */
   localModels: ILocalModelState[];
+  /**
+   * The predictor that completes a cell being typed (`POST completions`);
+   * absent when none does.
+   */
+  completer?: string;
 }
 
 /**
@@ -127,6 +132,24 @@ export interface IPredictionRequest {
   kernel_id: string;
   task: PredictionTask;
   code?: string;
+}
+
+/**
+ * The body of `POST completions`: the text typed so far of the cell below
+ * the last cell run.
+ */
+export interface ICompletionRequest {
+  kernel_id: string;
+  beginning: string;
+}
+
+/**
+ * The rest of that cell as the server's completer writes it; `completion`
+ * is `null` when there is none, with the `reason`.
+ */
+export interface ICellCompletion {
+  completion: string | null;
+  reason: string | null;
 }
 
 /**

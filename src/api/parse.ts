@@ -140,7 +140,10 @@ export function toPredictorsInfo(value: unknown): IPredictorsInfo | null {
       predictor: typeof model.predictor === 'string' ? model.predictor : '',
       state: typeof model.state === 'string' ? model.state : '',
       reason: typeof model.reason === 'string' ? model.reason : null
-    }))
+    })),
+    ...(typeof value.completer === 'string'
+      ? { completer: value.completer }
+      : {})
   };
 }
 

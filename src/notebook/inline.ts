@@ -1,5 +1,7 @@
 /**
- * The next-cell prediction offered as inline (ghost text) completion.
+ * The next-cell prediction offered as inline (ghost text) completion; where
+ * the typed text leaves it, the rest of the cell as the server's completer
+ * writes it (a model the server names for that: `completer`).
  */
 import type {
   CompletionHandler,
@@ -99,16 +101,75 @@ export function ghostText(
 }
 
 /**
- * Offers the predicted next cell as ghost text.
+ * Asks the server for the rest of a cell: the text to insert, or `null`.
+ */
+export type CellCompleter = (
+  kernelId: string,
+  beginning: string
+) => Promise<string | null>;
+
+/**
+ * Milliseconds typing must pause before the completer is asked: every
+ * keystroke fetches, and a model call per keystroke would cost for nothing.
+ */
+export const COMPLETION_PAUSE_MS = 400;
+
+/**
+ * The completer asked once typing pauses: a newer keystroke makes the older
+ * request answer nothing without asking.
+ */
+export class PausedCompleter {
+  constructor(
+    private readonly _complete: CellCompleter,
+    private readonly _pause: number = COMPLETION_PAUSE_MS
+  ) {}
+
+  /**
+   * The rest of the typed cell; `null` when nothing is typed, the cursor is
+   * not at the end, a newer keystroke came, the completer has none or
+   * failed, or the cell would be `ran`, the cell just run.
+   */
+  async rest(
+    kernelId: string,
+    typed: string,
+    offset: number,
+    ran: string | null
+  ): Promise<string | null> {
+    if (!typed.trim() || offset !== typed.length) {
+      return null;
+    }
+    const asked = ++this._asked;
+    await new Promise(resolve => setTimeout(resolve, this._pause));
+    if (asked !== this._asked) {
+      return null;
+    }
+    try {
+      const rest = await this._complete(kernelId, typed);
+      return rest && (typed + rest).trim() !== ran?.trim() ? rest : null;
+    } catch {
+      return null; // a failed completion shows nothing; the panel shows errors
+    }
+  }
+
+  private _asked = 0;
+}
+
+/**
+ * Offers the predicted next cell as ghost text, and the completer's rest of
+ * the cell where the typed text is not the prediction's beginning.
  */
 export class NextCellInlineProvider implements IInlineCompletionProvider {
   constructor(
     private readonly _live: IThemistoLive,
     private readonly _settings: IPredictionSettings,
-    trans: TranslationBundle = nullTranslator.load('themisto_ext')
+    trans: TranslationBundle = nullTranslator.load('themisto_ext'),
+    complete: CellCompleter | null = null
   ) {
     this.name = trans.__('Themisto next cell');
+    this._completer = complete ? new PausedCompleter(complete) : null;
   }
+
+  private readonly _completer: PausedCompleter | null;
 
   readonly identifier = 'themisto-ext:next-cell';
   readonly name: string;
@@ -137,6 +198,20 @@ export class NextCellInlineProvider implements IInlineCompletionProvider {
       prediction && prediction.trim() !== ran?.trim()
         ? ghostText(prediction, request.text, request.offset)
         : null;
-    return { items: insertText ? [{ insertText }] : [] };
+    if (insertText) {
+      return { items: [{ insertText }] };
+    }
+    // the typed text leaves the prediction: the server's completer, if any
+    const kernelId = store?.kernelId;
+    const rest =
+      this._completer && kernelId && this._live.predictors?.completer
+        ? await this._completer.rest(
+            kernelId,
+            request.text,
+            request.offset,
+            ran
+          )
+        : null;
+    return { items: rest ? [{ insertText: rest }] : [] };
   }
 }

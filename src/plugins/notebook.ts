@@ -196,13 +196,14 @@ export const markersPlugin: JupyterFrontEndPlugin<void> = {
 export const inlinePlugin: JupyterFrontEndPlugin<void> = {
   id: 'themisto-ext:inline',
   description:
-    'Offers the predicted next cell as inline (ghost text) completion in an empty cell.',
+    "Offers the predicted next cell as inline (ghost text) completion in an empty cell, and the completer's rest of a cell being typed.",
   autoStart: true,
   requires: [
     ICompletionProviderManager,
     IThemistoLive,
     IPredictionSettings,
-    INotebookTracker
+    INotebookTracker,
+    IThemistoClient
   ],
   optional: [ITranslator],
   activate: (
@@ -211,13 +212,17 @@ export const inlinePlugin: JupyterFrontEndPlugin<void> = {
     live: IThemistoLive,
     settings: IPredictionSettings,
     tracker: INotebookTracker,
+    client: IThemistoClient,
     translator: ITranslator | null
   ): void => {
     manager.registerInlineProvider(
       new NextCellInlineProvider(
         live,
         settings,
-        (translator ?? nullTranslator).load('themisto_ext')
+        (translator ?? nullTranslator).load('themisto_ext'),
+        async (kernelId, beginning) =>
+          (await client.completeCell({ kernel_id: kernelId, beginning }))
+            .completion
       )
     );
     // Typing triggers inline completion, but an empty cell has nothing

@@ -39,6 +39,7 @@ from themisto_ext.events import (
 )
 from themisto_ext.ingest import IngestResult
 from themisto_ext.prediction.clients.base import Predictor
+from themisto_ext.prediction.completion import NO_WRITER, CellCompletion, complete_cell, writer
 from themisto_ext.prediction.prompts.build import cell_limit
 from themisto_ext.prediction.prompts.postprocess import partial_answer
 from themisto_ext.prediction.run import Superseded, missed_record, predict, warm
@@ -252,6 +253,22 @@ class LivePredictions:
         self.speculations.replace(speculation)
         speculation.job = self._start(self._speculate(speculation))
         return None
+
+    async def complete(self, trajectory_id: str, beginning: str,
+                       after_step: int) -> CellCompletion:
+        """The rest of the cell after step ``after_step`` that begins with ``beginning``
+        (``completion.py``), under ``full`` where this server predicts with it."""
+        model = writer(self.predictors)
+        if model is None:
+            return CellCompletion(None, None, NO_WRITER)
+        context: Context = "full" if "full" in self.contexts or not self.contexts \
+            else self.contexts[0]
+        budget = self.budgets.get(model.name, self.budget_chars)
+        history = await self._history(trajectory_id, budget)
+        return await complete_cell(model, [s for s in history if int(s["step"]) <= after_step],
+                                   beginning, context,
+                                   scope=Scope(trajectory_id), target_step=after_step + 1,
+                                   budget_chars=budget, session=f"{trajectory_id}:{context}")
 
     def warm(self, trajectory_id: str | None, steps: int) -> int:
         """A notebook opened: the model sessions of its trajectory read the trajectory so

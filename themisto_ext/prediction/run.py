@@ -101,18 +101,21 @@ async def predict(
     on_cpu: Callable[[float], None] | None = None,
     speculative: bool = False,
     min_dropped: int = 0,
+    beginning: str | None = None,
 ) -> Prediction | Superseded:
     """Predict the ``task`` of ``target_step`` in ``scope`` and return the record; a failed
     model call becomes the record's ``error``.
     With ``on_text``, a model that streams its answer hands over its raw text so far as it
     writes (the record holds the complete answer). ``on_cpu``: see ``PredictionRequest``.
     ``min_dropped``: at least this many of the oldest cells are left out (a benchmark gives
-    every context of an example the same history, ``window.common_history``)."""
+    every context of an example the same history, ``window.common_history``).
+    ``beginning``: what the person has typed of the next cell (``build_prompt``)."""
     cap = predictor.max_tokens or ANSWER_TOKENS
 
     def build(budget: int) -> Prompt:
         return build_prompt(history, task, context, target_code=target_code,
-                            budget_chars=budget, max_tokens=cap, min_dropped=min_dropped)
+                            budget_chars=budget, max_tokens=cap, min_dropped=min_dropped,
+                            beginning=beginning)
 
     fitting: PromptTooLong | ProviderError | None = None
     if predictor.window is None:
@@ -134,7 +137,8 @@ async def predict(
     try:
         completion = await predictor.predict(PredictionRequest(
             task=task, history=list(history), target_code=target_code, prompt=prompt,
-            session=session, on_text=on_text, on_cpu=on_cpu, speculative=speculative))
+            session=session, on_text=on_text, on_cpu=on_cpu, speculative=speculative,
+            beginning=beginning))
     except PredictionSuperseded as exc:
         return Superseded(str(exc))
     except ProviderError as exc:

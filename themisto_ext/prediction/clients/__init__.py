@@ -60,6 +60,9 @@ class ChatProvider(Protocol):
 class ProviderPredictor:
     """A remote chat model behind a provider: the prompt is all it sees."""
 
+    writes_cells = True
+    """Its model may complete a cell being typed (``prediction/completion.py``)."""
+
     def __init__(self, provider: ChatProvider, window: Window | None = None) -> None:
         self._provider = provider
         self.name = provider.name

@@ -80,6 +80,9 @@ class PredictionRequest:
     on_text: Callable[[str], None] | None = None
     """Called on the event loop with the answer's raw text so far as a model writes it
     (streamed); predictors that answer at once never call it."""
+    beginning: str | None = None
+    """Next-cell task: what the person has typed of the cell (inline completion); the
+    prompt shows it and the answer is the whole cell."""
     on_cpu: Callable[[float], None] | None = None
     """Called on the event loop, once, with the CPU seconds this machine's model spent on
     the request, also when it was abandoned or superseded; predictors that compute

@@ -51,6 +51,8 @@ class HybridPredictor:
         self.name = name
         self._next_cells = next_cells
         """Ask the model for the next cells no variation predicts (else abstain)."""
+        self.writes_cells = next_cells
+        """Whether its model may complete a cell the person is typing (``completion.py``)."""
 
     @property
     def window(self) -> Window | None:
@@ -64,7 +66,7 @@ class HybridPredictor:
         """(answer, which rule) when a rule applies; ("", "abstain") for no answer."""
         if request.task == "next-cell":
             answer = next_cell(request.history)
-            if answer is not None:
+            if answer is not None and answer.startswith(request.beginning or ""):
                 return answer, "variation"
             return None if self._next_cells else ("", "abstain")
         code = request.target_code or ""

@@ -27,8 +27,8 @@ ANSWER_TOKENS = 256
 set a lower one for latency). 99% of the shared notebooks' outputs and cells fit."""
 
 MARKUP = ("<cell", "</cell>", "<code>", "</code>", "<output", "</output>", "<target_cell>",
-          "</target_cell>", "<state_changes>", "</state_changes>", "<runtime_state",
-          "</runtime_state>")
+          "</target_cell>", "<next_cell_begins>", "</next_cell_begins>", "<state_changes>",
+          "</state_changes>", "<runtime_state", "</runtime_state>")
 """Every tag the prompts use: none of them may survive in an answer."""
 
 

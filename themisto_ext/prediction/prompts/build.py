@@ -88,6 +88,8 @@ QUESTIONS: dict[Task, str] = {
     "output": "What will this cell display? Answer with <output>.",
     "next-cell": "What is the code of the next cell? Answer with <code>.",
 }
+BEGUN_QUESTION = "What is the whole code of the next cell, which begins so? Answer with <code>."
+"""The next-cell question when the person has begun typing the cell (inline completion)."""
 _STOP_AT_CELL_END = "</cell>"
 """A model that forgets the closing tag goes on to end the cell: stop there too."""
 _HEADER = "Cells run so far in this kernel session, oldest first:\n\n"
@@ -287,7 +289,8 @@ def tagged_answer(task: Task, answer: str) -> str:
 
 def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
                  target_code: str | None = None, budget_chars: int = 24_000,
-                 max_tokens: int = ANSWER_TOKENS, min_dropped: int = 0) -> Prompt:
+                 max_tokens: int = ANSWER_TOKENS, min_dropped: int = 0,
+                 beginning: str | None = None) -> Prompt:
     """The prompt for predicting the output of ``target_code`` run after ``history``
     (``task="output"``), or the code of the cell run after ``history`` (``"next-cell"``).
 
@@ -295,6 +298,8 @@ def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
     (system and user) stays within ``budget_chars`` unless the fixed instructions alone do
     not fit. ``min_dropped``: leave out at least this many of the oldest cells, so that
     prompts of several contexts can show the same history (``window.common_history``).
+    ``beginning`` (next-cell task): what the person has typed of the next cell, shown
+    before the question, whose answer is then the whole cell (inline completion).
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
@@ -304,11 +309,13 @@ def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
         raise ValueError("the output task needs target_code: the cell whose output to predict")
     if task == "next-cell" and target_code is not None:
         raise ValueError("the next-cell task predicts the target cell: it must not be given")
+    if beginning is not None and task != "next-cell":
+        raise ValueError("only the next-cell task takes the beginning of its cell")
     if budget_chars <= 0:
         raise ValueError("budget_chars must be positive")
     if min_dropped < 0:
         raise ValueError("min_dropped must not be negative")
-    built = _build(history, task, context, target_code, budget_chars, min_dropped)
+    built = _build(history, task, context, target_code, budget_chars, min_dropped, beginning)
     opening, closing = ANSWER_TAGS[task]
     return replace(built, demonstrations=demonstrations(context), answer_open=opening,
                    answer_close=closing, stop=(closing, _STOP_AT_CELL_END),
@@ -316,9 +323,11 @@ def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
 
 
 def _build(history: Sequence[Step], task: Task, context: Context, target_code: str | None,
-           budget_chars: int, min_dropped: int = 0) -> Prompt:
+           budget_chars: int, min_dropped: int = 0, beginning: str | None = None) -> Prompt:
     system = system_text(context)
-    question = QUESTIONS[task]
+    question = QUESTIONS[task] if beginning is None else BEGUN_QUESTION
+    shown, tag = (target_code, "target_cell") if beginning is None \
+        else (beginning, "next_cell_begins")
     history_room = budget_chars - len(system) - int(budget_chars * _SUFFIX_SHARE[context]) \
         - _HEADER_ROOM
     kept = _fit_history(history, context, budget_chars, history_room)
@@ -328,14 +337,13 @@ def _build(history: Sequence[Step], task: Task, context: Context, target_code: s
     state_floor = int(budget_chars * _STATE_FLOOR_SHARE[context])
 
     target = ""
-    if target_code is not None:
-        wrapper = len("<target_cell>\n<code>\n\n</code>\n</target_cell>\n\n")
+    if shown is not None:
+        wrapper = len(f"<{tag}>\n<code>\n\n</code>\n</{tag}>\n\n")
         room = budget_chars - fixed - len(kept.prefix()) - state_floor - wrapper
-        if len(target_code) > room:
-            kept.drop_more(len(target_code) - room)
+        if len(shown) > room:
+            kept.drop_more(len(shown) - room)
             room = budget_chars - fixed - len(kept.prefix()) - state_floor - wrapper
-        target = f"<target_cell>\n<code>\n{clip(target_code, max(room, 0))}\n</code>\n" \
-            "</target_cell>\n\n"
+        target = f"<{tag}>\n<code>\n{clip(shown, max(room, 0))}\n</code>\n</{tag}>\n\n"
     prefix = kept.prefix()
 
     state = ""

@@ -10,6 +10,7 @@ from themisto_ext.server.api.history import HistoryHandler
 from themisto_ext.server.api.kernels import KernelHandler
 from themisto_ext.server.api.people import ClassHandler, MeHandler
 from themisto_ext.server.api.predictions import (
+    CompletionsHandler,
     PredictionHandler,
     PredictionsHandler,
     PredictorsHandler,
@@ -43,6 +44,7 @@ def routes() -> list[tuple[str, type[RequestHandler]]]:
         (path("predictions"), PredictionsHandler),
         (path(r"predictions/(?P<prediction_id>[^/]+)"), PredictionHandler),
         (path("speculations"), SpeculationsHandler),
+        (path("completions"), CompletionsHandler),
         (path("export"), ExportHandler),
         (path(r"kernels/(?P<kernel_id>[^/]+)"), KernelHandler),
         (path("me"), MeHandler),

@@ -1,5 +1,6 @@
 """Predictions: what is configured, a trajectory's predictions (whole, or slim: without
-prompts, for a notebook's history), one prediction whole, and predictions on request."""
+prompts, for a notebook's history), one prediction whole, predictions on request, and the
+completion of a cell being typed."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from themisto_ext.prediction.completion import writer
 from themisto_ext.prediction.prompts import TASKS
 from themisto_ext.server.api.base import ThemistoHandler, bad_request
 from themisto_ext.server.api.trajectories import known_trajectory
@@ -46,7 +48,8 @@ class PredictorsHandler(ThemistoHandler):
                             "cpu_seconds_used": round(speculations.cpu_seconds["used"], 3),
                             "cpu_seconds_thrown_away": round(
                                 speculations.cpu_seconds["thrown_away"], 3)},
-                        "local_models": live.model_processes()})
+                        "local_models": live.model_processes(),
+                        "completer": getattr(writer(live.predictors), "name", None)})
 
 
 class TrajectoryPredictionsHandler(ThemistoHandler):
@@ -121,3 +124,32 @@ class SpeculationsHandler(ThemistoHandler):
         self.send_json({"accepted": reason is None, "reason": reason,
                         "trajectory_id": trajectory.id, "target_step": trajectory.steps + 1},
                        status=HTTPStatus.ACCEPTED)
+
+
+MAX_BEGINNING = 20_000
+"""Characters of a typed cell a completion request may carry."""
+
+
+class CompletionsHandler(ThemistoHandler):
+    """``POST /completions {kernel_id, beginning}``: the rest of the cell being typed below
+    the last cell run, by the server's predictor that writes cells (``completer`` in ``GET
+    /predictors``; ``prediction/completion.py``). Answers ``{completion, predictor, reason,
+    trajectory_id, after_step}``: ``completion`` null with the ``reason`` when there is
+    none. Nothing is stored."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.json_body()
+        kernel_id, beginning = body_kernel_id(body), body.get("beginning")
+        if not isinstance(beginning, str) or not beginning.strip():
+            raise bad_request("beginning", "must be the text typed so far, not blank")
+        if len(beginning) > MAX_BEGINNING:
+            raise bad_request("beginning", f"longer than {MAX_BEGINNING} characters")
+        trajectory = await kernel_trajectory(self, kernel_id)
+        done = await self.themisto.live.complete(trajectory.id,
+                                                 self.themisto.mask_cell(beginning),
+                                                 trajectory.steps)
+        self.send_json({"completion": done.completion, "predictor": done.predictor,
+                        "reason": done.reason, "trajectory_id": trajectory.id,
+                        "after_step": trajectory.steps})

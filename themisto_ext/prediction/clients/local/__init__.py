@@ -59,6 +59,10 @@ class LocalPredictor:
     deadlines and restart policy.
     """
 
+    writes_cells = True
+    """Named on its own (``local``), its model may complete a cell being typed; ``hybrid``
+    over the embedded model does not ask it (``prediction/completion.py``)."""
+
     def __init__(
         self,
         model_path: Path | None = None,
