@@ -194,23 +194,13 @@ export class ThemistoClient implements IThemistoClient {
   }
 
   async requestPrediction(body: IPredictionRequest): Promise<number | null> {
-    const reply = await this._json(['predictions'], {
-      method: 'POST',
-      body: JSON.stringify(body),
-      headers: { 'Content-Type': 'application/json' }
-    });
+    const reply = await this._post(['predictions'], body);
     const target = asRecord(reply).target_step;
     return typeof target === 'number' ? target : null;
   }
 
   async speculate(body: ISpeculationRequest): Promise<ISpeculationReply> {
-    const reply = asRecord(
-      await this._json(['speculations'], {
-        method: 'POST',
-        body: JSON.stringify(body),
-        headers: { 'Content-Type': 'application/json' }
-      })
-    );
+    const reply = asRecord(await this._post(['speculations'], body));
     return {
       accepted: reply.accepted === true,
       reason: typeof reply.reason === 'string' ? reply.reason : null,
@@ -220,13 +210,7 @@ export class ThemistoClient implements IThemistoClient {
   }
 
   async completeCell(body: ICompletionRequest): Promise<ICellCompletion> {
-    const reply = asRecord(
-      await this._json(['completions'], {
-        method: 'POST',
-        body: JSON.stringify(body),
-        headers: { 'Content-Type': 'application/json' }
-      })
-    );
+    const reply = asRecord(await this._post(['completions'], body));
     return {
       completion:
         typeof reply.completion === 'string' ? reply.completion : null,
@@ -301,6 +285,14 @@ export class ThemistoClient implements IThemistoClient {
   /**
    * Send a request to `themisto/api/<path...>` and parse the JSON reply.
    */
+  private _post(path: string[], body: object): Promise<unknown> {
+    return this._json(path, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: { 'Content-Type': 'application/json' }
+    });
+  }
+
   private _json(path: string[], init: RequestInit): Promise<unknown> {
     return apiJson(
       this.serverSettings,
