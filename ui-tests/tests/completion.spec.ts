@@ -1,0 +1,51 @@
+import { expect, test } from '@jupyterlab/galata';
+
+import { cellSource } from './helpers';
+
+const LIVE = { timeout: 30000 };
+
+test.describe('Inline completion of a cell being typed', () => {
+  test('asks the server completer once typing leaves the prediction, and offers its rest', async ({
+    page
+  }) => {
+    // This server runs the baseline, which writes no cells: the completer's
+    // answers are scripted here (the server side is tested with a real model
+    // server in tests/test_live_hybrid_model.py).
+    const asked: string[] = [];
+    await page.route(/\/themisto\/api\/predictors/, async route => {
+      const real = await (await route.fetch()).json();
+      await route.fulfill({
+        json: { ...real, completer: 'hybrid:openai:m' }
+      });
+    });
+    await page.route(/\/themisto\/api\/completions/, async route => {
+      const body = route.request().postDataJSON();
+      asked.push(body.beginning);
+      await route.fulfill({
+        json: {
+          completion: body.beginning === 'print(x' ? ' * 2)' : null,
+          predictor: 'hybrid:openai:m',
+          reason: null,
+          trajectory_id: 't',
+          after_step: 1
+        }
+      });
+    });
+    await page.reload();
+    await page.notebook.createNew('completion.ipynb');
+    await page.notebook.setCell(0, 'code', 'x = 21');
+    await page.notebook.runCell(0, { inplace: true });
+    await expect(page.locator('.jp-Cell .themisto-CellMarker')).toHaveCount(
+      1,
+      LIVE
+    );
+    await page.notebook.addCell('code', '');
+    await page.notebook.enterCellEditingMode(1);
+    await page.keyboard.type('print(x', { delay: 50 });
+    await expect(page.locator('.jp-GhostText')).toHaveText(' * 2)', LIVE);
+    // Keystrokes closer than the pause asked nothing: only the text typed.
+    expect(asked).toEqual(['print(x']);
+    await page.keyboard.press('Tab');
+    await expect.poll(() => cellSource(page, 1)).toBe('print(x * 2)');
+  });
+});
