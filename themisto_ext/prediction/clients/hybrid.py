@@ -49,10 +49,9 @@ class HybridPredictor:
                  next_cells: bool = False) -> None:
         self._model = model
         self.name = name
-        self._next_cells = next_cells
-        """Ask the model for the next cells no variation predicts (else abstain)."""
         self.writes_cells = next_cells
-        """Whether its model may complete a cell the person is typing (``completion.py``)."""
+        """Whether its model writes cells: the next cells no variation predicts (else it
+        abstains), and the rest of a cell the person is typing (``completion.py``)."""
 
     @property
     def window(self) -> Window | None:
@@ -68,7 +67,7 @@ class HybridPredictor:
             answer = next_cell(request.history)
             if answer is not None and answer.startswith(request.beginning or ""):
                 return answer, "variation"
-            return None if self._next_cells else ("", "abstain")
+            return None if self.writes_cells else ("", "abstain")
         code = request.target_code or ""
         state = visible_state(request.history, request.prompt.context, code)
         found = determined(code, request.history, state)
