@@ -8,7 +8,8 @@ The run behind the README's predictor figures and the live default, as commands:
 4. ``themisto bench`` every predictor x context (--in-order, so the local model's KV cache
    follows each trajectory) into WORK/results;
 5. ``themisto report`` with --json, --figure;
-6. with --agreement: ``python -m llama_cpp.server`` serving the local model's GGUF on
+6. with --agreement: llama.cpp's server (``themisto_ext...local.serve``) serving the local
+   model's GGUF on
    127.0.0.1, ``themisto bench --predictor openai:smollm2`` against it with the local
    model's window and tokenizer, and the share of examples where both transports gave
    the identical answer.
@@ -29,10 +30,7 @@ import shlex
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
-
-import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = (ROOT.parent / "shared" / "data" / "notebooks").resolve()
@@ -81,22 +79,16 @@ def free_port() -> int:
 
 
 def agreement(work: Path, bench: Path, gguf: Path, contexts: str) -> None:
-    port = free_port()
     log = (work / "llama_server.log").open("wb")
-    server = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
-                               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-                               "--n_threads", "2"], stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen([sys.executable, "-m",
+                               "themisto_ext.prediction.clients.local.serve", "--model",
+                               str(gguf), "--n-ctx", "4096", "--threads", "2"],
+                              stdout=subprocess.PIPE, stderr=log)
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"llama_cpp.server did not start; see {log.name}")
-            try:
-                if httpx.get(f"{base}/v1/models", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.3)
+        assert server.stdout is not None
+        base = server.stdout.readline().decode().strip()  # printed once listening
+        if not base.startswith("http://127.0.0.1:"):
+            raise SystemExit(f"llama.cpp's server did not start; see {log.name}")
         themisto("bench", str(bench), "--predictor", OPENAI_NAME, "--base-url", f"{base}/v1",
                  "--window", "4096", "--tokenizer", str(gguf), "--in-order", "--context", contexts,
                  "--concurrency", "1", "--timeout", "600", "--out", str(work / "openai"),
@@ -118,7 +110,7 @@ def agreement(work: Path, bench: Path, gguf: Path, contexts: str) -> None:
               "identical_prompts": len(prompts),
               "by_task": {t: sum(v) / len(v) for t, v in by_task.items()}}
     (work / "agreement.json").write_text(json.dumps(result, indent=2) + "\n", "utf-8")
-    print(f"local vs {OPENAI_NAME} (llama_cpp.server, same GGUF): {len(same)} of {len(both)} "
+    print(f"local vs {OPENAI_NAME} (llama.cpp's server, same GGUF): {len(same)} of {len(both)} "
           f"answers identical ({100 * (result['rate'] or 0):.1f}%); {len(prompts)} identical "
           f"prompts; by task: {result['by_task']}")
 
@@ -144,7 +136,7 @@ def main() -> None:
     parser.add_argument("--context", default="none,full,curated",
                         help="contexts to bench (default: all three)")
     parser.add_argument("--agreement", action="store_true",
-                        help="also run openai: against llama_cpp.server with the same GGUF")
+                        help="also run openai: against llama.cpp's server with the same GGUF")
     parser.add_argument("--agreement-context", default="none,full,curated",
                         help="contexts of the openai: run (default: all three)")
     args = parser.parse_args()

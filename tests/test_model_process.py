@@ -28,6 +28,7 @@ from themisto_ext.prediction.clients.local import (
     LocalPredictor,
     ModelProcessDied,
     ModelProcessHung,
+    default_model_path,
 )
 from themisto_ext.prediction.clients.local.process import FAULT_ENV
 from themisto_ext.prediction.prompts import Prompt, Task
@@ -296,15 +297,36 @@ async def test_hybrid_keeps_answering_from_its_rules_when_the_model_is_off():
 
 
 def test_safe_mode_loads_without_extra_buffer_types():
-    from llama_cpp import llama_cpp
+    from themisto_ext.prediction.clients.local.runtime import server_params
 
-    from themisto_ext.prediction.clients.local.engine import _without_extra_buffer_types
+    def params(safe: bool):
+        return server_params(default_model_path(), n_ctx=512, n_threads=2,
+                             n_threads_decode=1, cache_bytes=0, slot_dir=None, safe=safe,
+                             adapter=None)
 
-    assert llama_cpp.llama_model_default_params().use_extra_bufts is True
-    with _without_extra_buffer_types(True):
-        assert llama_cpp.llama_model_default_params().use_extra_bufts is False
-    with _without_extra_buffer_types(False):
-        assert llama_cpp.llama_model_default_params().use_extra_bufts is True
+    assert params(True).no_extra_bufts is True
+    assert params(False).no_extra_bufts is False
+
+
+def test_the_model_server_listens_on_loopback_only_and_wants_its_key(tmp_path):
+    """llama.cpp's server routes (tokenizing, slot files) are for the model process only:
+    another user of the machine reaching the port gets 401."""
+    import httpx
+
+    from themisto_ext.prediction.clients.local.runtime import Runtime
+
+    runtime = Runtime(default_model_path(), n_ctx=512, n_threads=1, n_threads_decode=1,
+                      cache_bytes=0, slot_dir=tmp_path, safe=False, adapter=None)
+    try:
+        address = runtime._address
+        assert address.startswith("http://127.0.0.1:")
+        assert runtime.tokenize("hello world", special=False)
+        for route in ("/tokenize", "/slots/0?action=save", "/v1/chat/completions"):
+            answer = httpx.post(address + route, json={"content": "x", "filename": "f"})
+            assert answer.status_code == 401, (route, answer.status_code)
+        assert not list(tmp_path.iterdir())
+    finally:
+        runtime.close()
 
 
 class TestInTheServer:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from themisto_ext.cli import benchmark, migrate, predictions, trajectories, tuning
+from themisto_ext.cli import benchmark, migrate, models, predictions, trajectories, tuning
 from themisto_ext.cli.args import Parser
 
 
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     benchmark.register(sub)
     migrate.register(sub)
     tuning.register(sub)
+    models.register(sub)
     return parser
 
 

