@@ -273,7 +273,7 @@ def test_default_model_comes_from_the_installed_wheel(monkeypatch, tmp_path):
     assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
     assert LocalPredictor().name == "local"
 
-    monkeypatch.setattr(models, "models_dir", lambda: tmp_path)
+    monkeypatch.setattr(models, "search_dirs", lambda: [tmp_path])
     absent = replace(models.MODELS[models.DEFAULT],
                      parts=(models.Part("themisto-absent-model", "1", "x.gguf"),))
     monkeypatch.setitem(models.MODELS, models.DEFAULT, absent)

@@ -147,6 +147,14 @@ class LocalModelError(ProviderError):
     """The local model or llama.cpp is missing, or the model could not be loaded or run."""
 
 
+class ModelServerError(LocalModelError):
+    """An error llama.cpp's server reported for one request (``kind``: its error type)."""
+
+    def __init__(self, message: str, kind: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class ModelProcessDied(LocalModelError):
     """The model's process ended (a signal, an exit) while it worked on this request."""
 

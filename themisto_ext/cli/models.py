@@ -46,9 +46,10 @@ def install_model(args: argparse.Namespace) -> int:
 
     name = args.name or models.DEFAULT
     model = models.known(name)
-    if models.installed_path(name) is not None:
-        models.verify(model.path)
-        print(f"{name} is installed: {model.path}")
+    there = models.installed_path(name)
+    if there is not None:
+        models.verify(there)
+        print(f"{name} is installed: {there}")
         return 0
     bar = Progress(model.size, unit="bytes")
 

@@ -19,6 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from themisto_ext.errors import ModelServerError
 from themisto_ext.prediction.clients.base import (
     PredictionSuperseded,
     ProviderError,
@@ -26,7 +27,7 @@ from themisto_ext.prediction.clients.base import (
 )
 from themisto_ext.prediction.clients.local import models, runtime
 from themisto_ext.prediction.clients.local.prefixes import MIN_TOKENS, FixedPrefixes
-from themisto_ext.prediction.clients.local.runtime import Runtime, ServerError
+from themisto_ext.prediction.clients.local.runtime import Runtime
 from themisto_ext.prediction.clients.local.sessions import RecentSessions
 from themisto_ext.prediction.clients.local.wire import LocalModelError, adapted
 from themisto_ext.prediction.prompts import Exchange, Prompt
@@ -285,7 +286,7 @@ class Engine:
     def _run(self, loaded: Runtime, route: str, body: dict[str, Any], meter: Meter) -> None:
         try:
             loaded.stream(route, body, meter)
-        except ServerError as exc:
+        except ModelServerError as exc:
             if exc.kind == "exceed_context_size_error":
                 raise ProviderRequestError(f"local model: {exc}") from None
             raise LocalModelError(f"llama.cpp failed: {exc}") from exc

