@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install every test dependency and run every test: ruff, pytest, ESLint/Prettier/Stylelint,
-# jest and the Galata UI tests in Debian's Chromium. Exits non-zero if anything failed.
+# jest, the Galata UI tests in Debian's Chromium, pytest and the package check (the
+# built wheel installed as a user would). Exits non-zero if anything failed.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 apt_install chromium chromium
@@ -36,5 +37,8 @@ suite "jest" jlpm jest --ci --json --outputFile="$REPORTS/jest.json"
 suite "galata" env -C ui-tests CI=1 THEMISTO_UI_TEST_DATA_DIR="$REPORTS/ui-data" \
   jlpm playwright test
 suite "pytest" python -m pytest -p no:cacheprovider --junitxml="$REPORTS/pytest.xml"
+# The wheel as a user with JupyterLab installs it: no compiler, both lists, a recorded cell
+# and a prediction through a started server.
+suite "package" python scripts/check_package.py
 
 python scripts/summary.py "$REPORTS" "${failed_suites[@]}"
