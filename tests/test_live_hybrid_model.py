@@ -113,3 +113,28 @@ def test_a_completion_is_what_the_models_cell_adds_to_the_typed_text():
     assert continuation("x = 5", "x = 5") is None  # adds nothing
     with pytest.raises(ValueError, match="beginning"):
         build_prompt([], "output", "full", target_code="x", beginning="x")
+
+
+async def test_a_model_answer_that_copies_what_was_shown_is_no_prediction(
+        jp_fetch, jp_serverapp, llm):
+    """The model repeats an earlier output (or the cell's code): the notebook gets an
+    abstention (no answer, so no badge and no score), not a prediction."""
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    store = store_of(jp_serverapp)
+    try:
+        await client.execute_interactive("print(42)", timeout=30)
+        tid = (await wait_for_steps(jp_fetch, kernel_id, 1))["trajectory_id"]
+        for copied, code in (("42", "mystery(1)"), ("mystery(2)", "mystery(2)")):
+            llm.answer = f"<output>\n{copied}\n</output>"
+            await jp_fetch("themisto", "api", "predictions", method="POST", body=json.dumps(
+                {"kernel_id": kernel_id, "task": "output", "code": code}))
+
+            def answered(code: str = code) -> list[dict]:
+                return [p for p in store.predictions(tid, target_step=2)
+                        if p["task"] == "output" and p["model"] == "hybrid:fake-model"
+                        and p["prompt"] and code in p["prompt"]["user"]]
+            await wait_for(answered)
+            (made,) = answered()
+            assert (made["answer"], made["abstained"], made["error"]) == ("", True, None)
+    finally:
+        client.stop_channels()

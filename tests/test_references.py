@@ -175,6 +175,12 @@ def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
                      answer=f"<output>\n{demonstration_answers()[0]}\n</output>")
     assert (garbage["answer"], garbage["abstained"], garbage["asked"]) == ("", True, 1)
     assert scored(garbage, {**history[2], "output": "1000\n"})["scores"] is None
+    # a model answer that repeats an earlier output, or the cell's own code, is a copy of
+    # what the user has seen, not a prediction: an abstention too
+    for seen in ("shown", "print(x)"):
+        copied = hybrid("output", "none", "print(x)", answer=f"<output>\n{seen}\n</output>")
+        assert (copied["answer"], copied["abstained"], copied["asked"]) == ("", True, 1), seen
+        assert scored(copied, {**history[2], "output": "1000\n"})["scores"] is None
     # the next cell: the last cell's next variation, no model asked
     varied = [*history[:2], step(3, "x > 3", {"x": VARIABLES["n"]})]
     nxt = hybrid("next-cell", "full", None, varied)

@@ -17,7 +17,8 @@ the cell just run (no prediction: it abstains).
 
 The model's answer is shown only when it is one: an answer that is no prediction (the
 prompt's demonstration echoed, cut off at the cap: ``prompts.garbage``; prompt markup in
-the answer itself) is an abstention
+the answer itself; for the output task, a copy of any earlier output of the trajectory or
+of the cell's own code, which repeats what the user has seen) is an abstention
 (``abstained``, no answer, not scored), and the notebook says there is no confident
 prediction.
 
@@ -104,6 +105,8 @@ class HybridPredictor:
             return True
         if request.task == "next-cell" and (not answer.strip() or _is_last_cell(answer, request)):
             return True  # the cell just run again is no next cell
+        if request.task == "output" and _is_copy(answer, request):
+            return True
         # (markup after the answer's closing tag was cut off by post-processing: the answer
         # before it stands; the report still counts such text as garbage)
         kinds = garbage({"answer": answer, "raw": completion.text, "task": request.task,
@@ -124,6 +127,19 @@ class HybridPredictor:
 
     async def aclose(self) -> None:
         await self._model.aclose()
+
+
+def _is_copy(answer: str, request: PredictionRequest) -> bool:
+    """Whether an output ``answer`` repeats what the user has already seen: the cell's own
+    code, or the output of any earlier step (a model that cannot tell shows the previous
+    output, or its code, as if it were a prediction). A re-run of the previous cell, whose
+    output may well repeat, is answered by the rules, never by the model."""
+    text = answer.strip()
+    if not text:
+        return False
+    if text == (request.target_code or "").strip():
+        return True
+    return any(text == str(step.get("output") or "").strip() for step in request.history)
 
 
 def _is_last_cell(code: str, request: PredictionRequest) -> bool:
