@@ -13,6 +13,7 @@ from typing import Any
 
 from themisto_ext.cli.args import non_negative_int, positive_float, positive_int
 from themisto_ext.cli.files import check_output
+from themisto_ext.cli.models import MODEL_HELP
 from themisto_ext.prediction.clients import PREDICTOR_FORMS
 from themisto_ext.prediction.prompts import CONTEXTS, TASKS
 
@@ -72,6 +73,7 @@ def register(sub: Any) -> None:
     p.add_argument("--concurrency", type=positive_int, default=8,
                    help="calls in flight per predictor (default 8)")
     p.add_argument("--base-url", help="API base URL for openai:/anthropic: predictors")
+    p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--timeout", type=positive_float, default=120,
                    help="seconds per call (default 120)")
     p.add_argument("--budget", type=positive_int, default=24_000,
@@ -209,7 +211,8 @@ def bench_command(args: argparse.Namespace) -> int:
     if args.tokenizer is not None and not args.tokenizer.is_file():
         raise ValueError(f"--tokenizer {args.tokenizer}: no such file")
     config = BenchConfig(args.predictor, contexts, args.out, concurrency=args.concurrency,
-                         base_url=args.base_url, in_order=args.in_order,
+                         base_url=args.base_url, local_model=args.model,
+                         in_order=args.in_order,
                          timeout=args.timeout, budget_chars=args.budget,
                          window_tokens=args.window, tokenizer=args.tokenizer)
     outcome = asyncio.run(run_bench(examples, args.file, config))

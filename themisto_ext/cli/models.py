@@ -7,6 +7,9 @@ import argparse
 import json
 from typing import Any
 
+MODEL_HELP = ("the model of local and hybrid predictors that name none: a name of `themisto "
+              "models list` or a GGUF file's path (default: the embedded default)")
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser("models", help="list, install or remove the embedded models")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from themisto_ext.cli.args import positive_float, positive_int
+from themisto_ext.cli.models import MODEL_HELP
 from themisto_ext.prediction.clients import PREDICTOR_FORMS
 from themisto_ext.prediction.prompts import CONTEXTS, TASKS, Prompt
 from themisto_ext.prediction.prompts.build import build_prompt
@@ -60,6 +61,7 @@ def register(sub: Any) -> None:
     p.add_argument("--base-url", help="API base URL (default: OPENAI_BASE_URL or "
                    "ANTHROPIC_BASE_URL, else the vendor's)")
     p.add_argument("--timeout", type=positive_float, default=120, help="seconds (default 120)")
+    p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--json", action="store_true", help="print the whole prediction record")
     p.set_defaults(run=predict_command)
 
@@ -126,7 +128,8 @@ def predict_command(args: argparse.Namespace) -> int:
     target = steps[index]
 
     async def run() -> Prediction:
-        predictor = make_predictor(args.predictor, base_url=args.base_url, timeout=args.timeout)
+        predictor = make_predictor(args.predictor, base_url=args.base_url, timeout=args.timeout,
+                                   local_model=args.model)
         try:
             outcome = await predict(
                 predictor, steps[:index], args.task, args.context,

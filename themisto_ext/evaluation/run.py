@@ -165,6 +165,8 @@ class BenchConfig:
     out: Path
     concurrency: int = 8
     base_url: str | None = None
+    local_model: str | None = None
+    """The model of local and hybrid predictors that name none (``--model``)."""
     in_order: bool = False
     timeout: float = 120
     budget_chars: int = 24_000
@@ -339,7 +341,8 @@ async def run_bench(examples: Sequence[Example], bench: Path, config: BenchConfi
                                              timeout=config.timeout,
                                              max_concurrency=config.concurrency,
                                              window_tokens=config.window_tokens,
-                                             tokenizer=config.tokenizer))
+                                             tokenizer=config.tokenizer,
+                                             local_model=config.local_model))
         _claim_directory(config.out, bench, examples)
     except BaseException:
         for predictor in predictors:

@@ -160,6 +160,12 @@ class ThemistoExtension(ExtensionApp):
                                          "prefix a session shares with its previous prompt "
                                          "(off only to measure what reuse buys).").tag(
         config=True)
+    model = Unicode(
+        "", help="The embedded model of the local and hybrid predictors that name none: a "
+                 "name of `themisto models list` (smollm2-135m, qwen2.5-coder-0.5b, "
+                 "qwen2.5-coder-1.5b; installed with `themisto models install NAME`) or a "
+                 "GGUF file's path; empty: the embedded default (smollm2-135m).",
+    ).tag(config=True)
     local_adapter = Unicode(
         "", help="A LoRA adapter GGUF (themisto finetune) the local model applies, for the "
                  "local and hybrid predictors that name none; empty: the base model.",
@@ -319,7 +325,8 @@ class ThemistoExtension(ExtensionApp):
                                            local_limits=self._local_limits(),
                                            models=models,
                                            local_adapter=Path(self.local_adapter)
-                                           if self.local_adapter else None))
+                                           if self.local_adapter else None,
+                                           local_model=self.model or None))
             except Exception as exc:  # one misconfigured predictor must not stop the server
                 self.log.error("themisto: predictor %r unavailable: %s", spec, exc)
         names = ", ".join(p.name for p in made) or "none"

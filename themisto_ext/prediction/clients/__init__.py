@@ -129,13 +129,15 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
                    tokenizer: Path | None = None,
                    local_limits: Limits | None = None,
                    models: dict[str, Predictor] | None = None,
-                   local_adapter: Path | None = None) -> Predictor:
+                   local_adapter: Path | None = None,
+                   local_model: str | None = None) -> Predictor:
     """The predictor named ``spec``. ``max_tokens`` caps answers below the protocol's;
     ``window_tokens`` and ``tokenizer`` set a remote model's window (see the module);
     ``local_limits`` the local model process's deadlines and restart policy. Predictors
     made with the same ``models`` dict share one process per local model file (``local``
     and ``hybrid`` in one server). ``local_adapter``: the LoRA adapter of ``local`` and
-    ``hybrid`` forms that name none."""
+    ``hybrid`` forms that name none; ``local_model`` their model when they name none (a name
+    of ``themisto models list`` or a GGUF path; default: the embedded default)."""
     bare, named = split_adapter(check_predictor_name(spec))
     adapter = named or local_adapter
     kind, _, arg = bare.partition(":")
@@ -156,12 +158,15 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
                                reuse_prefix=reuse_prefix, max_tokens=max_tokens,
                                window_tokens=window_tokens, tokenizer=tokenizer,
                                local_limits=local_limits, models=models,
-                               local_adapter=local_adapter)
+                               local_adapter=local_adapter, local_model=local_model)
         return HybridPredictor(model, f"{HYBRID}:{model.name}", next_cells=True)
     if kind in ("local", "hybrid"):
         from themisto_ext.prediction.clients.local import LocalPredictor
+        from themisto_ext.prediction.clients.local import models as known
         from themisto_ext.prediction.clients.local.wire import adapted
 
+        if not arg and local_model:
+            arg = str(known.resolve(local_model))
         key = f"{arg}+{adapter or ''}"  # one process per model file and adapter
         shared = None if models is None else models.get(key)
         local = LocalPredictor(Path(arg) if arg else None, reuse_prefix=reuse_prefix,

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from themisto_ext.contract import default_home
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.clients.local.engine import Run, default_model_path
+from themisto_ext.prediction.clients.local.models import missing_hint
 from themisto_ext.prediction.clients.local.supervisor import Limits, ModelProcess
 from themisto_ext.prediction.clients.local.wire import (
     EngineConfig,
@@ -118,15 +119,21 @@ class LocalPredictor:
         return None if running is None else running.proc.pid
 
     def status(self) -> dict[str, Any]:
-        """The model process as GET /predictors reports it."""
-        return {"predictor": self.name, **self._process.status()}
+        """The model process as GET /predictors reports it, and which model it runs."""
+        path = self._path
+        if path is None:
+            with contextlib.suppress(LocalModelError):
+                path = default_model_path()
+        size = path.stat().st_size if path is not None and path.is_file() else None
+        return {"predictor": self.name, **self._process.status(),
+                "model": path.name if path is not None else None, "model_bytes": size}
 
     def _ensure_running(self) -> None:
         if self._process.running is not None:
             return
         path = self._path or default_model_path()
         if not path.is_file():  # said at once, without starting a process
-            raise LocalModelError(f"No GGUF model file at {path}")
+            raise LocalModelError(missing_hint(path))
         if self._adapter is not None and not self._adapter.is_file():
             raise LocalModelError(f"No LoRA adapter file at {self._adapter}")
         self._process.ensure_running()

@@ -112,6 +112,27 @@ def installed_path(name: str) -> Path | None:
     return None
 
 
+def resolve(spec: str) -> Path:
+    """A model setting's file: a known model's name (where it is installed, else where
+    ``install`` would put it: loading it then says how to install it), or a GGUF path."""
+    if spec in MODELS:
+        return installed_path(spec) or install_dir() / MODELS[spec].file
+    path = Path(spec).expanduser()
+    if path.suffix != ".gguf":
+        raise LocalModelError(f"No model named {spec!r}: one of {', '.join(MODELS)}, or a "
+                              f"GGUF file's path")
+    return path
+
+
+def missing_hint(path: Path) -> str:
+    """What to do about a model file that is not there."""
+    model = next((m for m in MODELS.values() if m.file == path.name), None)
+    if model is None:
+        return f"No GGUF model file at {path}"
+    return (f"The model {model.name} is not installed: install it with "
+            f"`themisto models install {model.name}`")
+
+
 def verify(path: Path) -> None:
     """Check a known model's file against its recorded hash before it is loaded; files
     Themisto does not know (a user's GGUF) are loaded as they are."""
