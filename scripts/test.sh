@@ -10,6 +10,8 @@ apt_install chromium chromium
 pg_ctl_bin="$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null | sort -V | tail -1 || true)"
 apt_install "${pg_ctl_bin:-pg_ctl}" postgresql
 ensure_venv test,train
+# The code model the completion tests run (tests/test_code_completion.py), 469 MiB, once.
+themisto models install qwen2.5-coder-0.5b >&2
 log "installing front-end dependencies"
 jlpm install --immutable >/dev/null 2>&1 || jlpm install
 (cd ui-tests && (jlpm install --immutable >/dev/null 2>&1 || jlpm install))

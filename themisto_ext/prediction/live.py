@@ -255,9 +255,10 @@ class LivePredictions:
         return None
 
     async def complete(self, trajectory_id: str, beginning: str,
-                       after_step: int) -> CellCompletion:
-        """The rest of the cell after step ``after_step`` that begins with ``beginning``
-        (``completion.py``), under ``full`` where this server predicts with it."""
+                       after_step: int, after: str = "") -> CellCompletion:
+        """What goes at the cursor of a cell typed after step ``after_step``: ``beginning``
+        before it, ``after`` after it (``completion.py``), under ``full`` where this server
+        predicts with it."""
         model = writer(self.predictors)
         if model is None:
             return CellCompletion(None, None, NO_WRITER)
@@ -268,7 +269,8 @@ class LivePredictions:
         return await complete_cell(model, [s for s in history if int(s["step"]) <= after_step],
                                    beginning, context,
                                    scope=Scope(trajectory_id), target_step=after_step + 1,
-                                   budget_chars=budget, session=f"{trajectory_id}:{context}")
+                                   budget_chars=budget, session=f"{trajectory_id}:{context}",
+                                   after=after)
 
     def warm(self, trajectory_id: str | None, steps: int) -> int:
         """A notebook opened: the model sessions of its trajectory read the trajectory so

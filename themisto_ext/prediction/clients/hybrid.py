@@ -38,6 +38,7 @@ from themisto_ext.prediction.clients.baseline import determined, visible_state
 from themisto_ext.prediction.clients.nextcell import next_cell
 from themisto_ext.prediction.clients.references import copy_previous
 from themisto_ext.prediction.prompts import MARKUP, Prompt
+from themisto_ext.prediction.prompts.code import Infill
 from themisto_ext.prediction.prompts.garbage import garbage
 from themisto_ext.prediction.prompts.postprocess import postprocess
 from themisto_ext.prediction.prompts.window import Window
@@ -53,6 +54,17 @@ class HybridPredictor:
         self.writes_cells = next_cells
         """Whether its model writes cells: the next cells no variation predicts (else it
         abstains), and the rest of a cell the person is typing (``completion.py``)."""
+
+    @property
+    def fills_code(self) -> bool:
+        """Whether its model fills in the middle of code: a code model completes the cell
+        being typed (``completion.py``), whatever ``writes_cells`` says of next cells."""
+        return bool(getattr(self._model, "fills_code", False))
+
+    async def infill(self, request: Infill, session: str | None) -> Completion:
+        infill = self._model.infill  # type: ignore[attr-defined]
+        done: Completion = await infill(request, session)
+        return done
 
     @property
     def window(self) -> Window | None:

@@ -131,11 +131,11 @@ MAX_BEGINNING = 20_000
 
 
 class CompletionsHandler(ThemistoHandler):
-    """``POST /completions {kernel_id, beginning}``: the rest of the cell being typed below
-    the last cell run, by the server's predictor that writes cells (``completer`` in ``GET
-    /predictors``; ``prediction/completion.py``). Answers ``{completion, predictor, reason,
-    trajectory_id, after_step}``: ``completion`` null with the ``reason`` when there is
-    none. Nothing is stored."""
+    """``POST /completions {kernel_id, beginning, after?}``: what goes at the cursor of a
+    cell being typed (``beginning`` before it, ``after`` after it), by the server's
+    completer (``completer`` in ``GET /predictors``; ``prediction/completion.py``). Answers
+    ``{completion, predictor, reason, trajectory_id, after_step}``: ``completion`` null
+    with the ``reason`` when there is none. Nothing is stored."""
 
     @web.authenticated
     @authorized
@@ -146,10 +146,16 @@ class CompletionsHandler(ThemistoHandler):
             raise bad_request("beginning", "must be the text typed so far, not blank")
         if len(beginning) > MAX_BEGINNING:
             raise bad_request("beginning", f"longer than {MAX_BEGINNING} characters")
+        after = body.get("after", "")
+        if not isinstance(after, str):
+            raise bad_request("after", "must be the cell's text after the cursor")
+        if len(after) > MAX_BEGINNING:
+            raise bad_request("after", f"longer than {MAX_BEGINNING} characters")
         trajectory = await kernel_trajectory(self, kernel_id)
         done = await self.themisto.live.complete(trajectory.id,
                                                  self.themisto.mask_cell(beginning),
-                                                 trajectory.steps)
+                                                 trajectory.steps,
+                                                 self.themisto.mask_cell(after))
         self.send_json({"completion": done.completion, "predictor": done.predictor,
                         "reason": done.reason, "trajectory_id": trajectory.id,
                         "after_step": trajectory.steps})

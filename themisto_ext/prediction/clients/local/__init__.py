@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from themisto_ext.contract import default_home
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.clients.local.engine import Run, default_model_path
-from themisto_ext.prediction.clients.local.models import missing_hint
+from themisto_ext.prediction.clients.local.models import fills_code, missing_hint
 from themisto_ext.prediction.clients.local.supervisor import Limits, ModelProcess
 from themisto_ext.prediction.clients.local.wire import (
     EngineConfig,
@@ -40,6 +40,7 @@ from themisto_ext.prediction.clients.local.wire import (
     adapted,
 )
 from themisto_ext.prediction.prompts import Prompt
+from themisto_ext.prediction.prompts.code import Infill
 from themisto_ext.prediction.prompts.window import Window
 
 MiB = 1024 * 1024
@@ -155,7 +156,7 @@ class LocalPredictor:
         self._ensure_running()
         return self._process.count("prompt", prompt)
 
-    async def _run(self, call: str, prompt: Prompt, session: str | None,
+    async def _run(self, call: str, prompt: Prompt | Infill, session: str | None,
                    kind: tuple[str, str] | None, urgent: bool = False,
                    on_text: Callable[[str], None] | None = None,
                    on_cpu: Callable[[float], None] | None = None) -> Run:
@@ -216,6 +217,30 @@ class LocalPredictor:
         if running is not None and running.info is not None:
             return str(running.info["model"])
         return adapted((self._path or default_model_path()).name, self._adapter)
+
+    @property
+    def fills_code(self) -> bool:
+        """Whether its model fills in the middle of code (``infill``): a code model."""
+        with contextlib.suppress(LocalModelError):
+            return fills_code(self._path or default_model_path())
+        return False
+
+    async def infill(self, request: Infill, session: str | None,
+                     on_text: Callable[[str], None] | None = None) -> Completion:
+        """The text the model puts at the cursor of a cell being typed (``Engine.infill``).
+        A newer request of the session supersedes a queued one; cancelling this call stops
+        the model at its next token."""
+        started = time.perf_counter()
+        run = await self._run("infill", request, session, self._kind(session, "completion"),
+                              urgent=True, on_text=on_text)
+        usage = run.response["usage"]
+        return Completion(text=run.response["choices"][0]["message"]["content"] or "",
+                          model=self._model_name(), latency=time.perf_counter() - started,
+                          queue_seconds=run.queue_seconds,
+                          prompt_tokens=usage["prompt_tokens"],
+                          completion_tokens=usage["completion_tokens"],
+                          cached_tokens=run.cached_tokens,
+                          raw={"timings": run.response.get("timings")})
 
     async def warm(self, prompt: Prompt, session: str | None) -> int:
         """Read what ``session``'s next prompts share with ``prompt`` into the KV cache in

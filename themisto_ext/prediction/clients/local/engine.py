@@ -31,6 +31,7 @@ from themisto_ext.prediction.clients.local.runtime import Runtime
 from themisto_ext.prediction.clients.local.sessions import RecentSessions
 from themisto_ext.prediction.clients.local.wire import LocalModelError, adapted
 from themisto_ext.prediction.prompts import Exchange, Prompt
+from themisto_ext.prediction.prompts.code import Infill
 
 
 def default_model_path() -> Path:
@@ -92,13 +93,21 @@ class Meter:
             self._on_progress()
         self.timings = chunk.get("timings") or self.timings
         self.usage = chunk.get("usage") or self.usage
+        pieces = [(choice.get("delta") or {}).get("content") or choice.get("text") or ""
+                  for choice in chunk.get("choices") or []]
+        if "choices" not in chunk:  # llama.cpp's own format (/infill): one content each
+            pieces.append(str(chunk.get("content") or ""))
+            if chunk.get("stop"):
+                self.finish_reason = str(chunk.get("stop_type") or "stop")
+                self.usage = {"prompt_tokens": chunk.get("tokens_evaluated", 0),
+                              "completion_tokens": chunk.get("tokens_predicted", 0)}
         for choice in chunk.get("choices") or []:
-            piece = (choice.get("delta") or {}).get("content") or choice.get("text") or ""
-            if piece:
-                self.text += piece
-                if self._on_text is not None:
-                    self._on_text(self.text)
             self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        piece = "".join(pieces)
+        if piece:
+            self.text += piece
+            if self._on_text is not None:
+                self._on_text(self.text)
         if self._abort is not None and self._abort.is_set():
             self.stopped = True
         return self.stopped
@@ -283,11 +292,47 @@ class Engine:
                    run_seconds=ended - switched, queue_seconds=began - queued_at,
                    switch_seconds=switched - began, prompt_threads=self._n_threads)
 
+    def infill(self, request: Infill, session: str | None, queued_at: float,
+               abort: threading.Event | None = None,
+               on_text: Callable[[str], None] | None = None) -> Run:
+        """Fill in the middle of the cell being typed (``prompts/code.py``), greedily, up to
+        the end of the line (``request.line``) or of the block; stopped at the next token
+        when ``abort`` is set (a newer keystroke)."""
+        began = time.perf_counter()
+        loaded = self.load()
+        self._sessions.touch(session)
+        meter = Meter(abort, on_text, self.on_progress)
+        stop = ["\n"] if request.line else ["\n\n\n", "\n# %%", "\n```"]
+        cut = request.before.rfind("\n") + 1
+        body = {"input_extra": [{"filename": name, "text": text}
+                                for name, text in request.files],
+                # as llama.vim asks: the lines before the cursor's, then its line so far
+                "input_prefix": request.before[:cut], "prompt": request.before[cut:],
+                "input_suffix": request.after,
+                "n_predict": request.max_tokens, "temperature": 0.0, "top_k": 1,
+                "repeat_penalty": 1.0, "stop": stop, "cache_prompt": self._reuse_prefix}
+        self._run(loaded, "infill", body, meter)
+        if meter.stopped:
+            raise PredictionSuperseded("a newer keystroke replaced it")
+        ended = time.perf_counter()
+        return Run(response={"choices": [{"message": {"content": meter.text},
+                                          "finish_reason": meter.finish_reason}],
+                             "usage": {"prompt_tokens": meter.cached + meter.read,
+                                       "completion_tokens": int(meter.usage.get(
+                                           "completion_tokens", 0))},
+                             "timings": meter.timings},
+                   cached_tokens=meter.cached, prompt_eval_seconds=meter.prompt_seconds,
+                   run_seconds=ended - began, queue_seconds=began - queued_at,
+                   switch_seconds=0.0, prompt_threads=self._n_threads)
+
     def _run(self, loaded: Runtime, route: str, body: dict[str, Any], meter: Meter) -> None:
         try:
+            if route == "infill":
+                loaded.infill(body, meter)
+                return
             loaded.stream(route, body, meter)
         except ModelServerError as exc:
-            if exc.kind == "exceed_context_size_error":
+            if exc.kind == "exceed_context_size_error" or "infill" in str(exc).lower():
                 raise ProviderRequestError(f"local model: {exc}") from None
             raise LocalModelError(f"llama.cpp failed: {exc}") from exc
 

