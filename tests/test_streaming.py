@@ -124,7 +124,10 @@ async def test_the_local_model_streams_its_answer_token_by_token() -> None:
     finally:
         await local.aclose()
     assert streamed.text == whole.text  # greedy: the same answer, streamed or not
-    assert len(seen) >= streamed.completion_tokens - 1 >= 3  # one per generated token
+    # one per generated token, but for the closing tag's, which llama.cpp holds back while
+    # they may be the stop string (and then drops)
+    closing = len("</output>")
+    assert len(seen) >= streamed.completion_tokens - closing and len(seen) >= 3
     assert all(b.startswith(a) for a, b in itertools.pairwise(seen))
     assert partial_answer(seen[-1], "output") == postprocess(streamed.text, "output")
 
