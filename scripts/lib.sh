@@ -52,12 +52,14 @@ ensure_venv() {
     # would be a CUDA build of several GB. 2.13.0 is the CPU wheel this machine keeps.
     "$VENV/bin/pip" install -q "torch==2.13.0"
   fi
-  # jupyterlab provides jlpm, which the package build runs; one resolver pass for the rest
+  # jupyterlab provides jlpm, which the package build runs (from PATH); the build backend
+  # and its plugins are installed here once rather than in an isolated build environment
+  # at every install
+  export PATH="$VENV/bin:$PATH"
   "$VENV/bin/pip" install -q "jupyterlab>=4.2,<5" hatchling hatch-nodejs-version \
     "hatch-jupyter-builder>=0.5" "jupyter-builder>=1.2.0,<2"
   log "installing themisto_ext[$1] (builds the JupyterLab extension)"
   (cd "$ROOT" && "$VENV/bin/pip" install -q --no-build-isolation ".[$1]")
-  export PATH="$VENV/bin:$PATH"
   ensure_model
 }
 
