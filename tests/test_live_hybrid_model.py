@@ -90,9 +90,16 @@ async def test_the_named_model_completes_the_cell_being_typed(jp_fetch, jp_serve
                                   "beginning": f'db_password = "{secret}"\n'})
         sent = json.dumps([r.body for r in llm.requests])
         assert secret not in sent and "<redacted>" in sent
+        # only blanks typed: nothing to complete, said, and no model asked
+        llm.requests.clear()
+        blank = await complete(jp_fetch, {"kernel_id": kernel_id, "beginning": " \x1c\n"})
+        assert (blank["status"], blank["completion"], blank["reason"]) == (
+            200, None, "nothing typed before the cursor")
+        assert not llm.requests
         # bad requests: a clear 4xx, never a 500
         for body, status in [({"kernel_id": kernel_id}, 400),
-                             ({"kernel_id": kernel_id, "beginning": "  "}, 400),
+                             ({"kernel_id": kernel_id, "beginning": ""}, 400),
+                             ({"kernel_id": kernel_id, "beginning": "x", "after": 3}, 400),
                              ({"kernel_id": kernel_id, "beginning": "x" * 20_001}, 400),
                              ({"kernel_id": "nope", "beginning": "x"}, 404)]:
             assert (await complete(jp_fetch, body))["status"] == status

@@ -142,8 +142,8 @@ class CompletionsHandler(ThemistoHandler):
     async def post(self) -> None:
         body = self.json_body()
         kernel_id, beginning = body_kernel_id(body), body.get("beginning")
-        if not isinstance(beginning, str) or not beginning.strip():
-            raise bad_request("beginning", "must be the text typed so far, not blank")
+        if not isinstance(beginning, str) or not beginning:
+            raise bad_request("beginning", "must be the text typed so far")
         if len(beginning) > MAX_BEGINNING:
             raise bad_request("beginning", f"longer than {MAX_BEGINNING} characters")
         after = body.get("after", "")
@@ -152,6 +152,11 @@ class CompletionsHandler(ThemistoHandler):
         if len(after) > MAX_BEGINNING:
             raise bad_request("after", f"longer than {MAX_BEGINNING} characters")
         trajectory = await kernel_trajectory(self, kernel_id)
+        if not beginning.strip():  # nothing typed yet but blanks: nothing to complete
+            self.send_json({"completion": None, "predictor": None,
+                            "reason": "nothing typed before the cursor", "trajectory_id":
+                            trajectory.id, "after_step": trajectory.steps})
+            return
         done = await self.themisto.live.complete(trajectory.id,
                                                  self.themisto.mask_cell(beginning),
                                                  trajectory.steps,

@@ -75,17 +75,24 @@ DEFAULT = "smollm2-135m"
 
 
 def search_dirs() -> list[Path]:
-    """Where installed models are looked for: Jupyter's data path (JUPYTER_PATH, the
-    user's, the environment's, the system's), as Jupyter finds kernels and extensions."""
+    """Where installed models are looked for: the environment's data folder (read from
+    ``sys.prefix`` itself, as a process in a test harness that moves Jupyter's paths still
+    runs this environment), then Jupyter's data path (JUPYTER_PATH, the user's, the
+    environment's, the system's), as Jupyter finds kernels and extensions."""
     from jupyter_core.paths import jupyter_path
 
-    return [Path(p) / "models" for p in jupyter_path("themisto")]
+    found = [_env_dir(), *(Path(p) / "models" for p in jupyter_path("themisto"))]
+    return list(dict.fromkeys(found))
+
+
+def _env_dir() -> Path:
+    return Path(sys.prefix) / "share" / "jupyter" / "themisto" / "models"
 
 
 def install_dir() -> Path:
     """Where ``install`` writes: the environment's data folder when this process may write
     there (a virtual environment), else Themisto's folder in the user's data directory."""
-    env = Path(sys.prefix) / "share" / "jupyter" / "themisto" / "models"
+    env = _env_dir()
     probe = env
     while not probe.exists():
         probe = probe.parent
