@@ -156,7 +156,10 @@ export interface IThemistoClient {
    * The rest of the cell being typed below the last cell run, as the
    * server's completer writes it (nothing is stored).
    */
-  completeCell(body: ICompletionRequest): Promise<ICellCompletion>;
+  completeCell(
+    body: ICompletionRequest,
+    signal?: AbortSignal
+  ): Promise<ICellCompletion>;
 
   /**
    * Read trajectories as JSONL (authenticated by header; the caller streams

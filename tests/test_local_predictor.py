@@ -274,11 +274,24 @@ def test_default_model_comes_from_the_installed_wheel(monkeypatch, tmp_path):
     assert LocalPredictor().name == "local"
 
     monkeypatch.setattr(models, "search_dirs", lambda: [tmp_path])
-    absent = replace(models.MODELS[models.DEFAULT],
+    name = models.default_name()
+    absent = replace(models.MODELS[name],
                      parts=(models.Part("themisto-absent-model", "1", "x.gguf"),))
-    monkeypatch.setitem(models.MODELS, models.DEFAULT, absent)
-    with pytest.raises(LocalModelError, match="themisto models install smollm2-135m"):
+    monkeypatch.setitem(models.MODELS, name, absent)
+    with pytest.raises(LocalModelError, match=f"themisto models install {name}"):
         default_model_path()
+
+
+def test_the_default_is_the_code_model_unless_the_environment_names_another(monkeypatch):
+    monkeypatch.delenv(models.ENV, raising=False)
+    assert models.default_name() == models.DEFAULT == "qwen2.5-coder-0.5b"
+    assert models.MODELS[models.DEFAULT].fills_code
+    monkeypatch.setenv(models.ENV, "smollm2-135m")
+    assert models.default_name() == "smollm2-135m"
+    assert [m["name"] for m in models.describe() if m["default"]] == ["smollm2-135m"]
+    monkeypatch.setenv(models.ENV, "gpt-17")
+    with pytest.raises(LocalModelError, match="No model named 'gpt-17'"):
+        models.default_name()
 
 
 async def wait_until(condition, timeout: float = 10.0) -> None:

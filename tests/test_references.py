@@ -200,6 +200,58 @@ def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
         "", "hybrid:abstain", True, 0)
 
 
+def test_hybrid_shows_a_models_outputs_only_where_measured_to_beat_copying():
+    """The embedded models' output answers were not measured to beat copying the previous
+    output: bare ``hybrid`` abstains where no rule answers, without asking its model. A
+    model the user names is asked."""
+    from fake_llm import FakeLLM
+
+    from themisto_ext.prediction.clients.hybrid import HybridPredictor
+    from themisto_ext.prediction.clients.local import models
+
+    assert not any(m.outputs_beat_copying for m in models.MODELS.values())
+    bare, named = make_predictor("hybrid"), make_predictor("hybrid:openai:m")
+    try:
+        assert bare.model_outputs is False  # type: ignore[attr-defined]
+        assert named.model_outputs is True  # type: ignore[attr-defined]
+    finally:
+        asyncio.run(bare.aclose())
+        asyncio.run(named.aclose())
+    history = [step(1, "x = 6", {"x": VARIABLES["n"]})]
+
+    async def go(outputs: bool, code: str) -> dict:
+        with FakeLLM(answer="<output>\n7\n</output>") as llm:
+            hybrid = HybridPredictor(make_predictor("openai:m", base_url=llm.openai_url),
+                                     outputs=outputs)
+            try:
+                record = await predict(hybrid, history, "output", "full", scope=Scope("t"),
+                                       target_step=2, target_code=code)
+            finally:
+                await hybrid.aclose()
+            return {**record, "asked": len(llm.requests)}  # type: ignore[dict-item]
+
+    gated = asyncio.run(go(False, "import random\nprint(random.random())"))
+    assert (gated["answer"], gated["model"], gated["abstained"], gated["asked"]) == (
+        "", "hybrid:abstain", True, 0)
+    ruled = asyncio.run(go(False, "print(x)"))  # the rules still answer
+    assert (ruled["answer"], ruled["model"]) == ("1000", "hybrid:baseline")
+    asked = asyncio.run(go(True, "import random\nprint(random.random())"))
+    assert (asked["answer"], asked["asked"]) == ("7", 1)
+
+
+def test_a_next_cell_that_repeats_or_varies_a_cell_already_run_is_no_prediction():
+    from themisto_ext.prediction.clients.hybrid import _is_variant
+
+    history = [step(1, "import pandas as pd"), step(2, "df['age'].min()"),
+               step(3, "people['weight_kg'].mean()")]
+    for cell in ("import pandas as pd", "df['age'].min()", "df['age'].var()",
+                 "df[ 'age' ].max()", "people['height_cm'].mean()", "import  pandas as pd\n"):
+        assert _is_variant(cell, history), cell
+    for cell in ("import numpy as np", "df.groupby('city')['score'].mean()",
+                 "df['age'].plot(kind='hist')", "print(df.head())"):
+        assert not _is_variant(cell, history), cell
+
+
 def test_hybrid_is_a_predictor_name_with_the_local_models_window():
     predictor = make_predictor("hybrid", max_tokens=32)
     try:

@@ -51,18 +51,23 @@ describe('ghost text', () => {
 });
 
 describe('the completer of a cell being typed', () => {
-  const asked: string[] = [];
-  const completer = (answer: string | null | Error) =>
-    new PausedCompleter(async (_kernel, typed) => {
-      asked.push(typed);
+  const asked: string[][] = [];
+  const aborted: string[] = [];
+  const completer = (answer: string | null | Error, pause = 5) =>
+    new PausedCompleter(async (_kernel, before, after, signal) => {
+      asked.push([before, after]);
+      signal.addEventListener('abort', () => aborted.push(before));
       if (answer instanceof Error) {
         throw answer;
       }
+      // an answer takes a while, as a model's does
+      await new Promise(resolve => setTimeout(resolve, pause));
       return answer;
     }, 5);
 
   beforeEach(() => {
     asked.length = 0;
+    aborted.length = 0;
   });
 
   it('asks once typing pauses, for the latest text only', async () => {
@@ -71,14 +76,30 @@ describe('the completer of a cell being typed', () => {
     const newer = c.rest('k', 'df.grou', 7, null);
     await expect(older).resolves.toBeNull();
     await expect(newer).resolves.toBe('by("key").sum()');
-    expect(asked).toEqual(['df.grou']);
+    expect(asked).toEqual([['df.grou', '']]);
   });
 
-  it('offers nothing blank, mid-line, failed, or making the cell just run', async () => {
-    await expect(completer('x').rest('k', '  ', 2, null)).resolves.toBeNull();
+  it('sends the text before and after the cursor, anywhere in the cell', async () => {
     await expect(
-      completer('x').rest('k', 'df.gr', 2, null)
-    ).resolves.toBeNull();
+      completer('mean()').rest('k', 'x = df.\nprint(x)', 7, null)
+    ).resolves.toBe('mean()');
+    expect(asked).toEqual([['x = df.', '\nprint(x)']]);
+  });
+
+  it('aborts a request under way at the next keystroke', async () => {
+    const c = completer('sum()', 200);
+    const older = c.rest('k', 'df.s', 4, null);
+    await new Promise(resolve => setTimeout(resolve, 50)); // sent, not answered
+    expect(asked).toEqual([['df.s', '']]);
+    const newer = c.rest('k', 'df.su', 5, null);
+    await expect(older).resolves.toBeNull();
+    expect(aborted).toEqual(['df.s']);
+    await expect(newer).resolves.toBe('sum()');
+  });
+
+  it('offers nothing blank, failed, or making the cell just run', async () => {
+    await expect(completer('x').rest('k', '  ', 2, null)).resolves.toBeNull();
+    await expect(completer('x').rest('k', '  df', 1, null)).resolves.toBeNull();
     expect(asked).toEqual([]);
     await expect(
       completer(new Error('429')).rest('k', 'df.', 3, null)
@@ -86,6 +107,9 @@ describe('the completer of a cell being typed', () => {
     await expect(completer(null).rest('k', 'df.', 3, null)).resolves.toBeNull();
     await expect(
       completer('head()').rest('k', 'df.', 3, 'df.head()\n')
+    ).resolves.toBeNull();
+    await expect(
+      completer('head(').rest('k', 'df.)', 3, 'df.head()')
     ).resolves.toBeNull();
     await expect(
       completer('tail()').rest('k', 'df.', 3, 'df.head()')

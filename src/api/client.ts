@@ -209,8 +209,11 @@ export class ThemistoClient implements IThemistoClient {
     };
   }
 
-  async completeCell(body: ICompletionRequest): Promise<ICellCompletion> {
-    const reply = asRecord(await this._post(['completions'], body));
+  async completeCell(
+    body: ICompletionRequest,
+    signal?: AbortSignal
+  ): Promise<ICellCompletion> {
+    const reply = asRecord(await this._post(['completions'], body, signal));
     return {
       completion:
         typeof reply.completion === 'string' ? reply.completion : null,
@@ -285,11 +288,16 @@ export class ThemistoClient implements IThemistoClient {
   /**
    * Send a request to `themisto/api/<path...>` and parse the JSON reply.
    */
-  private _post(path: string[], body: object): Promise<unknown> {
+  private _post(
+    path: string[],
+    body: object,
+    signal?: AbortSignal
+  ): Promise<unknown> {
     return this._json(path, {
       method: 'POST',
       body: JSON.stringify(body),
-      headers: { 'Content-Type': 'application/json' }
+      headers: { 'Content-Type': 'application/json' },
+      signal
     });
   }
 

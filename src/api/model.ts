@@ -141,6 +141,7 @@ export interface IPredictionRequest {
 export interface ICompletionRequest {
   kernel_id: string;
   beginning: string;
+  after?: string;
 }
 
 /**

@@ -1,7 +1,9 @@
 /**
- * The next-cell prediction offered as inline (ghost text) completion; where
- * the typed text leaves it, the rest of the cell as the server's completer
- * writes it (a model the server names for that: `completer`).
+ * The next-cell prediction offered as inline (ghost text) completion below
+ * the last cell run; in any code cell, and where the typed text leaves the
+ * prediction, what goes at the cursor as the server's completer writes it
+ * from the text before and after the cursor (a model the server names for
+ * that: `completer`).
  */
 import type {
   CompletionHandler,
@@ -101,11 +103,15 @@ export function ghostText(
 }
 
 /**
- * Asks the server for the rest of a cell: the text to insert, or `null`.
+ * Asks the server what goes at the cursor of a cell (`before` and `after`
+ * it): the text to insert, or `null`. `signal` aborts the request, which
+ * stops the model on the server too.
  */
 export type CellCompleter = (
   kernelId: string,
-  beginning: string
+  before: string,
+  after: string,
+  signal: AbortSignal
 ) => Promise<string | null>;
 
 /**
@@ -116,7 +122,8 @@ export const COMPLETION_PAUSE_MS = 400;
 
 /**
  * The completer asked once typing pauses: a newer keystroke makes the older
- * request answer nothing without asking.
+ * request answer nothing without asking, and aborts one already sent (the
+ * server stops its model at the next token).
  */
 export class PausedCompleter {
   constructor(
@@ -125,33 +132,47 @@ export class PausedCompleter {
   ) {}
 
   /**
-   * The rest of the typed cell; `null` when nothing is typed, the cursor is
-   * not at the end, a newer keystroke came, the completer has none or
-   * failed, or the cell would be `ran`, the cell just run.
+   * What goes at `offset` of the typed cell `text`; `null` when nothing is
+   * typed before the cursor, a newer keystroke came, the completer has none
+   * or failed, or the cell would be `ran`, the cell just run.
    */
   async rest(
     kernelId: string,
-    typed: string,
+    text: string,
     offset: number,
     ran: string | null
   ): Promise<string | null> {
-    if (!typed.trim() || offset !== typed.length) {
+    const asked = ++this._asked;
+    this._sent?.abort();
+    this._sent = null;
+    const before = text.slice(0, offset);
+    const after = text.slice(offset);
+    if (!before.trim()) {
       return null;
     }
-    const asked = ++this._asked;
     await new Promise(resolve => setTimeout(resolve, this._pause));
     if (asked !== this._asked) {
       return null;
     }
+    const sent = new AbortController();
+    this._sent = sent;
     try {
-      const rest = await this._complete(kernelId, typed);
-      return rest && (typed + rest).trim() !== ran?.trim() ? rest : null;
+      const rest = await this._complete(kernelId, before, after, sent.signal);
+      if (asked !== this._asked || !rest) {
+        return null;
+      }
+      return (before + rest + after).trim() !== ran?.trim() ? rest : null;
     } catch {
-      return null; // a failed completion shows nothing; the panel shows errors
+      return null; // a failed or aborted completion shows nothing
+    } finally {
+      if (this._sent === sent) {
+        this._sent = null;
+      }
     }
   }
 
   private _asked = 0;
+  private _sent: AbortController | null = null;
 }
 
 /**
@@ -180,28 +201,30 @@ export class NextCellInlineProvider implements IInlineCompletionProvider {
     context: IInlineCompletionContext
   ): Promise<IInlineCompletionList> {
     const widget = context.widget;
-    if (!(widget instanceof NotebookPanel)) {
+    if (
+      !(widget instanceof NotebookPanel) ||
+      widget.content.activeCell?.model.type !== 'code'
+    ) {
       return { items: [] };
     }
     const store = this._live.store(widget.context.path);
-    if (!isNextCell(widget, store)) {
-      return { items: [] };
-    }
-    // The cell just run is never offered as the next one, whoever predicted it.
+    // The cell just run is never offered, whoever predicted it.
     const last = lastRunIndex(widget.content, store?.lastRunCell ?? null);
     const ran =
       last === null
         ? null
         : widget.content.widgets[last].model.sharedModel.getSource();
-    const prediction = latestNextCell(store, this._live, this._settings);
-    const insertText =
-      prediction && prediction.trim() !== ran?.trim()
-        ? ghostText(prediction, request.text, request.offset)
-        : null;
-    if (insertText) {
-      return { items: [{ insertText }] };
+    if (isNextCell(widget, store)) {
+      const prediction = latestNextCell(store, this._live, this._settings);
+      const insertText =
+        prediction && prediction.trim() !== ran?.trim()
+          ? ghostText(prediction, request.text, request.offset)
+          : null;
+      if (insertText) {
+        return { items: [{ insertText }] };
+      }
     }
-    // the typed text leaves the prediction: the server's completer, if any
+    // any code cell, or typing that leaves the prediction: the completer
     const kernelId = store?.kernelId;
     const rest =
       this._completer && kernelId && this._live.predictors?.completer

@@ -220,9 +220,13 @@ export const inlinePlugin: JupyterFrontEndPlugin<void> = {
         live,
         settings,
         (translator ?? nullTranslator).load('themisto_ext'),
-        async (kernelId, beginning) =>
-          (await client.completeCell({ kernel_id: kernelId, beginning }))
-            .completion
+        async (kernelId, beginning, after, signal) =>
+          (
+            await client.completeCell(
+              { kernel_id: kernelId, beginning, after },
+              signal
+            )
+          ).completion
       )
     );
     // Typing triggers inline completion, but an empty cell has nothing

@@ -47,7 +47,7 @@ def install_model(args: argparse.Namespace) -> int:
     from themisto_ext.cli.migrate import Progress
     from themisto_ext.prediction.clients.local import models
 
-    name = args.name or models.DEFAULT
+    name = args.name or models.default_name()
     model = models.known(name)
     there = models.installed_path(name)
     if there is not None:

@@ -159,6 +159,9 @@ class LivePredictions:
         self._running: dict[str, int] = {}
         """The step each trajectory's kernel is running (started, not landed)."""
         self._warmed: OrderedDict[str | None, int] = OrderedDict()
+        self._completing: dict[str, asyncio.Task[CellCompletion]] = {}
+        """The completion under way per trajectory: the next keystroke's replaces it."""
+        self._replaced: set[asyncio.Task[CellCompletion]] = set()
         """Trajectories whose sessions were warmed, and at how many steps."""
 
     # ------------------------------------------------------------ inputs
@@ -258,10 +261,32 @@ class LivePredictions:
                        after_step: int, after: str = "") -> CellCompletion:
         """What goes at the cursor of a cell typed after step ``after_step``: ``beginning``
         before it, ``after`` after it (``completion.py``), under ``full`` where this server
-        predicts with it."""
+        predicts with it. A newer completion of the trajectory (the next keystroke's)
+        cancels this one: its model stops at its next token, and this answers none.
+        Cancelling the call (the browser gave up the request) stops the model too."""
         model = writer(self.predictors)
         if model is None:
             return CellCompletion(None, None, NO_WRITER)
+        older = self._completing.pop(trajectory_id, None)
+        if older is not None:
+            self._replaced.add(older)
+            older.cancel()
+        job = asyncio.ensure_future(self._complete(model, trajectory_id, beginning,
+                                                   after_step, after))
+        self._completing[trajectory_id] = job
+        try:
+            return await job
+        except asyncio.CancelledError:
+            if job not in self._replaced:
+                raise  # this call was cancelled, not replaced
+            return CellCompletion(None, model.name, "a newer keystroke replaced it")
+        finally:
+            self._replaced.discard(job)
+            if self._completing.get(trajectory_id) is job:
+                del self._completing[trajectory_id]
+
+    async def _complete(self, model: Predictor, trajectory_id: str, beginning: str,
+                        after_step: int, after: str) -> CellCompletion:
         context: Context = "full" if "full" in self.contexts or not self.contexts \
             else self.contexts[0]
         budget = self.budgets.get(model.name, self.budget_chars)

@@ -164,7 +164,8 @@ class ThemistoExtension(ExtensionApp):
         "", help="The embedded model of the local and hybrid predictors that name none: a "
                  "name of `themisto models list` (smollm2-135m, qwen2.5-coder-0.5b, "
                  "qwen2.5-coder-1.5b; installed with `themisto models install NAME`) or a "
-                 "GGUF file's path; empty: the embedded default (smollm2-135m).",
+                 "GGUF file's path; empty: the embedded default (qwen2.5-coder-0.5b, or "
+                 "$THEMISTO_MODEL).",
     ).tag(config=True)
     local_adapter = Unicode(
         "", help="A LoRA adapter GGUF (themisto finetune) the local model applies, for the "

@@ -159,7 +159,7 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
                                window_tokens=window_tokens, tokenizer=tokenizer,
                                local_limits=local_limits, models=models,
                                local_adapter=local_adapter, local_model=local_model)
-        return HybridPredictor(model, f"{HYBRID}:{model.name}", next_cells=True)
+        return HybridPredictor(model, f"{HYBRID}:{model.name}", next_cells=True, outputs=True)
     if kind in ("local", "hybrid"):
         from themisto_ext.prediction.clients.local import LocalPredictor
         from themisto_ext.prediction.clients.local import models as known

@@ -8,12 +8,20 @@ the last line of the traceback (``NameError: name 'q' is not defined``); the pre
 step's output when the cell *is* a re-run of the previous one (the same code: the same
 output, unless the state changed under it); else the local model. Copying the previous
 output anywhere else would repeat what the user just saw, which is no prediction.
-Next-cell task: the last cell's next variation (``nextcell.py``: never the cell just run),
-else it abstains. The embedded model is not asked for next cells: its answers scored far
-below copying the last cell (README "Predictors"), and a guess is worse than no ghost text.
-A model the predictor names (``hybrid:openai:MODEL``, ``hybrid:local:PATH.gguf``:
-``next_cells``) is asked where no variation applies, and its answer is shown unless it is
-the cell just run (no prediction: it abstains).
+Next-cell task: with an embedded code model (``fills_code``: the Qwen2.5-Coder models),
+the model writes the cell as it fills in code, the notebook so far as the file around it,
+in the background (not urgent: an output prediction or a completion goes first); its cell
+is shown unless it is a copy or a variant of a cell already run (``_is_variant``: it
+abstains). Otherwise the last cell's next variation (``nextcell.py``: never the cell just
+run), else it abstains: the embedded SmolLM2 is not asked for next cells, its answers
+scored far below copying the last cell (README "Predictors"). A model the predictor names
+(``hybrid:openai:MODEL``, ``hybrid:local:PATH.gguf``: ``next_cells``) is asked where no
+variation applies, and its answer is shown unless it is the cell just run.
+
+Where no rule answers an output, the embedded model of bare ``hybrid`` is asked only if
+its output answers were measured to beat copying (``models.Model.outputs_beat_copying``;
+none so far): else ``hybrid`` abstains there, as a copy or a guess below copying is no
+prediction. A model the predictor names is asked (its user chose it).
 
 The model's answer is shown only when it is one: an answer that is no prediction (the
 prompt's demonstration echoed, cut off at the cap: ``prompts.garbage``; prompt markup in
@@ -30,30 +38,45 @@ model's.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
+from collections.abc import Sequence
 from typing import Any
+
+from rapidfuzz import fuzz
 
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest, Predictor
 from themisto_ext.prediction.clients.baseline import determined, visible_state
 from themisto_ext.prediction.clients.nextcell import next_cell
 from themisto_ext.prediction.clients.references import copy_previous
 from themisto_ext.prediction.prompts import MARKUP, Prompt
-from themisto_ext.prediction.prompts.code import Infill
+from themisto_ext.prediction.prompts.code import Infill, build_next_cell
 from themisto_ext.prediction.prompts.garbage import garbage
 from themisto_ext.prediction.prompts.postprocess import postprocess
 from themisto_ext.prediction.prompts.window import Window
+from themisto_ext.records import Step
 
 HYBRID = "hybrid"
 
 
 class HybridPredictor:
     def __init__(self, model: Predictor, name: str = HYBRID, *,
-                 next_cells: bool = False) -> None:
+                 next_cells: bool = False, outputs: bool | None = None) -> None:
         self._model = model
         self.name = name
         self.writes_cells = next_cells
         """Whether its model writes cells: the next cells no variation predicts (else it
         abstains), and the rest of a cell the person is typing (``completion.py``)."""
+        self._outputs = outputs
+        """Whether its model answers the outputs no rule answers (None: if the model's
+        output answers were measured to beat copying)."""
+
+    @property
+    def model_outputs(self) -> bool:
+        """Whether the model is asked for the outputs the rules leave (else: abstain)."""
+        if self._outputs is not None:
+            return self._outputs
+        return bool(getattr(self._model, "outputs_beat_copying", True))
 
     @property
     def fills_code(self) -> bool:
@@ -77,10 +100,12 @@ class HybridPredictor:
     def _rule(self, request: PredictionRequest) -> tuple[str, str] | None:
         """(answer, which rule) when a rule applies; ("", "abstain") for no answer."""
         if request.task == "next-cell":
+            if self.fills_code and not self.writes_cells:
+                return None  # the code model writes it; a variation is what it must not
             answer = next_cell(request.history)
             if answer is not None and answer.startswith(request.beginning or ""):
                 return answer, "variation"
-            return None if self.writes_cells else ("", "abstain")
+            return None if self.writes_cells or self.fills_code else ("", "abstain")
         code = request.target_code or ""
         state = visible_state(request.history, request.prompt.context, code)
         found = determined(code, request.history, state)
@@ -90,7 +115,7 @@ class HybridPredictor:
             return "\n".join(part for part in (found.text, found.raised) if part), "raises"
         if _is_last_cell(code, request):
             return copy_previous(request), "rerun"
-        return None
+        return None if self.model_outputs else ("", "abstain")
 
     async def predict(self, request: PredictionRequest) -> Completion:
         started = time.perf_counter()
@@ -101,6 +126,8 @@ class HybridPredictor:
             return Completion(text=rule[0], model=f"{HYBRID}:{rule[1]}",
                               latency=time.perf_counter() - started, answer=rule[0],
                               abstained=rule[1] == "abstain")
+        if request.task == "next-cell" and not self.writes_cells:
+            return await self._write_cell(request)
         completion = await self._model.predict(request)
         completion.model = f"{HYBRID}:{completion.model}"
         answer = postprocess(completion.text, request.task)
@@ -108,6 +135,25 @@ class HybridPredictor:
             completion.answer, completion.abstained = "", True
         else:
             completion.answer = answer
+        return completion
+
+    async def _write_cell(self, request: PredictionRequest) -> Completion:
+        """The next cell as a code model fills it in after the notebook so far; an
+        abstention where it is empty, a copy or a variant of a cell already run."""
+        beginning = request.beginning or ""
+        infill = build_next_cell(request.history, beginning, request.prompt.context,
+                                 max_tokens=NEXT_CELL_TOKENS)
+        call = self._model.infill  # type: ignore[attr-defined]
+        completion: Completion = await call(infill, request.session, task="next-cell")
+        completion.model = f"{HYBRID}:{completion.model}"
+        # a model that takes the cell for an empty one writes the next header first
+        cell = (beginning + _HEADER.sub("", completion.text, count=1)).strip()
+        stopped = (completion.completion_tokens or 0) >= NEXT_CELL_TOKENS  # cut mid-cell
+        if not cell or stopped or any(tag in cell for tag in MARKUP) \
+                or _is_variant(cell, request.history):
+            completion.answer, completion.abstained = "", True
+        else:
+            completion.answer = cell
         return completion
 
     def _no_prediction(self, request: PredictionRequest, completion: Completion,
@@ -133,9 +179,13 @@ class HybridPredictor:
         return None if status is None else {**status(), "predictor": self.name}
 
     async def warm(self, prompt: Prompt, session: str | None) -> int:
-        """The model's session warmed, if the model keeps sessions (see ``local``)."""
+        """The model's session warmed, if the model keeps sessions (see ``local``) and is
+        asked the chat prompts warmed (outputs or next cells: else it would read for
+        nothing, beside a user's computing kernel)."""
         warm = getattr(self._model, "warm", None)
-        return 0 if warm is None else int(await warm(prompt, session))
+        if warm is None or not (self.model_outputs or self.writes_cells):
+            return 0
+        return int(await warm(prompt, session))
 
     async def aclose(self) -> None:
         await self._model.aclose()
@@ -152,6 +202,33 @@ def _is_copy(answer: str, request: PredictionRequest) -> bool:
     if text == (request.target_code or "").strip():
         return True
     return any(text == str(step.get("output") or "").strip() for step in request.history)
+
+
+VARIANT_RATIO = 90
+"""A cell at least this similar (rapidfuzz ratio, blanks collapsed) to a cell already run
+changes little of it: no prediction."""
+NEXT_CELL_TOKENS = 96
+"""Tokens a code model writes of a next cell: a cell longer than that is not shown cut."""
+_TOKEN = re.compile(r"\w+|\S")
+_HEADER = re.compile(r"\A(?:\s*# In\[\d*\]:[ \t]*\n)+")
+
+
+def _is_variant(cell: str, history: Sequence[Step]) -> bool:
+    """Whether ``cell`` repeats a cell already run or is a variant of one: the same
+    tokens but one (``df['age'].var()`` after ``df['age'].min()``), or nearly the same
+    text."""
+    text, tokens = " ".join(cell.split()), _TOKEN.findall(cell)
+    for step in history:
+        code = str(step.get("code") or "")
+        if not code.strip():
+            continue
+        theirs = _TOKEN.findall(code)
+        if len(theirs) == len(tokens) and \
+                sum(a != b for a, b in zip(theirs, tokens, strict=True)) <= 1:
+            return True
+        if fuzz.ratio(text, " ".join(code.split())) >= VARIANT_RATIO:
+            return True
+    return False
 
 
 def _is_last_cell(code: str, request: PredictionRequest) -> bool:

@@ -1,18 +1,23 @@
 """Prompts shaped for a code model: the notebook as such models saw notebooks in training.
 
 A code model (Qwen2.5-Coder) fills in the middle of a file: the text before the cursor and
-after it, with other files of the repository as context (llama.cpp's ``/infill``: the
-model's own FIM and file-separator tokens). Here the repository is the notebook:
+after it (llama.cpp's ``/infill``: the model's own FIM tokens). Here the file is the
+notebook as ``jupyter nbconvert --to script`` writes one, ending in the cell being typed:
 
-- ``notebook.py``: the cells run so far as ``# %%`` cells, each output below its cell as
+- the cells run so far, each under its ``# In[n]:`` header, its output below it as
   comments (``# Out: ...``), oldest first, the oldest cut first to fit;
-- ``state.py`` (``full`` and ``curated`` contexts): the runtime state after the last cell
-  as comments, one variable per line (name, type, shape or length, a short repr), the
-  ``curated`` context only the names the typed cell reads;
+- (``full`` and ``curated`` contexts) the runtime state after the last cell as comments,
+  one variable per line (name, type, shape or length, a short repr), the ``curated``
+  context only the names the typed cell reads;
+- ``# In[n]:`` and the cell's text before the cursor; the text after it is the suffix.
 
-and the cell being typed is the file being edited. Everything comes from the recorded
-steps, which the kernel already masked (secrets never reach a prompt); the typed text is
-masked by the server before it gets here.
+A completion and the next cell (typed text: none) are the same prompt but for the tail, so
+the model's prompt cache serves both: the notebook part stays put for many cells
+(``notebook_script``) and only the state and the typed cell are read anew. (With the
+notebook and the state as other files of a repository, the state came before the cell's
+file, and every new step made the model read everything after it again.) Everything
+comes from the recorded steps, which the kernel already masked (secrets never reach a
+prompt); the typed text is masked by the server before it gets here.
 """
 
 from __future__ import annotations
@@ -33,16 +38,17 @@ KEEP = 0.6
 
 @dataclass(frozen=True)
 class Infill:
-    """One fill-in-the-middle request: the text around the cursor and the context files."""
+    """One fill-in-the-middle request: the text around the cursor."""
 
     before: str
+    """The notebook so far, then the cell's text before the cursor."""
     after: str
-    files: tuple[tuple[str, str], ...]
-    """(file name, text) pairs the model reads first."""
     max_tokens: int = 48
     line: bool = True
     """Complete the rest of the current line only (else up to the end of the block)."""
     context: Context = "full"
+    stop: tuple[str, ...] = ()
+    """Where the model stops (none given: at the end of the line or block)."""
 
 
 def _comment(text: str, prefix: str) -> str:
@@ -55,15 +61,17 @@ def _clip(text: str, limit: int) -> str:
 
 
 def notebook_script(history: Sequence[Step], budget_chars: int) -> str:
-    """The cells run so far as a ``# %%`` script with their outputs as comments. Over the
-    budget, the oldest cells go, down to ``KEEP`` of it at once: the script then begins
-    the same way for many cells more, so the model's prompt cache keeps all but its tail
-    (cutting one cell at a time would make every prompt new: ~15 s for 1,500 tokens)."""
+    """The cells run so far as ``jupyter nbconvert --to script`` writes them (``# In[n]:``
+    headers, a blank line after each cell), their outputs as comments. Over the budget,
+    the oldest cells go, down to ``KEEP`` of it at once: the script then begins the same
+    way for many cells more, so the model's prompt cache keeps all but its tail (cutting
+    one cell at a time would make every prompt new: ~15 s for 1,500 tokens)."""
     cells = []
     for step in history:
         code = str(step.get("code") or "").rstrip()
         output = _clip(str(step.get("output") or "").rstrip(), OUTPUT_CHARS)
-        cells.append(f"# %%\n{code}\n" + (_comment(output, "# Out: ") if output else ""))
+        shown = _comment(output, "# Out: ") if output else ""
+        cells.append(f"# In[{step['step']}]:\n{code}\n{shown}\n")
     total = sum(map(len, cells))
     if total <= budget_chars:
         return "".join(cells)
@@ -75,7 +83,7 @@ def notebook_script(history: Sequence[Step], budget_chars: int) -> str:
         done += len(cell)
         while done >= mark * stride:
             mark += 1
-            if total - done <= budget_chars:
+            if total - done <= budget_chars and i + 1 < len(cells):
                 return "".join(cells[i + 1:])
     return cells[-1]  # the newest alone is over the budget: it is what the cell follows
 
@@ -114,12 +122,27 @@ def state_comments(history: Sequence[Step], context: Context, typed: str,
 
 
 def build_infill(history: Sequence[Step], before: str, after: str, context: Context, *,
-                 budget_chars: int = 6_000, max_tokens: int = 48,
-                 line: bool = True) -> Infill:
-    """The fill-in-the-middle request for the cell being typed after ``history``: its
-    text ``before`` and ``after`` the cursor, the notebook and (by ``context``) the state."""
+                 budget_chars: int = 6_000, max_tokens: int = 48, line: bool = True,
+                 stop: tuple[str, ...] = ()) -> Infill:
+    """The fill-in-the-middle request for the cell being typed after ``history``: the
+    notebook, (by ``context``) the state, then the cell's text ``before`` the cursor;
+    ``after`` it is the suffix."""
     state = state_comments(history, context, before + after, budget_chars // 3)
     script = notebook_script(history, budget_chars - len(state))
-    files = (("notebook.py", script),) + ((("state.py", state),) if state else ())
-    return Infill(before=before, after=after, files=files, max_tokens=max_tokens, line=line,
-                  context=context)
+    target = int(history[-1]["step"]) + 1 if history else 1
+    head = f"{script}{state}{chr(10) if state else ''}# In[{target}]:\n"
+    return Infill(before=head + before, after=after, max_tokens=max_tokens,
+                  line=line, context=context, stop=stop)
+
+
+NEXT_CELL_STOPS = ("\n# In[", "\n# Out:", "\n# Runtime state", "\n\n\n")
+"""The next cell ends where the model begins an output or another cell."""
+
+
+def build_next_cell(history: Sequence[Step], beginning: str, context: Context, *,
+                    budget_chars: int = 6_000, max_tokens: int = 96) -> Infill:
+    """The request for the cell after ``history`` (``beginning``: what is typed of it),
+    written to its end. (A ``# %%`` script ending in an empty cell made the 0.5B model
+    write ``# %%`` again or comments; after ``# In[n]:`` it writes code.)"""
+    return build_infill(history, beginning, "", context, budget_chars=budget_chars,
+                        max_tokens=max_tokens, line=False, stop=NEXT_CELL_STOPS)

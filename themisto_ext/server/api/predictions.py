@@ -4,13 +4,14 @@ completion of a cell being typed."""
 
 from __future__ import annotations
 
+import asyncio
 from http import HTTPStatus
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from themisto_ext.prediction.completion import writer
+from themisto_ext.prediction.completion import CellCompletion, writer
 from themisto_ext.prediction.prompts import TASKS
 from themisto_ext.server.api.base import ThemistoHandler, bad_request
 from themisto_ext.server.api.trajectories import known_trajectory
@@ -137,6 +138,13 @@ class CompletionsHandler(ThemistoHandler):
     ``{completion, predictor, reason, trajectory_id, after_step}``: ``completion`` null
     with the ``reason`` when there is none. Nothing is stored."""
 
+    _job: asyncio.Future[CellCompletion] | None = None
+
+    def on_connection_close(self) -> None:
+        # The browser aborts the request at the next keystroke: the model stops too.
+        if self._job is not None:
+            self._job.cancel()
+
     @web.authenticated
     @authorized
     async def post(self) -> None:
@@ -157,10 +165,15 @@ class CompletionsHandler(ThemistoHandler):
                             "reason": "nothing typed before the cursor", "trajectory_id":
                             trajectory.id, "after_step": trajectory.steps})
             return
-        done = await self.themisto.live.complete(trajectory.id,
-                                                 self.themisto.mask_cell(beginning),
-                                                 trajectory.steps,
-                                                 self.themisto.mask_cell(after))
+        self._job = asyncio.ensure_future(self.themisto.live.complete(
+            trajectory.id, self.themisto.mask_cell(beginning), trajectory.steps,
+            self.themisto.mask_cell(after)))
+        try:
+            done = await self._job
+        except asyncio.CancelledError:
+            if self._job.cancelled():  # the browser gave up (the next keystroke): no reply
+                return
+            raise
         self.send_json({"completion": done.completion, "predictor": done.predictor,
                         "reason": done.reason, "trajectory_id": trajectory.id,
                         "after_step": trajectory.steps})

