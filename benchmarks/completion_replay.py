@@ -2,7 +2,7 @@
 through a real server's API (``POST /themisto/api/completions``).
 
     python benchmarks/completion_replay.py [NOTEBOOK ...] [--model qwen2.5-coder-0.5b]
-        [--predictor hybrid] [--contexts none,full] [--cells 40] [--seed 0]
+        [--predictor hybrid] [--contexts none,full] [--cells 40] [--think 0]
 
 Default notebooks: ``../shared/data/notebooks/*.ipynb``. For each context a fresh
 ``jupyter server`` (this Python, the extension, ``--model``) runs each notebook in a kernel
@@ -94,6 +94,7 @@ def replay(context: str, notebooks: list[Path], args: argparse.Namespace,
             execute(base, token, kernel, cwd_code)
             for index, (line, source) in enumerate(first_lines(notebook, args.cells)):
                 if typeable(line):
+                    time.sleep(args.think)  # reading the last output before typing
                     rows += type_line(client, kernel, line, notebook.name, index)
                 execute(base, token, kernel, source)
             client.delete(f"/api/kernels/{kernel}")
@@ -162,6 +163,9 @@ def main() -> None:
     parser.add_argument("--predictor", default="hybrid")
     parser.add_argument("--contexts", default="none,full")
     parser.add_argument("--cells", type=int, default=40, help="code cells per notebook")
+    parser.add_argument("--think", type=float, default=0.0,
+                        help="seconds between a cell's end and typing the next (reading "
+                             "its output; default 0: typing at once)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/themisto-replay"))
     args = parser.parse_args()
     notebooks = args.notebooks or sorted(SHARED.glob("*.ipynb"))

@@ -8,15 +8,17 @@ the last line of the traceback (``NameError: name 'q' is not defined``); the pre
 step's output when the cell *is* a re-run of the previous one (the same code: the same
 output, unless the state changed under it); else the local model. Copying the previous
 output anywhere else would repeat what the user just saw, which is no prediction.
-Next-cell task: with an embedded code model (``fills_code``: the Qwen2.5-Coder models),
-the model writes the cell as it fills in code, the notebook so far as the file around it,
-in the background (not urgent: an output prediction or a completion goes first); its cell
-is shown unless it is a copy or a variant of a cell already run (``_is_variant``: it
-abstains). Otherwise the last cell's next variation (``nextcell.py``: never the cell just
-run), else it abstains: the embedded SmolLM2 is not asked for next cells, its answers
-scored far below copying the last cell (README "Predictors"). A model the predictor names
-(``hybrid:openai:MODEL``, ``hybrid:local:PATH.gguf``: ``next_cells``) is asked where no
-variation applies, and its answer is shown unless it is the cell just run.
+Next-cell task: the last cell's next variation (``nextcell.py``: never the cell just run).
+Where none applies, a code model (``fills_code``: the embedded Qwen2.5-Coder models) writes
+the cell as it fills in code after the notebook so far (``prompts/code.py``), in the
+background (not urgent: an output prediction or a completion goes first), shown only where
+its next cells were measured to beat copying (``Model.next_cells_beat_copying``; the 0.5B
+model's were not) and then not where it is comments alone, cut off, a copy or a variant of
+a cell already run (``_is_variant``); otherwise it only reads the notebook, so that the
+completion typed next begins warm, and abstains. The embedded SmolLM2 is not asked: its
+next cells scored far below copying the last cell (README "Predictors"). A model the
+predictor names (``hybrid:openai:MODEL``, ``hybrid:local:PATH.gguf``: ``next_cells``) is
+asked where no variation applies, and its answer is shown unless it is the cell just run.
 
 Where no rule answers an output, the embedded model of bare ``hybrid`` is asked only if
 its output answers were measured to beat copying (``models.Model.outputs_beat_copying``;
@@ -61,15 +63,25 @@ HYBRID = "hybrid"
 
 class HybridPredictor:
     def __init__(self, model: Predictor, name: str = HYBRID, *,
-                 next_cells: bool = False, outputs: bool | None = None) -> None:
+                 next_cells: bool = False, outputs: bool | None = None,
+                 cells: bool | None = None) -> None:
         self._model = model
         self.name = name
         self.writes_cells = next_cells
         """Whether its model writes cells: the next cells no variation predicts (else it
         abstains), and the rest of a cell the person is typing (``completion.py``)."""
         self._outputs = outputs
+        self._cells = cells
         """Whether its model answers the outputs no rule answers (None: if the model's
         output answers were measured to beat copying)."""
+
+    @property
+    def model_next_cells(self) -> bool:
+        """Whether a code model's next cells are shown (else it abstains where no
+        variation applies): where measured to beat copying, or asked for (``cells``)."""
+        if self._cells is not None:
+            return self._cells
+        return bool(getattr(self._model, "next_cells_beat_copying", False))
 
     @property
     def model_outputs(self) -> bool:
@@ -100,8 +112,6 @@ class HybridPredictor:
     def _rule(self, request: PredictionRequest) -> tuple[str, str] | None:
         """(answer, which rule) when a rule applies; ("", "abstain") for no answer."""
         if request.task == "next-cell":
-            if self.fills_code and not self.writes_cells:
-                return None  # the code model writes it; a variation is what it must not
             answer = next_cell(request.history)
             if answer is not None and answer.startswith(request.beginning or ""):
                 return answer, "variation"
@@ -139,17 +149,27 @@ class HybridPredictor:
 
     async def _write_cell(self, request: PredictionRequest) -> Completion:
         """The next cell as a code model fills it in after the notebook so far; an
-        abstention where it is empty, a copy or a variant of a cell already run."""
+        abstention where it is empty, comments only, cut off, a copy or a variant of a cell
+        already run. Where the model's next cells were not measured to beat copying, it
+        only reads the notebook (one token written): the completions typed next then
+        begin warm, and the answer is an abstention."""
         beginning = request.beginning or ""
+        shown = self.model_next_cells
         infill = build_next_cell(request.history, beginning, request.prompt.context,
-                                 max_tokens=NEXT_CELL_TOKENS)
+                                 max_tokens=NEXT_CELL_TOKENS if shown else 0)
         call = self._model.infill  # type: ignore[attr-defined]
         completion: Completion = await call(infill, request.session, task="next-cell")
+        if not shown:
+            completion.model, completion.answer, completion.abstained = (
+                f"{HYBRID}:abstain", "", True)
+            return completion
         completion.model = f"{HYBRID}:{completion.model}"
         # a model that takes the cell for an empty one writes the next header first
         cell = (beginning + _HEADER.sub("", completion.text, count=1)).strip()
         stopped = (completion.completion_tokens or 0) >= NEXT_CELL_TOKENS  # cut mid-cell
-        if not cell or stopped or any(tag in cell for tag in MARKUP) \
+        code = [line for line in cell.splitlines() if line.strip()
+                and not line.lstrip().startswith("#")]  # comments alone: no cell to run
+        if not code or stopped or any(tag in cell for tag in MARKUP) \
                 or _is_variant(cell, request.history):
             completion.answer, completion.abstained = "", True
         else:
@@ -210,7 +230,7 @@ changes little of it: no prediction."""
 NEXT_CELL_TOKENS = 96
 """Tokens a code model writes of a next cell: a cell longer than that is not shown cut."""
 _TOKEN = re.compile(r"\w+|\S")
-_HEADER = re.compile(r"\A(?:\s*# In\[\d*\]:[ \t]*\n)+")
+_HEADER = re.compile(r"\A(?:\s*# In\[\d*\]:[ \t]*(?:\n|\Z))+")
 
 
 def _is_variant(cell: str, history: Sequence[Step]) -> bool:

@@ -32,6 +32,7 @@ from themisto_ext.prediction.clients.local.engine import Run, default_model_path
 from themisto_ext.prediction.clients.local.models import (
     fills_code,
     missing_hint,
+    next_cells_beat_copying,
     outputs_beat_copying,
 )
 from themisto_ext.prediction.clients.local.supervisor import Limits, ModelProcess
@@ -227,6 +228,13 @@ class LocalPredictor:
         """Whether its model fills in the middle of code (``infill``): a code model."""
         with contextlib.suppress(LocalModelError):
             return fills_code(self._path or default_model_path())
+        return False
+
+    @property
+    def next_cells_beat_copying(self) -> bool:
+        """Whether its model's next cells were measured to beat copying (``models``)."""
+        with contextlib.suppress(LocalModelError):
+            return next_cells_beat_copying(self._path or default_model_path())
         return False
 
     @property

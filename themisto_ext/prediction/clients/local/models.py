@@ -55,6 +55,10 @@ class Model:
     no rule answers; else it abstains there. No embedded model does so far: SmolLM2's
     scored below copying (chrF -0.071 [-0.158, -0.004]), the Qwen models' are unmeasured
     (a model is not trusted before it is measured)."""
+    next_cells_beat_copying: bool = False
+    """Whether the next cells it writes beat copying the last cell on the held-out
+    measurement; only then does ``hybrid`` show them where no variation applies. The 0.5B
+    model's did not (README "The embedded code model")."""
 
 
 
@@ -155,6 +159,12 @@ def resolve(spec: str) -> Path:
 def fills_code(path: Path) -> bool:
     """Whether the model file at ``path`` is a known model that fills in code."""
     return any(m.fills_code and m.file == path.name for m in MODELS.values())
+
+
+def next_cells_beat_copying(path: Path) -> bool:
+    """Whether the model file at ``path`` is a known model whose next cells were measured
+    to beat copying (``Model.next_cells_beat_copying``)."""
+    return any(m.next_cells_beat_copying and m.file == path.name for m in MODELS.values())
 
 
 def outputs_beat_copying(path: Path) -> bool:
