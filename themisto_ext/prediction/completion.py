@@ -2,8 +2,9 @@
 
 A code model (``fills_code``: the embedded Qwen2.5-Coder models, also under ``hybrid``)
 fills in the middle: the text before and after the cursor, after the notebook so far and,
-by context, the runtime state (``prompts/code.py``); it writes the rest of the line. Otherwise a model the server runs that writes cells (``writes_cells``:
-``hybrid:MODEL``, ``openai:``, ``anthropic:`` and ``local`` forms) is asked the next-cell
+by context, the runtime state (``prompts/code.py``); it writes the rest of the line.
+Otherwise a model the server runs that writes cells (``writes_cells``: ``hybrid:MODEL``,
+``openai:``, ``anthropic:`` and ``local`` forms) is asked the next-cell
 question with the typed text shown (``build_prompt``'s ``beginning``); its cell counts only
 if it begins with that text. The embedded SmolLM2 under ``hybrid`` does neither: its next
 cells scored far below copying the last cell (README "Predictors"), and a wrong ghost text
