@@ -1,7 +1,7 @@
 """Each installed embedded model's footprint: the time its process takes to load it (the
 process started, the GGUF's hash checked, llama.cpp loaded and self-tested) and the model
-process's resident memory once loaded, then after one completion of a ~1,000-token
-notebook prompt (its KV cache filled).
+process's resident memory once loaded, then (a code model) after one completion of a
+~1,000-token notebook prompt (its KV cache filled).
 
     python benchmarks/model_footprint.py [NAME ...]      (default: every installed model)
 
@@ -14,22 +14,25 @@ import argparse
 import asyncio
 import json
 import time
+from typing import cast
 
 import psutil
 
 from themisto_ext.prediction.clients.local import LocalPredictor, models
 from themisto_ext.prediction.prompts.code import build_infill
+from themisto_ext.records import Step
 
 MiB = 1 << 20
 
 
-def notebook(cells: int = 40) -> list[dict]:
-    return [{"step": i, "code": f"value_{i} = compute({i}, scale={i * 37})\nprint(value_{i})",
+def notebook(cells: int = 40) -> list[Step]:
+    rows = [{"step": i, "code": f"value_{i} = compute({i}, scale={i * 37})\nprint(value_{i})",
              "output": str(i * 17 % 997), "runtime_variables": {}, "execution_time": 0.01}
             for i in range(1, cells + 1)]
+    return cast(list[Step], rows)  # the fields a prompt reads
 
 
-async def measure(name: str) -> dict[str, float]:
+async def measure(name: str) -> dict[str, float | None]:
     predictor = LocalPredictor(models.resolve(name))
     try:
         began = time.perf_counter()
@@ -37,11 +40,13 @@ async def measure(name: str) -> dict[str, float]:
         loaded = time.perf_counter() - began
         process = psutil.Process(predictor.pid)
         rss = process.memory_info().rss / MiB
-        await predictor.infill(build_infill(notebook(), "print(value_", "", "full"), "s")
-        used = process.memory_info().rss / MiB
+        used = None
+        if models.MODELS[name].fills_code:  # (SmolLM2 has no fill-in-the-middle tokens)
+            await predictor.infill(build_infill(notebook(), "print(value_", "", "full"), "s")
+            used = round(process.memory_info().rss / MiB)
     finally:
         await predictor.aclose()
-    return {"load_s": round(loaded, 2), "rss_mib": round(rss), "rss_after_prompt_mib": round(used),
+    return {"load_s": round(loaded, 2), "rss_mib": round(rss), "rss_after_prompt_mib": used,
             "file_mib": round(models.MODELS[name].size / MiB)}
 
 
@@ -55,7 +60,7 @@ def main() -> None:
         got[name] = asyncio.run(measure(name))
         f = got[name]
         print(f"{name:<20} file {f['file_mib']:5.0f} MiB  load {f['load_s']:5.2f} s  "
-              f"RSS {f['rss_mib']:5.0f} MiB loaded, {f['rss_after_prompt_mib']:5.0f} MiB "
+              f"RSS {f['rss_mib']:5.0f} MiB loaded, {f['rss_after_prompt_mib'] or '-'} MiB "
               f"after a ~1,000-token prompt")
     print(json.dumps(got))
 
