@@ -274,7 +274,7 @@ async def test_hybrid_keeps_answering_from_its_rules_when_the_model_is_off():
 
     local = LocalPredictor(max_tokens=300, reuse_prefix=False,
                            limits=Limits(max_crashes=1, backoff=0.1))
-    hybrid = HybridPredictor(local)
+    hybrid = HybridPredictor(local, outputs=True)  # asks its model, as hybrid:local does
     try:
         await local.load()
         await kill_while_writing(local, signal.SIGSEGV)
@@ -292,6 +292,10 @@ async def test_hybrid_keeps_answering_from_its_rules_when_the_model_is_off():
         with pytest.raises(LocalModelOff):
             await hybrid.predict(PredictionRequest(task="output", history=[],
                                                    target_code="mystery(3)", prompt=unknown))
+        # the default hybrid does not ask its model for outputs at all: it abstains
+        gated = await HybridPredictor(local).predict(PredictionRequest(
+            task="output", history=[], target_code="mystery(3)", prompt=unknown))
+        assert (gated.model, gated.answer, gated.abstained) == ("hybrid:abstain", "", True)
     finally:
         await hybrid.aclose()
 
