@@ -153,8 +153,8 @@ export interface IThemistoClient {
   speculate(body: ISpeculationRequest): Promise<ISpeculationReply>;
 
   /**
-   * The rest of the cell being typed below the last cell run, as the
-   * server's completer writes it (nothing is stored).
+   * What goes at the cursor of a code cell being typed, as the server's
+   * completer writes it (nothing is stored); `signal` aborts the request.
    */
   completeCell(
     body: ICompletionRequest,

@@ -159,10 +159,11 @@ class LivePredictions:
         self._running: dict[str, int] = {}
         """The step each trajectory's kernel is running (started, not landed)."""
         self._warmed: OrderedDict[str | None, int] = OrderedDict()
+        """Trajectories whose sessions were warmed, and at how many steps."""
         self._completing: dict[str, asyncio.Task[CellCompletion]] = {}
         """The completion under way per trajectory: the next keystroke's replaces it."""
         self._replaced: set[asyncio.Task[CellCompletion]] = set()
-        """Trajectories whose sessions were warmed, and at how many steps."""
+        """Completions cancelled because a newer one replaced them (not their caller)."""
 
     # ------------------------------------------------------------ inputs
 

@@ -71,9 +71,11 @@ class HybridPredictor:
         """Whether its model writes cells: the next cells no variation predicts (else it
         abstains), and the rest of a cell the person is typing (``completion.py``)."""
         self._outputs = outputs
-        self._cells = cells
         """Whether its model answers the outputs no rule answers (None: if the model's
         output answers were measured to beat copying)."""
+        self._cells = cells
+        """Whether a code model's next cells are shown (None: if measured to beat
+        copying)."""
 
     @property
     def model_next_cells(self) -> bool:
@@ -167,9 +169,9 @@ class HybridPredictor:
         # a model that takes the cell for an empty one writes the next header first
         cell = (beginning + _HEADER.sub("", completion.text, count=1)).strip()
         stopped = (completion.completion_tokens or 0) >= NEXT_CELL_TOKENS  # cut mid-cell
-        code = [line for line in cell.splitlines() if line.strip()
-                and not line.lstrip().startswith("#")]  # comments alone: no cell to run
-        if not code or stopped or any(tag in cell for tag in MARKUP) \
+        has_code = any(line.strip() and not line.lstrip().startswith("#")
+                       for line in cell.splitlines())  # comments alone: no cell to run
+        if not has_code or stopped or any(tag in cell for tag in MARKUP) \
                 or _is_variant(cell, request.history):
             completion.answer, completion.abstained = "", True
         else:

@@ -29,12 +29,7 @@ from typing import Any, TypeVar
 from themisto_ext.contract import default_home
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.clients.local.engine import Run, default_model_path
-from themisto_ext.prediction.clients.local.models import (
-    fills_code,
-    missing_hint,
-    next_cells_beat_copying,
-    outputs_beat_copying,
-)
+from themisto_ext.prediction.clients.local.models import Model, by_file, missing_hint
 from themisto_ext.prediction.clients.local.supervisor import Limits, ModelProcess
 from themisto_ext.prediction.clients.local.wire import (
     EngineConfig,
@@ -223,27 +218,31 @@ class LocalPredictor:
             return str(running.info["model"])
         return adapted((self._path or default_model_path()).name, self._adapter)
 
+    def _known(self) -> Model | None:
+        """Its model file's entry in ``models`` (None: a GGUF of one's own, or none
+        installed)."""
+        with contextlib.suppress(LocalModelError):
+            return by_file(self._path or default_model_path())
+        return None
+
     @property
     def fills_code(self) -> bool:
         """Whether its model fills in the middle of code (``infill``): a code model."""
-        with contextlib.suppress(LocalModelError):
-            return fills_code(self._path or default_model_path())
-        return False
+        known = self._known()
+        return known is not None and known.fills_code
 
     @property
     def next_cells_beat_copying(self) -> bool:
         """Whether its model's next cells were measured to beat copying (``models``)."""
-        with contextlib.suppress(LocalModelError):
-            return next_cells_beat_copying(self._path or default_model_path())
-        return False
+        known = self._known()
+        return known is not None and known.next_cells_beat_copying
 
     @property
     def outputs_beat_copying(self) -> bool:
         """Whether its model's output answers were measured to beat copying (``models``):
         ``hybrid`` shows them only then."""
-        with contextlib.suppress(LocalModelError):
-            return outputs_beat_copying(self._path or default_model_path())
-        return False
+        known = self._known()
+        return known is not None and known.outputs_beat_copying
 
     async def infill(self, request: Infill, session: str | None,
                      on_text: Callable[[str], None] | None = None, *,

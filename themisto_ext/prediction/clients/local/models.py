@@ -84,7 +84,8 @@ MODELS: dict[str, Model] = {m.name: m for m in (
 DEFAULT = "qwen2.5-coder-0.5b"
 """The embedded default: the code model, as it alone completes cells and writes next cells
 (SmolLM2's next cells scored far below copying; its output answers too, so ``hybrid``
-shows none of them). 0.5B rather than 1.5B: README "The embedded models" compares them."""
+shows none of them). 0.5B rather than 1.5B: README "The embedded code model" compares
+them."""
 ENV = "THEMISTO_MODEL"
 """An environment variable naming another default, for every command and server that
 names no model (the test suite runs its process mechanics on the 94 MiB SmolLM2)."""
@@ -156,26 +157,14 @@ def resolve(spec: str) -> Path:
     return path
 
 
-def fills_code(path: Path) -> bool:
-    """Whether the model file at ``path`` is a known model that fills in code."""
-    return any(m.fills_code and m.file == path.name for m in MODELS.values())
-
-
-def next_cells_beat_copying(path: Path) -> bool:
-    """Whether the model file at ``path`` is a known model whose next cells were measured
-    to beat copying (``Model.next_cells_beat_copying``)."""
-    return any(m.next_cells_beat_copying and m.file == path.name for m in MODELS.values())
-
-
-def outputs_beat_copying(path: Path) -> bool:
-    """Whether the model file at ``path`` is a known model whose output answers were
-    measured to beat copying (``Model.outputs_beat_copying``; a GGUF of one's own: no)."""
-    return any(m.outputs_beat_copying and m.file == path.name for m in MODELS.values())
+def by_file(path: Path) -> Model | None:
+    """The known model whose file ``path`` is (by name; a GGUF of one's own: None)."""
+    return next((m for m in MODELS.values() if m.file == path.name), None)
 
 
 def missing_hint(path: Path) -> str:
     """What to do about a model file that is not there."""
-    model = next((m for m in MODELS.values() if m.file == path.name), None)
+    model = by_file(path)
     if model is None:
         return f"No GGUF model file at {path}"
     return (f"The model {model.name} is not installed: install it with "
@@ -185,7 +174,7 @@ def missing_hint(path: Path) -> str:
 def verify(path: Path) -> None:
     """Check a known model's file against its recorded hash before it is loaded; files
     Themisto does not know (a user's GGUF) are loaded as they are."""
-    model = next((m for m in MODELS.values() if m.file == path.name), None)
+    model = by_file(path)
     if model is None or path.stat().st_size != model.size:
         return
     digest = hashlib.sha256()
