@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import types
 from typing import Any
 
 
@@ -24,7 +25,8 @@ def shown_by_python(code: str, variables: dict[str, Any]) -> str:
 
     from IPython.lib.pretty import pretty
 
-    namespace = {name: value.copy() if hasattr(value, "copy") else value
+    namespace = {name: value if isinstance(value, types.ModuleType) else
+                 value.copy() if hasattr(value, "copy") else value
                  for name, value in variables.items()}
     tree = ast.parse(code)
     last = tree.body.pop() if isinstance(tree.body[-1], ast.Expr) else None

@@ -1,8 +1,10 @@
 """The import rules that keep the data flow readable, checked on the source.
 
 capture (kernel) -> journal -> ingest -> store -> prompts -> model clients -> prediction ->
-scoring -> live stream -> server. The kernel hook imports only the shared base (the
-contract, the records and trajectory format, the journal writer); nothing else reaches
+scoring -> live stream -> server; the rules (what a cell shows, computed from recorded
+steps) sit beside the prompts, under the model clients. The kernel hook imports only the
+shared base (the contract, the records and trajectory format, the journal writer); nothing
+else reaches
 into the hook's internals; the store and the prompts import nothing above them; and no
 two modules import each other, directly or around a circle.
 """
@@ -99,15 +101,18 @@ def test_prompts_import_nothing_above_them():
 
 
 @pytest.mark.parametrize("layer,allowed", [
-    ("themisto_ext.prediction.clients", (*BASE, "themisto_ext.prediction.prompts")),
+    # the rules compute what a cell shows from recorded steps: they need nothing else
+    ("themisto_ext.rules", BASE),
+    ("themisto_ext.prediction.clients", (*BASE, "themisto_ext.prediction.prompts",
+                                         "themisto_ext.rules")),
     ("themisto_ext.prediction.run", (*BASE, "themisto_ext.prediction.prompts",
-                                     "themisto_ext.prediction.clients")),
+                                     "themisto_ext.prediction.clients", "themisto_ext.rules")),
     ("themisto_ext.prediction.scoring", (*BASE, "themisto_ext.prediction.metrics")),
     ("themisto_ext.prediction.metrics", BASE),
     ("themisto_ext.ingest", (*BASE, "themisto_ext.store")),
     ("themisto_ext.events", BASE),
     ("themisto_ext.prediction", (*BASE, "themisto_ext.store", "themisto_ext.ingest",
-                                 "themisto_ext.events")),
+                                 "themisto_ext.events", "themisto_ext.rules")),
     ("themisto_ext.replay", (*BASE, "themisto_ext.ingest", "themisto_ext.store")),
     # whose trajectories a request may see: a rule over the store's records, nothing more
     ("themisto_ext.server.access", (*BASE, "themisto_ext.store")),

@@ -73,3 +73,35 @@ def test_refused_connection_and_unknown_predictor(trajectory: Path):
     r = themisto("predict", str(trajectory), "--step", "8", "--task", "output", "--context",
                  "none", "--predictor", "gpt")
     assert r.returncode == 1 and "unknown predictor 'gpt'" in r.stderr
+
+
+STUDENT = [  # the reproduction: a boolean column stopped the rules for good
+    "import pandas as pd",
+    "df = pd.DataFrame({'age': [21, 25, 30, 35, 40], 'score': [70, 80, 65, 90, 85]})",
+    "df['passed'] = df['score'] >= 75",
+    "df['age'].median()",
+    "df.groupby('passed')['age'].mean()",
+    "df['scroe']",
+]
+
+
+def test_a_recorded_boolean_column_leaves_the_rules_exact(tmp_path: Path):
+    import nbformat
+
+    notebook = tmp_path / "student.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(code) for code in STUDENT]), notebook)
+    out = tmp_path / "t.jsonl"
+    r = themisto("record", str(notebook), "--out", str(out), store=tmp_path / "s.sqlite3")
+    assert r.returncode == 0, r.stderr
+    steps = [json.loads(line) for line in out.read_text().splitlines()]
+    assert steps[2]["runtime_variables"]["df"]["data"]["dtypes"][-1] == "|b1"
+    for step in steps[3:]:
+        r = themisto("predict", str(out), "--step", str(step["step"]), "--task", "output",
+                     "--context", "full", "--predictor", "baseline", "--json")
+        assert r.returncode == 0, r.stderr
+        record = json.loads(r.stdout)
+        if step["error"] is None:
+            assert record["answer"] == step["output"] != "", step["code"]
+        else:  # what it shows before the traceback, and the traceback's last line
+            assert step["error"]["ename"] == "KeyError" and record["answer"] == ""

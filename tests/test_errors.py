@@ -27,11 +27,12 @@ SIGNALS = {
     # Not errors: control flow that never leaves its module, or must not be an Exception.
     ("themisto_ext/kernel/deadline.py", "DeadlineExceeded"),  # BaseException on purpose
     ("themisto_ext/prediction/clients/local/engine.py", "Abandoned"),
-    ("themisto_ext/prediction/clients/flow.py", "Undetermined"),
-    ("themisto_ext/prediction/clients/flow.py", "Jump"),
-    ("themisto_ext/prediction/clients/operators.py", "Refused"),  # a ValueError on purpose
-    ("themisto_ext/prediction/clients/figures.py", "_Undetermined"),
-    ("themisto_ext/prediction/clients/display_options.py", "_Unreadable"),
+    ("themisto_ext/rules/flow.py", "Undetermined"),
+    ("themisto_ext/rules/flow.py", "Jump"),
+    ("themisto_ext/rules/operators.py", "Refused"),  # a ValueError on purpose
+    ("themisto_ext/rules/figures.py", "_Undetermined"),
+    ("themisto_ext/rules/display_options.py", "_Unreadable"),
+    ("themisto_ext/kernel/values.py", "_NotData"),
     # A FormatError that carries the problems its module found.
     ("themisto_ext/trajectory/__init__.py", "TrajectoryFormatError"),
 }

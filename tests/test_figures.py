@@ -1,4 +1,4 @@
-"""The figures a cell draws, told from its code (prediction/clients/figures.py), checked
+"""The figures a cell draws, told from its code (rules/figures.py), checked
 against matplotlib itself drawing the same cells."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import ast
 
 import pytest
 
-from themisto_ext.prediction.clients import figures
 from themisto_ext.prediction.clients.baseline import _quiet, determined_output
+from themisto_ext.rules import figures
 
 IMPORT = "import numpy as np\nimport matplotlib.pyplot as plt\nx = np.linspace(0, 10, 50)"
 

@@ -283,6 +283,10 @@ into the snapshot, and with which the baseline shows a rebuilt one to check it a
 text (``prediction/clients/frames.py``). A longer object shows 10 rows: its 5 first and
 last, what ``head()`` and ``tail()`` show."""
 
+DATA_ELEMENTS = 1_000
+"""Most values an array, Series or DataFrame may hold for the snapshot to keep it as data
+(``kernel/values.py``) beside its repr: the rules then compute on the very object."""
+
 MAX_NAME = 100
 """Longest kernel-derived file name part: far below every file system's 255 bytes."""
 

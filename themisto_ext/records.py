@@ -61,6 +61,26 @@ class StepOutput(TypedDict):
     evalue: NotRequired[str]
 
 
+class ValueIndex(TypedDict):
+    range: NotRequired[list[int]]
+    dtype: NotRequired[Any]
+    values: NotRequired[list[Any]]
+    name: NotRequired[Any]
+
+
+class ValueData(TypedDict):
+    """A small array, Series or DataFrame kept as data (``kernel/values.py``)."""
+
+    kind: Literal["ndarray", "Series", "DataFrame"]
+    values: list[Any]
+    dtype: NotRequired[Any]
+    dtypes: NotRequired[list[Any]]
+    shape: NotRequired[list[int]]
+    index: NotRequired[ValueIndex]
+    columns: NotRequired[ValueIndex]
+    name: NotRequired[Any]
+
+
 class RuntimeVariable(TypedDict):
     type: str
     size: int | None
@@ -68,6 +88,7 @@ class RuntimeVariable(TypedDict):
     size_exact: NotRequired[bool]
     shape: NotRequired[list[int] | None]
     length: NotRequired[int | None]
+    data: NotRequired[ValueData]
 
 
 class StepError(TypedDict):

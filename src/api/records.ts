@@ -9,6 +9,15 @@
  * readers in parse.ts drop any others.
  */
 
+/**
+ * A NumPy dtype string ("<i8", "|b1", "<M8[ns]"), "object", pandas' "str" or "string", or a categorical's categories.
+ */
+export type ValueDtype =
+  | string
+  | {
+      categories: ValueIndex;
+      ordered: boolean;
+    };
 export type PredictionTask = 'output' | 'next-cell';
 export type PredictionContext = 'none' | 'full' | 'curated';
 /**
@@ -180,6 +189,33 @@ export interface RuntimeVariable {
   repr: string;
   shape?: number[] | null;
   length?: number | null;
+  data?: ValueData;
+}
+/**
+ * A small NumPy array, Series or DataFrame of plain dtypes kept as data beside its repr (at most DATA_ELEMENTS values; kernel/values.py), from which the rules rebuild the very object. Floats JSON cannot write are text ("nan", "inf"; in object columns {"float": "nan"}); dates and durations are their int64 counts in the dtype's unit; a categorical's values are its codes.
+ */
+export interface ValueData {
+  kind: 'ndarray' | 'Series' | 'DataFrame';
+  dtype?: ValueDtype;
+  dtypes?: ValueDtype[];
+  shape?: number[];
+  values: unknown[];
+  index?: ValueIndex;
+  columns?: ValueIndex;
+  name?: unknown;
+}
+/**
+ * An index or the column labels: a RangeIndex as [start, stop, step], else its dtype and values.
+ */
+export interface ValueIndex {
+  /**
+   * @minItems 3
+   * @maxItems 3
+   */
+  range?: [number, number, number];
+  dtype?: ValueDtype;
+  values?: unknown[];
+  name?: unknown;
 }
 /**
  * The exception the cell raised.

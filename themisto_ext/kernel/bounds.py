@@ -151,7 +151,7 @@ def _bounded(step: dict[str, Any], code: str, items: list[dict[str, Any]],
         if shown is not None:
             error["traceback"], cut["traceback"] = clip_masked(shown["text"], text_limit, mask)
     result["runtime_variables"], cut["runtime_variables"], cut["reprs"] = _variables(
-        step["runtime_variables"], settings.repr_length // scale)
+        step["runtime_variables"], settings.repr_length // scale, keep_data=scale == 1)
     result["truncated"] = {k: v for k, v in cut.items() if v}
     if not result["truncated"]:
         del result["truncated"]
@@ -180,13 +180,17 @@ def _outputs(items: list[dict[str, Any]], limit: int, max_items: int,
     return bounded, omitted, dropped
 
 
-def _variables(variables: dict[str, dict[str, Any]],
-               repr_limit: int) -> tuple[dict[str, dict[str, Any]], int, int]:
+def _variables(variables: dict[str, dict[str, Any]], repr_limit: int,
+               keep_data: bool) -> tuple[dict[str, dict[str, Any]], int, int]:
+    """The variables within the step's limits; values captured as data (``values.py``)
+    lose their data first when the step must shrink (their reprs stay)."""
     kept: dict[str, dict[str, Any]] = {}
     shortened = 0
     for name, info in variables.items():
         if len(name) > NAME_LENGTH:
             continue
+        if not keep_data and "data" in info:
+            info = {k: v for k, v in info.items() if k != "data"}
         if len(info["repr"]) > repr_limit:
             info = dict(info, repr=clip(info["repr"], repr_limit))
             shortened += 1

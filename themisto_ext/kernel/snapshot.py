@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from themisto_ext.contract import CaptureSettings
-from themisto_ext.kernel import reprs, sandbox
+from themisto_ext.kernel import reprs, sandbox, values
 from themisto_ext.kernel.bounds import NAME_LENGTH
 from themisto_ext.kernel.deadline import DeadlineExceeded, alarms_usable, deadline
 from themisto_ext.kernel.measure import fingerprint, holds, may_change, shape_and_length, size_of
@@ -77,6 +77,7 @@ class _Entry:
     digest: bytes
     ident: int = 0      # id() of the value measured
     holds: frozenset[int] = frozenset()  # what it refers to (measure.holds)
+    data: dict[str, Any] | None = None   # values.data_of, before masking (kernel memory only)
 
 
 class Snapshotter:
@@ -202,7 +203,10 @@ class Snapshotter:
             if text is None:
                 forked.append((name, value, fp, info))
             else:
-                self._store(name, fp, info, text)
+                data = None
+                if values.may_hold_data(value) and not text.startswith("<"):
+                    data = self._data(value, min(budget, end - clock()), use_alarm)
+                self._store(name, fp, info, text, data)
         if forked and self._stopped:
             pass  # interrupted: pending
         elif forked and sandbox.available():
@@ -230,6 +234,17 @@ class Snapshotter:
             info["length"] = length
         return info
 
+    @staticmethod
+    def _data(value: Any, seconds: float, use_alarm: bool) -> dict[str, Any] | None:
+        """The value as data (``values.py``), in what is left of its budget: pandas' and
+        NumPy's own code on at most ``DATA_ELEMENTS`` plain values, so also where no alarm
+        can be armed (a thread, a timer of the user's)."""
+        try:
+            with deadline(max(seconds, 0.001), enabled=use_alarm):
+                return values.data_of(value)
+        except (DeadlineExceeded, Exception):
+            return None
+
     def _library_repr(self, value: Any, kind: str, seconds: float) -> str:
         try:
             with deadline(max(seconds, 0.001)):
@@ -256,13 +271,18 @@ class Snapshotter:
                 answer = f"<repr {answer}>"
             self._store(name, fp, info, answer)
 
-    def _store(self, name: str, fp: tuple[Any, ...], info: dict[str, Any], raw: str) -> None:
-        self._cache[name] = _Entry(fp, info, raw, -1, b"")
+    def _store(self, name: str, fp: tuple[Any, ...], info: dict[str, Any], raw: str,
+               data: dict[str, Any] | None = None) -> None:
+        self._cache[name] = _Entry(fp, info, raw, -1, b"", data=data)
 
     def _masked(self, entry: _Entry) -> _Entry:
         if entry.generation != self._redactor.generation:
             raw = entry.raw
             entry.info["repr"] = raw if raw == REDACTED else self._redactor.mask(raw)
+            entry.info.pop("data", None)
+            if entry.data is not None and raw != REDACTED and \
+                    not self._redactor.touches(_texts(entry.data)):
+                entry.info["data"] = entry.data  # (a value holding a secret is kept as text)
             entry.generation = self._redactor.generation
             entry.digest = _digest(entry.info)
         return entry
@@ -279,6 +299,21 @@ def _pending_info(value: Any) -> dict[str, Any]:
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _texts(data: Any) -> list[str]:
+    """Every string in a ``ValueData`` record: labels, names, text values."""
+    found: list[str] = []
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return found
 
 
 def _digest(info: dict[str, Any]) -> bytes:

@@ -53,12 +53,12 @@ from typing import NamedTuple
 
 from rapidfuzz import fuzz
 
-from themisto_ext.prediction.clients import display_options, figures, frames, names
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
-from themisto_ext.prediction.clients.flow import PURE_BUILTINS
-from themisto_ext.prediction.clients.interpreter import MODULES, State
 from themisto_ext.prediction.prompts.state import curated_selection
 from themisto_ext.records import Context, RuntimeVariable, Step
+from themisto_ext.rules import display_options, figures, frames, names
+from themisto_ext.rules.flow import PURE_BUILTINS
+from themisto_ext.rules.interpreter import MODULES, State
 
 
 class BaselinePredictor:
@@ -186,6 +186,8 @@ def determined(code: str, history: Sequence[Step],
     if drawn is None:
         return Determined(text, False)
     # a cell that draws shows its figures and nothing else (figure_text checked that)
+    if drawn and set().union(*map(names.read_now, cell.body)) & (undefined | uncertain):
+        return Determined(drawn, False)  # it may raise NameError before it draws
     return Determined(drawn, True) if drawn else Determined(text, not state.undetermined)
 
 

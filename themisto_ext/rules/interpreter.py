@@ -17,12 +17,11 @@ import ast
 import builtins
 import math
 import operator
-import re
-from collections.abc import Callable, Iterator, Mapping, Set
+from collections.abc import Callable, Mapping, Set
 from typing import Any
 
-from themisto_ext.prediction.clients import arrays, frames, names, operators
-from themisto_ext.prediction.clients.flow import (
+from themisto_ext.rules import arrays, captured, frames, known, names, operators
+from themisto_ext.rules.flow import (
     IN_ORDER,
     PURE_BUILTINS,
     Flow,
@@ -33,11 +32,6 @@ from themisto_ext.prediction.clients.flow import (
     text_known,
 )
 
-# Snapshot reprs that are not the value's repr (see docs/format.md).
-_PLACEHOLDER = re.compile(
-    r"<(redacted|repr of .* timed out|repr raised .*|int with \d+ bits|pending:.*)>"
-)
-_NUMPY_SCALAR = re.compile(r"np\.(?:float|int|uint|complex)\d*\((.*)\)")
 _BUILTIN_TYPES = {name for name, value in vars(builtins).items() if isinstance(value, type)} | {
     "NoneType", "function", "builtin_function_or_method", "method", "module", "generator",
 }  # fmt: skip
@@ -50,16 +44,13 @@ _LIBRARY_TYPES = {
     "float64": "numpy.float64",
     "int64": "numpy.int64",
 }
-# Types whose repr is a Python literal: one that does not parse was cut short by the snapshot.
-_LITERAL_TYPES = {"str", "bytes", "int", "float", "complex", "bool"}
-_LITERAL_TYPES |= {"list", "tuple", "dict", "set", "frozenset"}
 _DTYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "complex": complex}
 _ORDERING = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 MODULES = ("numpy", "pandas")
 """Modules whose functions the baseline computes (``arrays.py``, ``frames.py``)."""
-_STR_IS_REPR = {"DataFrame", "Series"}  # print(frame) shows the same text as its repr
-# IPython shows these with its own printers (signatures, qualified names), not their repr.
-_NOT_SHOWN_BY_REPR = {"function", "type", "builtin_function_or_method", "method", "ABCMeta"}
+_IMMUTABLE = frozenset({"tuple", "str", "bytes", "frozenset", "range", "Index", "RangeIndex",
+                        "DatetimeIndex", "TimedeltaIndex", "CategoricalIndex", "MultiIndex"})
+"""Types whose items cannot be set: ``x[i] = v`` on one raises TypeError."""
 _SILENT = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Import, ast.ImportFrom, ast.Pass,
            ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Delete, ast.Global,
            ast.Nonlocal)
@@ -112,31 +103,6 @@ def _outside_functions(statement: ast.stmt) -> list[ast.AST]:
         nodes.extend(_outside_functions(child) if isinstance(child, ast.stmt)
                      else ast.walk(child))
     return nodes
-
-
-class _Shown:
-    """A value known only by its texts: IPython's display, repr(), str() (None: unknown)."""
-
-    def __init__(self, display: str, text: str | None, representation: str | None = None) -> None:
-        self.display = display
-        self.text = text
-        self.representation = display if representation is None else representation
-
-    def __repr__(self) -> str:
-        return self.representation
-
-    def __str__(self) -> str:
-        if self.text is None:
-            raise Undetermined
-        return self.text
-
-    def __format__(self, spec: str) -> str:
-        if spec:
-            raise Undetermined
-        return str(self)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(self.display)
 
 
 class State(Flow):
@@ -204,7 +170,11 @@ class State(Flow):
         except Exception:  # a jump out of no loop (the cell would not parse)
             pass
         self.unknown = True
-        self.undetermined |= _may_display(statement, display, self.showing)
+        self.undetermined |= _may_display(statement, display, self.showing) or (
+            isinstance(statement, ast.Expr) and not isinstance(statement.value, ast.Call)
+        ) or self._sets_item_of_immutable(statement)
+        # (an expression computed for nothing but the error it may raise: df['scroe'];
+        # ind[1] = 0 on a pandas Index, which raises TypeError)
         if self.mutations != mutations:  # changed in place, then unknown: every alias too
             self.values = {k: v for k, v in self.values.items() if not mutable(v)}
         named = [node for node in ast.walk(statement) if isinstance(node, ast.Name)]
@@ -217,8 +187,8 @@ class State(Flow):
         for node in named:
             self.entries.pop(node.id, None)
             self.values.pop(node.id, None)
-            for known in self.modules.values():
-                known.discard(node.id)
+            for names_of in self.modules.values():
+                names_of.discard(node.id)
         return ""
 
     def _execute(self, statement: ast.stmt, display: bool, shown: list[str]) -> None:
@@ -230,7 +200,7 @@ class State(Flow):
             shown.append(self.printed(call))
         elif isinstance(statement, ast.Expr):  # computed, so it prints nothing
             value = self.value(statement.value)
-            shown.append(_display(value) if display else "")
+            shown.append(known.displayed(value) if display else "")
         elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
                 and isinstance(statement.targets[0], ast.Name | ast.Tuple | ast.List):
             if self._is_builtin_call(statement.value, "print"):  # x = print(...)
@@ -248,9 +218,9 @@ class State(Flow):
         elif self._assigns_item(statement) or isinstance(statement, ast.Pass):
             pass
         elif isinstance(statement, ast.Import | ast.ImportFrom):
-            for module, known in self.modules.items():
+            for module, names_of in self.modules.items():
                 bound, imported = names.module_effect(statement, module)
-                self.modules[module] = (known - bound) | imported
+                self.modules[module] = (names_of - bound) | imported
             for name in names.bound(statement):  # from math import pi: not the old pi
                 self.values.pop(name, None)
                 self.entries.pop(name, None)
@@ -288,6 +258,13 @@ class State(Flow):
         except Exception:  # what the kernel would have raised is not guessed
             raise Undetermined from None
         return True
+
+    def _sets_item_of_immutable(self, statement: ast.stmt) -> bool:
+        targets = statement.targets if isinstance(statement, ast.Assign) else \
+            [statement.target] if isinstance(statement, ast.AugAssign) else []
+        return any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                   and self.entries.get(t.value.id, {}).get("type") in _IMMUTABLE
+                   for t in targets)
 
     def printed(self, call: ast.Call) -> str:
         options = {"sep": " ", "end": "\n"}
@@ -331,8 +308,10 @@ class State(Flow):
             if node.id in _DTYPES and node.id not in self.shadowed:
                 return _DTYPES[node.id]
             entry = self._entry(node.id)
-            value = _from_snapshot(entry, self.nudge)
-            if (arrays.is_array(value) and arrays.rounded(value)) or (
+            value = known.from_snapshot(entry, self.nudge)
+            if captured.exact(value) or "data" in entry:
+                pass  # every digit captured: nothing rounded
+            elif (arrays.is_array(value) and arrays.rounded(value)) or (
                     frames.is_frame(value) and frames.rounded(str(entry.get("repr")))):
                 self.rounded = True
             if arrays.is_array(value) or frames.is_frame(value) or mutable(value):
@@ -447,7 +426,7 @@ class State(Flow):
             if entry is not None:
                 return self._type(str(entry["type"]))
             value = self.value(single)
-            if isinstance(value, _Shown):
+            if isinstance(value, known.Shown):
                 raise Undetermined
             return self._type(type(value).__name__)
         if function not in PURE_BUILTINS:
@@ -521,7 +500,7 @@ class State(Flow):
                        or not isinstance(v, list | dict | set | tuple)
                        or k not in self.snapshot_names}
 
-    def _fitted(self, call: ast.Call) -> _Shown:
+    def _fitted(self, call: ast.Call) -> known.Shown:
         """``model.fit(...)``: the model, for one the snapshot shows as ``Type(...)``,
         fitted on values the state knows by name (a name it does not know may not exist:
         the cell would raise)."""
@@ -538,9 +517,9 @@ class State(Flow):
             for name in ast.walk(node):
                 if isinstance(name, ast.Name) and not (
                         name.id in self.entries or name.id in self.values
-                        or any(name.id in known for known in self.modules.values())):
+                        or any(name.id in names_of for names_of in self.modules.values())):
                     raise Undetermined
-        return _Shown(text, text)
+        return known.Shown(text, text)
 
     def _is_module(self, module: str, name: str) -> bool:
         """Whether ``name`` is ``module`` (numpy, pandas): imported so, and bound to nothing
@@ -556,7 +535,7 @@ class State(Flow):
             and function not in self.shadowed
         )
 
-    def _type(self, name: str) -> _Shown:
+    def _type(self, name: str) -> known.Shown:
         if name in _BUILTIN_TYPES:
             qualified = name
         elif name in self.classes:
@@ -566,7 +545,7 @@ class State(Flow):
         else:  # another library's: its module is not known (numpy.random._generator...)
             raise Undetermined
         # IPython displays a class by its qualified name; str() and repr() wrap it.
-        return _Shown(qualified, f"<class '{qualified}'>", f"<class '{qualified}'>")
+        return known.Shown(qualified, f"<class '{qualified}'>", f"<class '{qualified}'>")
 
     def _index(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Tuple):  # a[1:3, ::2]
@@ -594,80 +573,3 @@ class State(Flow):
         if entry is None:
             raise Undetermined
         return entry  # type: ignore[no-any-return]
-
-
-def _from_snapshot(entry: Mapping[str, Any], nudge: int = 0) -> Any:
-    """The value a snapshot entry stands for: a literal when its repr is one, else texts
-    (``nudge``: see ``arrays.from_repr``)."""
-    kind, text = entry.get("type"), entry.get("repr")
-    if kind == "NoneType":
-        return None
-    if not isinstance(text, str) or _PLACEHOLDER.fullmatch(text) or kind in _NOT_SHOWN_BY_REPR:
-        raise Undetermined
-    if kind in _LITERAL_TYPES:
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            raise Undetermined from None
-        if type(value).__name__ != kind or not _complete(value, entry.get("length")):
-            raise Undetermined
-        return value
-    if kind == "ndarray":
-        try:
-            return arrays.from_repr(text, entry.get("shape"), nudge)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            pass  # cut short, or not plain data: known by its text only
-    if kind in frames.KINDS:
-        for rebuild in (frames.from_repr, frames.partial):  # whole, else its ends
-            try:
-                return rebuild(text, str(kind), entry.get("shape"), nudge)
-            except (ValueError, TypeError, KeyError, IndexError, ImportError):
-                pass  # not plain data, or no pandas here: known by its text only
-    scalar = _NUMPY_SCALAR.fullmatch(text)
-    if scalar:
-        return _Shown(text, scalar.group(1))
-    return _Shown(text, text if kind in _STR_IS_REPR else None)
-
-
-def _complete(value: Any, length: int | None) -> bool:
-    """False when the bounded repr cut the value short (its length or an "...")."""
-    if length is not None and hasattr(value, "__len__") and len(value) != length:
-        return False
-    pending: list[Any] = [value]
-    while pending:
-        item = pending.pop()
-        if item is Ellipsis:
-            return False
-        if isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list | tuple | set | frozenset):
-            pending.extend(item)
-    return True
-
-
-def _display(value: Any) -> str:
-    """The text/plain IPython shows for a cell's last expression."""
-    if value is None:
-        return ""
-    if isinstance(value, _Shown):
-        return value.display
-    if isinstance(value, Iterator | Lambda) or not _sortable_sets(value):
-        raise Undetermined  # an address; a set IPython cannot sort shows in hash order
-    from IPython.lib.pretty import pretty  # imported here: IPython takes a while to import
-
-    return str(pretty(value))
-
-
-def _sortable_sets(value: Any, depth: int = 0) -> bool:
-    """Whether every set in the value sorts (IPython's pretty printer shows sets sorted)."""
-    if isinstance(value, set | frozenset):
-        try:
-            sorted(value)
-        except TypeError:
-            return False
-    if isinstance(value, list | tuple | set | frozenset) and depth < 3:
-        return all(_sortable_sets(item, depth + 1) for item in value)
-    if isinstance(value, dict) and depth < 3:
-        return all(_sortable_sets(item, depth + 1) for item in value.values())
-    return True

@@ -30,8 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from themisto_ext.prediction.clients import names
 from themisto_ext.records import Step
+from themisto_ext.rules import names
 
 FIGURE = re.compile(r"<Figure size (\d+(?:\.\d+)?)x(\d+(?:\.\d+)?) with (\d+) Axes>")
 _INCHES = (6.4, 4.8)  # matplotlib's default figure.figsize

@@ -21,7 +21,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from themisto_ext.prediction.clients import arrays, names
+from themisto_ext.rules import arrays, names
 
 _MENTIONS = re.compile(r"printoptions|options\.display|_option\s*\(|set_eng_float_format|"
                        r"set_string_function")

@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from themisto_ext.prediction.clients import operators
+from themisto_ext.rules import operators
 
 
 class Undetermined(Exception):
@@ -161,7 +161,7 @@ class Flow:
 
     def _truth(self, node: ast.expr) -> bool:
         value = self.value(node)
-        if not self._plain(value):  # an array's truth raises; a _Shown's is unknown
+        if not self._plain(value):  # an array's truth raises; a Shown's is unknown
             raise Undetermined
         return bool(value)
 

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import math
 import re
+import traceback
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
 from themisto_ext.contract import PANDAS_DISPLAY
-from themisto_ext.prediction.clients import arrays, operators
+from themisto_ext.rules import arrays, captured, operators
+from themisto_ext.rules.flow import Undetermined
 
 MAX_ELEMENTS = 10_000
 """Largest object a guess may make."""
@@ -39,16 +41,28 @@ _ROUNDED = re.compile(r"\d\.\d{6}|\de[+-]\d")
 rounded: what is computed from it may be other numbers than the kernel's."""
 _FOOTER = re.compile(r"(?:Name: (?P<name>.*), )?dtype: (?P<dtype>\w+)")
 _ATTRIBUTES = {"shape", "size", "ndim", "columns", "index", "values", "dtypes", "dtype",
-               "T", "name", "loc", "iloc", "empty"}
+               "T", "name", "loc", "iloc", "empty", "str", "cat", "dt", "categories",
+               "codes", "year", "month", "day", "dayofweek", "hour", "date", "ordered"}
 _METHODS = {
     "sum", "mean", "min", "max", "std", "var", "median", "count", "prod", "any", "all",
     "head", "tail", "cumsum", "cumprod", "abs", "round", "sort_values", "sort_index",
     "isnull", "isna", "notnull", "notna", "dropna", "fillna", "unique", "nunique",
     "value_counts", "idxmax", "idxmin", "to_numpy", "copy", "describe", "nlargest",
     "nsmallest", "transpose", "to_dict", "to_list", "tolist",
+    # groups (``df.groupby('city')['age'].mean()``) and a column's accessors
+    "groupby", "size", "first", "last", "between", "isin", "mode", "cummax", "cummin",
+    "upper", "lower", "title", "capitalize", "strip", "len", "contains", "startswith",
+    "endswith", "replace", "slice", "get", "day_name", "month_name", "diff", "pct_change",
+    "rank", "argmax", "argmin", "clip", "drop_duplicates", "duplicated", "reset_index",
+    "set_index", "items", "keys", "astype",
 }
 _KEYWORDS = {"axis", "ascending", "skipna", "ddof", "how", "thresh", "n", "decimals",
-             "normalize", "numeric_only", "value", "keep"}
+             "normalize", "numeric_only", "value", "keep", "by", "observed", "sort",
+             "as_index", "dropna", "inclusive", "case", "regex", "na", "drop", "columns",
+             "method", "pct", "lower", "upper", "subset", "periods", "start", "stop"}
+_ERRORS = (KeyError, IndexError, AttributeError)
+"""What pandas raises on an object rebuilt from data that the kernel raises too (a column
+or label that is not there, a position past the end, an attribute it lacks)."""
 
 
 def pandas() -> Any:
@@ -345,16 +359,38 @@ def _whole(*values: Any) -> None:
         raise ValueError("a cut-short object's values are not known")
 
 
+def _raising(value: Any, compute: Any) -> Any:
+    """``compute()``; on an object rebuilt from data, an error in ``_ERRORS`` is the
+    kernel's too (``Undetermined(raises=True)`` with its traceback's last line)."""
+    try:
+        return compute()
+    except _ERRORS as error:
+        if not captured.exact(value):
+            raise ValueError("the repr does not tell") from None
+        line = traceback.format_exception_only(error)[-1].strip()
+        raise Undetermined(raises=True, error=line) from None
+
+
+def _lacks(value: Any, name: str) -> bool:
+    """Whether an object rebuilt from data has no attribute ``name`` (then asking raises
+    AttributeError in the kernel too): not its class's, not a column."""
+    columns = getattr(value, "columns", ())
+    return captured.exact(value) and not hasattr(type(value), name) and name not in columns
+
+
 def attribute(value: Any, name: str) -> Any:
     if isinstance(value, Partial):
         return value.attribute(name)
+    if _lacks(value, name):
+        return _raising(value, lambda: getattr(value, name))
     if name not in _ATTRIBUTES:
         pd = pandas()
         if isinstance(value, pd.DataFrame) and name in value.columns \
                 and not hasattr(type(value), name):  # data.density: the column
             return value[name]
         raise ValueError(f"{name} is not computed")
-    if name == "index" and type(getattr(value, "index", None)).__name__ == "RangeIndex":
+    if name == "index" and type(getattr(value, "index", None)).__name__ == "RangeIndex" \
+            and not captured.exact(value):
         # 0, 1, 2... in the repr is a RangeIndex or an Index of those integers: unknown
         raise ValueError("the index's kind is not in the repr")
     return _bounded(getattr(value, name))
@@ -364,11 +400,15 @@ def method(value: Any, name: str, args: Sequence[Any], keywords: Mapping[str, An
     if isinstance(value, Partial):
         return value.method(name, args, keywords)
     _whole(*args, *keywords.values())
+    if _lacks(value, name):
+        return _raising(value, lambda: getattr(value, name))
     if name not in _METHODS or not set(keywords) <= _KEYWORDS:
         raise ValueError(f"{name} is not computed")
     if any(is_frame(a) and _size(tuple(a.shape)) > MAX_ELEMENTS for a in args):
         raise ValueError("too large")
-    return _bounded(getattr(value, name)(*args, **keywords))
+    if any(callable(a) and not is_frame(a) for a in [*args, *keywords.values()]):
+        raise ValueError("a function argument: not computed")
+    return _bounded(_raising(value, lambda: getattr(value, name)(*args, **keywords)))
 
 
 def subscript(value: Any, index: Any) -> Any:
@@ -376,7 +416,7 @@ def subscript(value: Any, index: Any) -> Any:
     _whole(value, index)
     if isinstance(index, list) and len(index) > MAX_ELEMENTS:
         raise ValueError("too large")
-    return _bounded(value[index])
+    return _bounded(_raising(value, lambda: value[index]))
 
 
 def binary(function: Any, left: Any, right: Any) -> Any:
