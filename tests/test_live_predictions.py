@@ -194,3 +194,36 @@ async def test_live_stream_events_are_slim_and_match_their_schemas(jp_fetch, jp_
     r = await jp_fetch("themisto", "api", "predictions", predictions[0]["id"])
     whole = json.loads(r.body)
     assert whole["prompt"]["user"] and whole["id"] == predictions[0]["id"]
+
+
+async def test_a_prediction_the_server_fails_to_deliver_still_ends(jp_fetch, jp_serverapp,
+                                                                   monkeypatch):
+    # The store refuses every write of a prediction (a full disk): each cell that was told
+    # "predicting" hears the end, a failed record on the stream, not silence forever.
+    from contract import listen
+
+    themisto = jp_serverapp.web_app.settings["themisto"]
+    seen = listen(themisto.events)
+    await themisto.events.logger.gather_listeners()
+
+    def refuse(record):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(store_of(jp_serverapp), "save_prediction", refuse)
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    try:
+        await client.execute_interactive("answer = 41 + 1", timeout=30)
+        await wait_for_steps(jp_fetch, kernel_id, 1)
+
+        def ended() -> bool:
+            started = {(e["predictor"], e["context"], e["task"], e["target_step"])
+                       for e in seen if e["type"] == "predicting"}
+            done = {(p["predictor"], p["context"], p["task"], p["target_step"])
+                    for e in seen if e["type"] == "prediction" for p in [e["prediction"]]}
+            return bool(started) and started <= done
+        await wait_for(ended, timeout=60)
+        failed = [e["prediction"] for e in seen if e["type"] == "prediction"]
+        assert failed and all(p["error"]["message"].startswith("the prediction failed")
+                              for p in failed)
+    finally:
+        client.stop_channels()

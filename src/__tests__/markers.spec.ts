@@ -136,9 +136,9 @@ describe('CellMarkers', () => {
     );
     // After the outputs, before JupyterLab's own footer.
     expect(footer(0)?.nextElementSibling?.className).toBe('jp-CellFooter');
-    // Missed because the next cell started first (Run All): quiet.
+    // Missed because the next cell started first (Run All): the footer says so.
     expect(footer(1)?.textContent).toBe(
-      'step 2 · NameError in 10 ms · 1.00 KiB'
+      'step 2 · NameError in 10 ms · 1.00 KiB · no output prediction: superseded: the next cell started first'
     );
     expect(footer(1)?.dataset.state).toBe('missed');
     expect(footer(2)).toBeNull();

@@ -282,6 +282,39 @@ describe('cellView', () => {
       trans
     );
     expect(running.badge).toBe('…');
+    expect(running.footer).toContain('predicting…');
+    expect(missed.footer).toContain(
+      'no output prediction: superseded: the next cell started first'
+    );
+  });
+
+  it('never says "predicting…" once the prediction has ended', () => {
+    // Answered, its score not here yet: the footer says so, not "predicting…".
+    const answered = cellView(summary([brief('full')]), options, trans);
+    expect(answered.state).toBe('scoring');
+    expect(answered.footer).toContain('output predicted, scoring…');
+    expect(answered.footer).not.toContain('predicting…');
+  });
+
+  it('marks a step of an earlier kernel session as such, visibly', () => {
+    const old = cellView(
+      summary([brief('none', { scores: scores(0.4) })]),
+      { ...options, earlier: true, predicting: true },
+      trans
+    );
+    expect(old.earlier).toBe(true);
+    expect(old.footer.startsWith('earlier kernel · step 3')).toBe(true);
+    expect(old.title).toContain('From an earlier kernel session');
+    // A slot of the new kernel's step of the same number is not this cell's.
+    const waiting = cellView(
+      summary([]),
+      { ...options, earlier: true, predicting: true },
+      trans
+    );
+    expect(waiting.state).toBe('none');
+    const current = cellView(summary([]), options, trans);
+    expect(current.earlier).toBe(false);
+    expect(current.footer.startsWith('step 3')).toBe(true);
   });
 
   it('says the reasons in words', () => {

@@ -26,15 +26,28 @@ import type { ICombo } from '../live/types';
  * The state of a cell's output prediction.
  */
 export type CellState =
-  'scored' | 'predicting' | 'copy' | 'abstained' | 'missed' | 'error' | 'none';
+  | 'scored'
+  | 'predicting'
+  | 'scoring'
+  | 'copy'
+  | 'abstained'
+  | 'missed'
+  | 'error'
+  | 'none';
 
 export interface ICellView {
   step: number;
   state: CellState;
   /**
-   * The badge's text: a score, `…` while predicting, `—` without one.
+   * The badge's text: a score, `…` while predicting or scoring, `—` without
+   * one.
    */
   badge: string;
+  /**
+   * Whether the step is of an earlier kernel session than the one followed
+   * (the cell has not run since a restart).
+   */
+  earlier: boolean;
   /**
    * The badge's tooltip: every shown predictor × context, or the reason.
    */
@@ -63,6 +76,10 @@ export interface ICellViewOptions {
    * Why there is no prediction when none was recorded.
    */
   noPrediction: string;
+  /**
+   * The step is of an earlier kernel session (see `ICellView.earlier`).
+   */
+  earlier?: boolean;
 }
 
 function shown(
@@ -124,8 +141,12 @@ export function cellView(
     outputs.every(p => p.error)
   ) {
     state = copied ? 'copy' : 'abstained';
-  } else if (options.predicting || outputs.some(p => !p.error)) {
+  } else if (options.predicting && !options.earlier) {
     state = 'predicting';
+  } else if (outputs.some(p => !p.error)) {
+    // Answered; its score comes once the step is scored (not "predicting…":
+    // the prediction has ended).
+    state = 'scoring';
   } else if (outputs.length > 0) {
     const failed = outputs.find(p => p.error);
     state = isMissed(failed?.error) ? 'missed' : 'error';
@@ -139,8 +160,13 @@ export function cellView(
     ? `${SHORT_SCORE[options.score]} ${formatScore(value)}`
     : '';
   const badge =
-    state === 'scored' ? scoreText : state === 'predicting' ? '…' : '—';
-  const title =
+    state === 'scored'
+      ? scoreText
+      : state === 'predicting' || state === 'scoring'
+        ? '…'
+        : '—';
+  const earlier = options.earlier === true;
+  const said =
     state === 'none'
       ? trans.__('No output prediction: %1', reason)
       : state === 'copy'
@@ -156,7 +182,15 @@ export function cellView(
           : [trans.__('Predicted output vs real output'), ...lines].join('\n') +
             '\n' +
             trans.__('Click to review step %1', summary.step);
+  const title = earlier
+    ? trans.__(
+        'From an earlier kernel session: this cell has not run since the kernel restarted.'
+      ) +
+      '\n' +
+      said
+    : said;
   const parts = [
+    ...(earlier ? [trans.__('earlier kernel')] : []),
     trans.__('step %1', summary.step),
     summary.error
       ? trans.__(
@@ -178,13 +212,15 @@ export function cellView(
     );
   } else if (state === 'predicting') {
     parts.push(trans.__('predicting…'));
+  } else if (state === 'scoring') {
+    parts.push(trans.__('output predicted, scoring…'));
   } else if (state === 'copy') {
     parts.push(trans.__('no output prediction (the previous output copied)'));
   } else if (state === 'abstained') {
     parts.push(trans.__('no confident output prediction'));
-  } else if (state !== 'missed') {
-    // Missed (the next cell started first, as in Run All): said on hover and
-    // in the review, not under every cell.
+  } else {
+    // Missed too (the next cell started first, as in Run All): the footer
+    // says why a cell has no prediction, not only its tooltip.
     parts.push(trans.__('no output prediction: %1', reason));
   }
   // A next cell superseded by the next cell starting (Run All, cells run in a
@@ -202,6 +238,7 @@ export function cellView(
     step: summary.step,
     state,
     badge,
+    earlier,
     title,
     value,
     footer: parts.join(' · ')

@@ -130,6 +130,7 @@ export class CellMarkers implements IDisposable, IMessageHandler {
         {
           combos,
           score: settings.markerScore,
+          earlier: !found.current,
           predicting:
             found.current &&
             !!store
@@ -162,6 +163,7 @@ export class CellMarkers implements IDisposable, IMessageHandler {
         badge.dataset.themistoStep = String(view.step);
         badge.dataset.themistoTrajectory = found.trajectoryId ?? '';
         badge.dataset.state = view.state;
+        badge.dataset.earlier = String(view.earlier);
         badge.dataset.score = view.value === null ? '' : String(view.value);
         badge.dataset.level = scoreLevel(view.value);
         badge.setAttribute(
@@ -177,6 +179,7 @@ export class CellMarkers implements IDisposable, IMessageHandler {
         decoration.footer.textContent = view.footer;
         decoration.footer.dataset.themistoStep = String(view.step);
         decoration.footer.dataset.state = view.state;
+        decoration.footer.dataset.earlier = String(view.earlier);
       }
     }
   }

@@ -42,7 +42,14 @@ from themisto_ext.prediction.clients.base import Predictor
 from themisto_ext.prediction.completion import NO_WRITER, CellCompletion, complete_cell, writer
 from themisto_ext.prediction.prompts.build import cell_limit
 from themisto_ext.prediction.prompts.postprocess import partial_answer
-from themisto_ext.prediction.run import Superseded, missed_record, predict, warm
+from themisto_ext.prediction.run import (
+    Superseded,
+    blank_record,
+    missed_record,
+    predict,
+    prediction_error,
+    warm,
+)
 from themisto_ext.prediction.scoring import scored
 from themisto_ext.prediction.speculation import Speculation, Speculations
 from themisto_ext.records import Context, Prediction, Scope, Step, Task
@@ -439,6 +446,7 @@ class LivePredictions:
 
     async def _run(self, predictor: Predictor, context: Context, trajectory_id: str, task: Task,
                    target_step: int, code: str | None, cell_id: str | None) -> None:
+        scope: Scope | None = None
         try:
             scope = await self._scope(trajectory_id)
             self.events.publish(predicting_event(scope, task, context, predictor.name,
@@ -452,8 +460,14 @@ class LivePredictions:
             await self._deliver(scope, outcome)
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
             log.exception("themisto: live prediction failed")
+            if scope is not None:  # the cell said "predicting…": it must hear the end
+                record = blank_record(predictor.name, task, context, scope=scope,
+                                      target_step=target_step, cell_id=cell_id)
+                record["error"] = prediction_error(ThemistoError(
+                    f"the prediction failed on the server ({type(exc).__name__})"))
+                self.events.publish(prediction_event(scope, record))
 
     async def _deliver(self, scope: Scope, record: Prediction) -> None:
         """Store and publish a prediction, scored if its step landed meanwhile (the read and
