@@ -38,6 +38,7 @@ import type {
   ICellStep,
   IScorePoint,
   IScoreRow,
+  ISpeculation,
   IStepDetail,
   IStepHistory,
   LiveChange
@@ -269,6 +270,12 @@ export interface INotebookLive {
    * The highest target step with a prediction of this task, or `null`.
    */
   latestTarget(task: PredictionTask): number | null;
+
+  /**
+   * The output predicted for a cell before it runs: the trajectory's latest
+   * speculation while it is about the next step (`null` otherwise).
+   */
+  readonly speculation: ISpeculation | null;
 
   /**
    * The kept target steps of a task, ascending.

@@ -283,3 +283,29 @@ def test_the_cpu_of_speculations_is_booked_by_what_became_of_them():
     speculations.discard("t")  # the kernel stopped
     assert speculations.cpu_seconds == {"used": 1.25, "thrown_away": 2.5}
     assert (speculations.made, speculations.used) == (3, 1)
+
+
+async def test_a_speculation_is_shown_before_its_cell_runs(jp_fetch, jp_serverapp, llm):
+    # "If you run this cell": the answer is on the live stream as soon as it is made,
+    # under the text's code_hash, before Shift+Enter; not stored until the cell runs.
+    from contract import listen
+
+    from themisto_ext.records import code_hash
+
+    themisto = jp_serverapp.web_app.settings["themisto"]
+    seen = listen(themisto.events)  # (each event checked against its schema)
+    await themisto.events.logger.gather_listeners()
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    store = store_of(jp_serverapp)
+    try:
+        tid = await first_step(jp_fetch, jp_serverapp, client, kernel_id)
+        await speculate(jp_fetch, kernel_id, "x + 1", cell_id="c2")
+        await wait_for(lambda: any(e["type"] == "speculated" for e in seen))
+        event = next(e for e in seen if e["type"] == "speculated")
+        assert event["code_hash"] == code_hash("x + 1") and event["trajectory_id"] == tid
+        shown = event["prediction"]
+        assert shown["answer"] == "2" and shown["target_step"] == 2
+        assert shown["cell_id"] == "c2" and "prompt" not in shown
+        assert output_prediction(store, tid, 2) is None  # not stored before the run
+    finally:
+        client.stop_channels()

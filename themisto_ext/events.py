@@ -26,12 +26,14 @@ from themisto_ext.records import (
     RecordingEvent,
     Scope,
     ScoredEvent,
+    SpeculatedEvent,
     Step,
     StepEvent,
     Task,
     TrajectoryEvent,
     TrajectoryInfo,
     WritingEvent,
+    code_hash,
     schema,
     validator,
 )
@@ -90,6 +92,14 @@ def prediction_event(scope: Scope, prediction: Prediction) -> PredictionEvent:
     slim: dict[str, Any] = {k: v for k, v in prediction.items() if k not in ("prompt", "raw")}
     return {"type": "prediction", "seq": UNNUMBERED, "trajectory_id": scope.trajectory_id,
             "kernel_id": scope.kernel_id, "notebook_path": scope.notebook_path,
+            "prediction": slim}  # type: ignore[typeddict-item]  # Prediction minus two keys
+
+
+def speculated_event(scope: Scope, code: str, prediction: Prediction) -> SpeculatedEvent:
+    slim: dict[str, Any] = {k: v for k, v in prediction.items() if k not in ("prompt", "raw")}
+    return {"type": "speculated", "seq": UNNUMBERED, "trajectory_id": scope.trajectory_id,
+            "kernel_id": scope.kernel_id, "notebook_path": scope.notebook_path,
+            "code_hash": code_hash(code),
             "prediction": slim}  # type: ignore[typeddict-item]  # Prediction minus two keys
 
 

@@ -369,8 +369,19 @@ class ScoredEvent(EventEnvelope):
     scores: Scores | None
 
 
+class SpeculatedEvent(EventEnvelope):
+    """The output predicted for a cell not run yet, shown before the run."""
+
+    type: Literal["speculated"]
+    trajectory_id: str
+    kernel_id: str | None
+    notebook_path: str | None
+    code_hash: str
+    prediction: Prediction
+
+
 LiveEvent = (HeartbeatEvent | TrajectoryEvent | StepEvent | RecordingEvent | PredictingEvent
-             | WritingEvent | PredictionEvent | ScoredEvent)
+             | WritingEvent | PredictionEvent | ScoredEvent | SpeculatedEvent)
 
 
 class LiveBusMessage(TypedDict):

@@ -124,6 +124,16 @@ export function predictionEvent(p: LivePrediction): LiveEvent {
 }
 
 /**
+ * A prediction made for a cell before it runs, for the text `code` hashes.
+ */
+export function speculatedEvent(
+  p: LivePrediction,
+  codeHash: string
+): LiveEvent {
+  return { ...scope, type: 'speculated', code_hash: codeHash, prediction: p };
+}
+
+/**
  * The slim `scored` event of a prediction: its id, reference and scores.
  */
 export function scoredEvent(

@@ -12,9 +12,11 @@ import {
   predictionEvent,
   scoredEvent,
   scores,
+  speculatedEvent,
   step,
   stepEvent
 } from './fixtures';
+import { codeHash } from '../live/cellmatch';
 
 class Actions implements IPanelActions {
   inserted: string[] = [];
@@ -32,6 +34,10 @@ class Actions implements IPanelActions {
   }
   cellCode(cellId: string): string | null {
     return `code of ${cellId}`;
+  }
+  active: { cellId: string; code: string } | null = null;
+  activeCode(): { cellId: string; code: string } | null {
+    return this.active;
   }
   written = false;
   nextCellWritten(): boolean {
@@ -128,6 +134,54 @@ describe('PredictionPanel', () => {
     expect(
       q('.themisto-RuntimeSection tr[data-name="x2"]')?.textContent
     ).toContain('int');
+    panel.dispose();
+  });
+
+  it('shows the selected cell\'s prediction before it runs, as such', () => {
+    const { panel, store, actions, q, qa } = setup();
+    store!.apply(stepEvent(1));
+    store!.apply(predictionEvent(prediction('output', 1, { answer: 'one' })));
+    const code = 'x + 1';
+    const made = prediction('output', 2, { answer: '3', cell_id: 'c2' });
+    store!.apply(speculatedEvent(made, codeHash(code)));
+    // Another cell selected: the last run's output, as before.
+    actions.active = { cellId: 'c9', code: 'other' };
+    panel.flush();
+    expect(q('.themisto-OutputSection')?.dataset.beforeRun).toBeUndefined();
+    // The cell just run, with the text it ran: its own result, not a rerun's.
+    const ran = step(1).code;
+    store!.apply(
+      speculatedEvent(prediction('output', 2, { answer: 'x' }), codeHash(ran))
+    );
+    actions.active = { cellId: step(1).cell_id ?? 'c1', code: ran };
+    panel.flush();
+    expect(q('.themisto-OutputSection')?.dataset.beforeRun).toBeUndefined();
+    store!.apply(speculatedEvent(made, codeHash(code)));
+    expect(panel.model.store).toBe(store);
+    // The cell predicted selected, with that text: "If you run this cell".
+    actions.active = { cellId: 'c2', code };
+    panel.notebookEdited();
+    panel.flush();
+    const section = q('.themisto-OutputSection');
+    expect(section?.dataset.beforeRun).toBe('true');
+    expect(section?.dataset.targetStep).toBe('2');
+    expect(section?.textContent).toContain('If you run this cell');
+    const cards = qa('.themisto-OutputSection .themisto-Card');
+    expect(cards.map(c => c.dataset.beforeRun)).toEqual(['true', 'true']);
+    expect(cards[0].querySelector('.themisto-Predicted')?.textContent).toBe('3');
+    expect(cards[0].textContent).toContain('if the cell runs with this text');
+    // Its text edited: not this prediction's cell any more.
+    actions.active = { cellId: 'c2', code: 'x + 2' };
+    panel.flush();
+    expect(q('.themisto-OutputSection')?.dataset.beforeRun).toBeUndefined();
+    // It runs with the text predicted: its own prediction, the usual section.
+    actions.active = { cellId: 'c2', code };
+    store!.apply(predictingEvent('output', 2, 'baseline', 'none'));
+    panel.flush();
+    expect(q('.themisto-OutputSection')?.dataset.beforeRun).toBeUndefined();
+    // A step landed since: an old speculation is not shown.
+    store!.apply(stepEvent(2));
+    expect(store!.speculation).toBeNull();
     panel.dispose();
   });
 

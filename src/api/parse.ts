@@ -496,6 +496,12 @@ export function parseLiveEvent(payload: unknown): LiveEvent | null {
       const prediction = toPrediction(payload.prediction);
       return prediction ? { ...scope, type, prediction } : null;
     }
+    case 'speculated': {
+      const prediction = toPrediction(payload.prediction);
+      return prediction && typeof payload.code_hash === 'string'
+        ? { ...scope, type, code_hash: payload.code_hash, prediction }
+        : null;
+    }
     case 'scored':
       if (
         typeof payload.prediction_id !== 'string' ||

@@ -36,7 +36,8 @@ export type LiveEvent =
   | PredictingEvent
   | WritingEvent
   | PredictionEvent
-  | ScoredEvent;
+  | ScoredEvent
+  | SpeculatedEvent;
 /**
  * Sent every few seconds (ThemistoExtension.heartbeat_interval): a page that hears none for a while knows its connection is down; its seq tells a page that reconnected whether it missed events.
  */
@@ -133,6 +134,17 @@ export type ScoredEvent = EventScope & {
   target_step: number;
   reference: string;
   scores: null | Scores;
+};
+/**
+ * The output predicted for a cell not run yet (POST speculations), from the trajectory as it stands: what the cell will show if it runs with the text whose code_hash this is, right after step target_step - 1. Shown before the run, not stored; when the cell starts with that text after that step, this prediction becomes its own (a prediction event with speculative true).
+ */
+export type SpeculatedEvent = EventScope & {
+  type: 'speculated';
+  /**
+   * The cell text's hash, as a step summary's code_hash (32-bit FNV-1a of its UTF-8 bytes).
+   */
+  code_hash: string;
+  prediction: LivePrediction;
 };
 
 /**

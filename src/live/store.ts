@@ -17,6 +17,7 @@ import type {
   PredictingEvent,
   PredictionTask,
   ScoredEvent,
+  SpeculatedEvent,
   StepSummary,
   WritingEvent
 } from '../api/records';
@@ -39,6 +40,7 @@ import type {
   IScorePoint,
   ICellStep,
   IScoreRow,
+  ISpeculation,
   IStepHistory,
   LiveChange
 } from './types';
@@ -459,7 +461,45 @@ export class NotebookLive implements INotebookLive {
       case 'scored':
         this._scored(event);
         return;
+      case 'speculated':
+        this._speculated(event);
+        this._changed.emit('predictions');
+        return;
     }
+  }
+
+  get speculation(): ISpeculation | null {
+    const found = this._speculation;
+    return found && found.targetStep === this._lastStep + 1 ? found : null;
+  }
+
+  /**
+   * A prediction made for a cell before it runs: one more of the same text
+   * and target, or the first of another (which replaces the older one, as
+   * the server's newer speculation did).
+   */
+  private _speculated(event: SpeculatedEvent): void {
+    const p = event.prediction;
+    const held = this._speculation;
+    if (
+      !held ||
+      held.codeHash !== event.code_hash ||
+      held.targetStep !== p.target_step
+    ) {
+      this._speculation = {
+        codeHash: event.code_hash,
+        targetStep: p.target_step,
+        cellId: p.cell_id ?? null,
+        predictions: [p]
+      };
+      return;
+    }
+    held.predictions = [
+      ...held.predictions.filter(
+        q => q.predictor !== p.predictor || q.context !== p.context
+      ),
+      p
+    ];
   }
 
   /**
@@ -596,12 +636,14 @@ export class NotebookLive implements INotebookLive {
     this._book = new ScoreBook(this._limits.seriesPoints);
     this._index = new StepIndex(null);
     this._lastRun = null;
+    this._speculation = null;
   }
 
   private _limits: ILiveLimits;
   private _book: ScoreBook;
   private _index = new StepIndex();
   private _lastRun: string | null = null;
+  private _speculation: ISpeculation | null = null;
   private _past = new EarlierTrajectories();
   private _aliases = new Map<string, string>();
   private _unaliased = new Map<string, string>();

@@ -41,6 +41,20 @@ export interface IPredictionSlot extends ICombo {
 }
 
 /**
+ * The output predicted for a cell before it runs (`speculated` events): what
+ * the cell with this text will show if it runs as step `targetStep`.
+ */
+export interface ISpeculation {
+  codeHash: string;
+  targetStep: number;
+  cellId: string | null;
+  /**
+   * One per predictor × context, as each was made.
+   */
+  predictions: LivePrediction[];
+}
+
+/**
  * Which part of the data changed; listeners re-render only that part.
  */
 export type LiveChange =

@@ -29,6 +29,7 @@ import type {
   IPredictionSettings,
   IThemistoLive
 } from '../tokens';
+import type { IActiveCode } from './beforerun';
 import { headerView } from './header';
 import { plotView } from './plotsection';
 import { nextView, type PanelView, previousStep, reviewBar } from './review';
@@ -53,6 +54,10 @@ export interface IPanelActions {
    * The current source of a cell of the active notebook.
    */
   cellCode(cellId: string): string | null;
+  /**
+   * The active notebook's active cell when it is a code cell (its text now).
+   */
+  activeCode(): IActiveCode | null;
   /**
    * Whether the code cell after the last cell run is written already: the
    * notebook's next cell is then no prediction's business (see
@@ -358,7 +363,10 @@ export class PredictionPanel extends Widget {
    */
   notebookEdited(): void {
     const shown = this._tasks.writtenShown;
-    if (shown !== null && shown !== this._actions.nextCellWritten()) {
+    if (
+      (shown !== null && shown !== this._actions.nextCellWritten()) ||
+      this._tasks.beforeRunStale(this.model.store, this.model.view)
+    ) {
       this.update();
     }
   }

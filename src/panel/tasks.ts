@@ -15,6 +15,7 @@ import type {
   IPredictionSettings,
   IThemistoLive
 } from '../tokens';
+import { beforeRunCards, shownSpeculation } from './beforerun';
 import type { IPanelActions } from './panel';
 import type { PanelView } from './review';
 import {
@@ -107,6 +108,25 @@ export class TaskView {
       view.mode === 'review'
         ? this._reviewed(task, store, combos, view, detail)
         : this._latest(task, store, combos);
+    if (task === 'output' && view.mode === 'live') {
+      const found = shownSpeculation(store, this._actions.activeCode());
+      this._beforeRunShown = found ? found.targetStep : null;
+      if (found && combos.length > 0) {
+        return section(
+          cls,
+          trans.__('If you run this cell'),
+          [
+            beforeRunCards(
+              found,
+              combos,
+              { prompt: id => this._prompt(id) },
+              trans
+            )
+          ],
+          { 'target-step': String(found.targetStep), 'before-run': 'true' }
+        );
+      }
+    }
     const dataset = { 'target-step': shown ? String(shown.target) : '' };
     if (task === 'next-cell' && view.mode === 'live') {
       this._writtenShown = this._actions.nextCellWritten();
@@ -166,6 +186,19 @@ export class TaskView {
       [code, note, h.div({ className: 'themisto-Cards' }, cards)],
       dataset
     );
+  }
+
+  /**
+   * Whether the live output section last drawn no longer fits the active
+   * cell: it showed a speculation, or should show one now (another cell was
+   * selected, or its text was edited to or away from the text predicted).
+   */
+  beforeRunStale(store: INotebookLive | null, view: PanelView): boolean {
+    if (!store || view.mode !== 'live') {
+      return false;
+    }
+    const found = shownSpeculation(store, this._actions.activeCode());
+    return (found ? found.targetStep : null) !== this._beforeRunShown;
   }
 
   /**
@@ -415,6 +448,10 @@ export class TaskView {
   private _prompts = new Map<string, PromptState>();
   private _openPrompts = new Set<string>();
   private _writtenShown: boolean | null = null;
+  /**
+   * The target of the speculation the live output section last showed.
+   */
+  private _beforeRunShown: number | null = null;
   private _copied: string | null = null;
   private _copiedTimer = 0;
 }

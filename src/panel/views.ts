@@ -404,12 +404,15 @@ export function outputCard(
   step: LiveStep | null,
   actions: Pick<ICardActions, 'retry'> & IPromptActions,
   trans: TranslationBundle,
-  missing: Missing = { kind: 'predicting' }
+  missing: Missing = { kind: 'predicting' },
+  beforeRun = false
 ): VirtualElement {
   const state =
     slot?.state ?? (missing.kind === 'none' ? 'none' : 'predicting');
   const data = {
     task: 'output',
+    // Predicted for a cell that has not run (beforerun.ts).
+    'before-run': beforeRun ? 'true' : 'false',
     'target-step': `${target}`,
     state,
     landed: step ? 'true' : 'false',
@@ -466,7 +469,11 @@ export function outputCard(
       content = [
         predicted,
         textPre(answer, 'themisto-Predicted', trans),
-        muted(trans.__('waiting for the cell to finish…'))
+        muted(
+          beforeRun
+            ? trans.__('if the cell runs with this text')
+            : trans.__('waiting for the cell to finish…')
+        )
       ];
     }
     content.push(...footer(slot, actions, trans));

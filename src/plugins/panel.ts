@@ -94,6 +94,12 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
           const notebook = tracker.currentWidget;
           return notebook ? cellSource(notebook, cellId) : null;
         },
+        activeCode: () => {
+          const cell = tracker.currentWidget?.content.activeCell;
+          return cell && cell.model.type === 'code'
+            ? { cellId: cell.model.id, code: cell.model.sharedModel.getSource() }
+            : null;
+        },
         nextCellWritten,
         toggleRecording: async () => {
           const notebook = tracker.currentWidget;
@@ -110,10 +116,14 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     // loaded yet).
     const edited = (): void => panel.notebookEdited();
     let watched: NotebookPanel | null = null;
+    // So does the prediction of the active cell before it runs
+    // (beforerun.ts): follow the selected cell too.
     tracker.currentChanged.connect((_, notebook) => {
       watched?.content.modelContentChanged.disconnect(edited);
+      watched?.content.activeCellChanged.disconnect(edited);
       watched = notebook;
       watched?.content.modelContentChanged.connect(edited);
+      watched?.content.activeCellChanged.connect(edited);
     });
     panel.id = PANEL_ID;
     panel.title.icon = themistoIcon;

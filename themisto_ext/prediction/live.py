@@ -35,6 +35,7 @@ from themisto_ext.events import (
     predicting_event,
     prediction_event,
     scored_event,
+    speculated_event,
     writing_event,
 )
 from themisto_ext.ingest import IngestResult
@@ -492,11 +493,15 @@ class LivePredictions:
             scope = await self._scope(speculation.trajectory_id)
             for predictor in self.predictors:
                 for context in self.contexts:
-                    outcome = await self._predict(  # not shown until its cell starts
+                    outcome = await self._predict(  # streamed only once its cell starts
                         predictor, context, scope, "output", speculation.target_step,
                         speculation.code, speculation.cell_id, speculation)
-                    speculation.settle((predictor.name, context),
-                                       None if isinstance(outcome, Superseded) else outcome)
+                    made = None if isinstance(outcome, Superseded) else outcome
+                    speculation.settle((predictor.name, context), made)
+                    if made is not None and not speculation.running:
+                        # shown as what the cell will show if it runs ("If you run
+                        # this cell"); its own prediction once it does
+                        self.events.publish(speculated_event(scope, speculation.code, made))
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -49,4 +49,44 @@ test.describe('Themisto speculation', () => {
     await expect(card).toHaveAttribute('data-landed', 'true', LIVE);
     await expect(output.locator('.jp-OutputArea-output')).toContainText('2');
   });
+
+  test('the selected cell shows its predicted output before Shift+Enter', async ({
+    page
+  }) => {
+    await page.notebook.createNew();
+    const panel = await openPanel(page);
+    await page.notebook.setCell(0, 'code', 'x = 1');
+    await page.notebook.runCell(0, { inplace: true });
+    const section = panel.locator('.themisto-OutputSection');
+    await expect(section.locator('.themisto-Card').first()).toHaveAttribute(
+      'data-landed',
+      'true',
+      LIVE
+    );
+    // Typed and left: predicted from its text, shown before it runs.
+    await page.notebook.addCell('code', 'x + 41');
+    await page.notebook.selectCells(1);
+    await expect(section).toHaveAttribute('data-before-run', 'true', LIVE);
+    await expect(section.locator('.themisto-Section-title')).toHaveText(
+      'If you run this cell'
+    );
+    const card = section.locator('.themisto-Card[data-context="full"]');
+    await expect(card.locator('.themisto-Predicted')).toHaveText('42');
+    await expect(card).toHaveAttribute('data-before-run', 'true');
+    // Another cell selected: not that cell's prediction any more.
+    await page.notebook.selectCells(0);
+    await expect(section).not.toHaveAttribute('data-before-run', 'true');
+    // Run with that text: it becomes the cell's own prediction, scored.
+    await page.notebook.selectCells(1);
+    await expect(section).toHaveAttribute('data-before-run', 'true', LIVE);
+    await page.keyboard.press('Control+Enter');
+    await expect(section).not.toHaveAttribute('data-before-run', 'true', LIVE);
+    const own = section.locator('.themisto-Card[data-context="full"]');
+    await expect(own).toHaveAttribute('data-speculative', 'true', LIVE);
+    await expect(own).toHaveAttribute('data-landed', 'true', LIVE);
+    await expect(own.locator('.themisto-Scores')).toHaveAttribute(
+      'data-exact-match',
+      '1'
+    );
+  });
 });
