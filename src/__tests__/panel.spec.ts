@@ -137,7 +137,7 @@ describe('PredictionPanel', () => {
     panel.dispose();
   });
 
-  it('shows the selected cell\'s prediction before it runs, as such', () => {
+  it("shows the selected cell's prediction before it runs, as such", () => {
     const { panel, store, actions, q, qa } = setup();
     store!.apply(stepEvent(1));
     store!.apply(predictionEvent(prediction('output', 1, { answer: 'one' })));
@@ -168,7 +168,9 @@ describe('PredictionPanel', () => {
     expect(section?.textContent).toContain('If you run this cell');
     const cards = qa('.themisto-OutputSection .themisto-Card');
     expect(cards.map(c => c.dataset.beforeRun)).toEqual(['true', 'true']);
-    expect(cards[0].querySelector('.themisto-Predicted')?.textContent).toBe('3');
+    expect(cards[0].querySelector('.themisto-Predicted')?.textContent).toBe(
+      '3'
+    );
     expect(cards[0].textContent).toContain('if the cell runs with this text');
     // Its text edited: not this prediction's cell any more.
     actions.active = { cellId: 'c2', code: 'x + 2' };

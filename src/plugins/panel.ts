@@ -97,7 +97,10 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
         activeCode: () => {
           const cell = tracker.currentWidget?.content.activeCell;
           return cell && cell.model.type === 'code'
-            ? { cellId: cell.model.id, code: cell.model.sharedModel.getSource() }
+            ? {
+                cellId: cell.model.id,
+                code: cell.model.sharedModel.getSource()
+              }
             : null;
         },
         nextCellWritten,
