@@ -8,12 +8,17 @@ import type {
 } from '@jupyterlab/application';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { IFormRendererRegistry } from '@jupyterlab/ui-components';
+
+import type { IPredictorsInfo } from '../api/model';
 
 // These small modules are the services themselves, needed at activation.
 /* eslint-disable jupyter/prefer-lazy-imports */
 import { ThemistoClient } from '../api/client';
 import { ThemistoLive } from '../live/live';
 import { PredictionSettings } from '../settings';
+import { ChoiceListField } from '../settingfields';
+import { withServerChoices } from '../settingschema';
 /* eslint-enable jupyter/prefer-lazy-imports */
 import { IPredictionSettings, IThemistoClient, IThemistoLive } from '../tokens';
 
@@ -38,13 +43,47 @@ export const predictionSettingsPlugin: JupyterFrontEndPlugin<IPredictionSettings
     description: 'Provides the settings of the Themisto prediction features.',
     autoStart: true,
     provides: IPredictionSettings,
-    optional: [ISettingRegistry],
+    requires: [IThemistoClient],
+    optional: [ISettingRegistry, IFormRendererRegistry],
     activate: (
       app: JupyterFrontEnd,
-      registry: ISettingRegistry | null
+      client: IThemistoClient,
+      registry: ISettingRegistry | null,
+      forms: IFormRendererRegistry | null
     ): IPredictionSettings => {
       const settings = new PredictionSettings();
+      for (const name of ['predictors', 'contexts']) {
+        forms?.addRenderer(`${predictionSettingsPlugin.id}.${name}`, {
+          fieldRenderer: ChoiceListField
+        });
+      }
       if (registry) {
+        // The settings editor offers the server's predictors and contexts
+        // (settingschema.ts): the schema as written until the server has
+        // answered, then again with its lists.
+        let info: IPredictorsInfo | null = null;
+        void registry.transform(predictionSettingsPlugin.id, {
+          fetch: plugin =>
+            info
+              ? {
+                  ...plugin,
+                  schema: withServerChoices(
+                    plugin.schema,
+                    info,
+                    plugin.data?.user ?? {}
+                  ) as typeof plugin.schema
+                }
+              : plugin
+        });
+        void client
+          .getPredictors()
+          .then(found => {
+            info = found;
+            return registry.load(predictionSettingsPlugin.id, true);
+          })
+          .catch(reason =>
+            console.warn('themisto: the server predictors not read', reason)
+          );
         registry
           .load(predictionSettingsPlugin.id)
           .then(loaded => {
