@@ -102,13 +102,19 @@ def test_pyplot_is_known_by_the_name_it_was_imported_as():
 
 
 def test_a_cell_that_draws_is_determined_by_its_figures_alone():
-    history = [step(IMPORT)]
+    state = {"x": {"type": "ndarray", "size": 512, "shape": [50], "repr": "array([...])"},
+             "fit": {"type": "function", "size": 136, "repr": "<function fit>"}}
+    history = [dict(step(IMPORT), runtime_variables=state)]
     assert determined_output("fig = plt.figure()", history) == \
         ("<Figure size 640x480 with 0 Axes>", True)
     assert determined_output("model = fit(x)\nplt.scatter(x, x);", history) == \
         ("<Figure size 640x480 with 1 Axes>", True)
     assert determined_output("plt.scatter(x, x)", history) == ("", False)
     assert determined_output("y = 3\ny", history) == ("3", True)  # no figure: as before
+    # No variable recorded at all (a first cell failed before assigning x): a cell that
+    # reads names nothing accounts for may raise NameError before it draws.
+    assert determined_output("plt.hist(x, 40);", [step(IMPORT)]) == \
+        ("<Figure size 640x480 with 1 Axes>", False)
 
 
 def test_an_earlier_figure_shown_again_shows_its_line_as_the_snapshot_holds_it():

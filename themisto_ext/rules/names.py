@@ -213,6 +213,20 @@ def undefined(tree: ast.Module, history: Sequence[Step],
     return candidates, failed
 
 
+def unaccounted(tree: ast.Module, history: Sequence[Step]) -> set[str]:
+    """Names the cell reads that nothing accounts for where the snapshot holds no
+    variable at all (``undefined`` gives up there: the state may not be captured): not
+    builtins or IPython's, not bound by the cell, not imported by any cell. A cell that
+    reads one may raise NameError (a first cell that failed before assigning them)."""
+    read = set().union(*map(read_now, tree.body)) - bound(tree) - _IPYTHON - set(dir(builtins))
+    for past in history:
+        imported, hides = _imports(str(past.get("code") or ""))
+        if hides:
+            return set()
+        read -= imported
+    return {name for name in read if not name.startswith("_")}
+
+
 def read_now(statement: ast.stmt) -> set[str]:
     """The names a statement reads before binding them itself (``x += 1`` reads x; a loop
     reads its variable after binding it), outside the bodies of functions it defines."""

@@ -186,7 +186,8 @@ def determined(code: str, history: Sequence[Step],
     if drawn is None:
         return Determined(text, False)
     # a cell that draws shows its figures and nothing else (figure_text checked that)
-    if drawn and set().union(*map(names.read_now, cell.body)) & (undefined | uncertain):
+    if drawn and (set().union(*map(names.read_now, cell.body)) & (undefined | uncertain)
+                  or (not whole and names.unaccounted(cell, history))):
         return Determined(drawn, False)  # it may raise NameError before it draws
     return Determined(drawn, True) if drawn else Determined(text, not state.undetermined)
 
