@@ -6,6 +6,7 @@ import ast
 import contextlib
 import io
 import types
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -40,3 +41,31 @@ def shown_by_python(code: str, variables: dict[str, Any]) -> str:
         raise Raised(printed.getvalue().removesuffix("\n"),
                      traceback.format_exception_only(error)[-1].strip()) from None
     return (printed.getvalue() + ("" if value is None else pretty(value))).removesuffix("\n")
+
+
+def checked_against_python(cells: Iterable[str], variables: dict[str, Any],
+                           history: list[dict[str, Any]]) -> tuple[int, int]:
+    """Run each cell for real over ``variables`` and by the rules over ``history``;
+    wherever the rules call their answer complete it must be exactly what Python shows,
+    and where they say the cell raises, it must print what they say and raise that
+    error. Returns how many answers were complete and how many said what raised."""
+    from themisto_ext.prediction.clients.baseline import determined
+
+    complete = raised = 0
+    for code in cells:
+        try:
+            truth: str | None = shown_by_python(code, variables)
+            error = None
+        except Raised as raising:  # a traceback, which the rules never write whole
+            truth, error = None, raising
+        found = determined(code, history)
+        if found is None:
+            continue
+        if found.complete:
+            complete += 1
+            assert found.text == truth, code
+        if found.raised is not None:  # what it printed, then the traceback's last line
+            raised += 1
+            assert error is not None and (found.text, found.raised) == (
+                error.printed, error.line), code
+    return complete, raised

@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 import pytest
-from ipython_display import Raised, shown_by_python
+from ipython_display import checked_against_python
 
 from themisto_ext.prediction.clients.baseline import determined
 
@@ -77,23 +77,7 @@ def cells(seed: int, count: int) -> list[str]:
 def test_what_the_rules_call_complete_is_what_python_shows(seed):
     history = [{"code": "xs, s, d = ...", "runtime_variables": snapshot(), "outputs": [],
                 "output": "", "error": None}]
-    complete = raised = 0
-    for code in cells(seed, 400):
-        try:
-            truth: str | None = shown_by_python(code, VALUES)
-            error = None
-        except Raised as raising:  # a traceback, which the rules never write whole
-            truth, error = None, raising
-        found = determined(code, history)
-        if found is None:
-            continue
-        if found.complete:
-            complete += 1
-            assert found.text == truth, code
-        if found.raised is not None:  # what it printed, then the traceback's last line
-            raised += 1
-            assert error is not None and (found.text, found.raised) == (
-                error.printed, error.line), code
+    complete, raised = checked_against_python(cells(seed, 400), VALUES, history)
     assert complete > 150 and raised > 20  # the rules answer most of these cells
 
 

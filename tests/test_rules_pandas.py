@@ -12,11 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from ipython_display import Raised, shown_by_python
+from ipython_display import checked_against_python
 
 from themisto_ext.contract import CaptureSettings
 from themisto_ext.kernel.snapshot import Snapshotter
-from themisto_ext.prediction.clients.baseline import determined
 from themisto_ext.redaction import Redactor
 
 
@@ -102,23 +101,7 @@ def test_what_the_rules_call_complete_is_what_pandas_and_numpy_show(seed):
                 "runtime_variables": snapshot(found), "outputs": [], "output": "",
                 "error": None}]
     real = {**found, "pd": pd, "np": np}
-    complete = raised = 0
-    for code in cells(seed, 400):
-        try:
-            truth: str | None = shown_by_python(code, real)
-            error = None
-        except Raised as raising:
-            truth, error = None, raising
-        answer = determined(code, history)
-        if answer is None:
-            continue
-        if answer.complete:
-            complete += 1
-            assert answer.text == truth, code
-        if answer.raised is not None:
-            raised += 1
-            assert error is not None and (answer.text, answer.raised) == (
-                error.printed, error.line), code
+    complete, raised = checked_against_python(cells(seed, 400), real, history)
     assert complete > 250 and raised > 10, (complete, raised)  # ~300 and ~20 of 400
 
 

@@ -1,4 +1,9 @@
-import { expect, test } from '@jupyterlab/galata';
+import {
+  expect,
+  IJupyterLabPageFixture,
+  test
+} from '@jupyterlab/galata';
+import { Locator } from '@playwright/test';
 
 import { openPanel } from './helpers';
 
@@ -13,16 +18,27 @@ const LIVE = { timeout: 30000 };
 // The cell sleeps 3 s: the prediction must be there well before its output.
 const AT_ONCE = { timeout: 2000 };
 
+/**
+ * A new notebook whose first cell, `x = 1`, has run and been scored; the
+ * panel open.
+ */
+async function afterFirstCell(
+  page: IJupyterLabPageFixture
+): Promise<Locator> {
+  await page.notebook.createNew();
+  const panel = await openPanel(page);
+  await page.notebook.setCell(0, 'code', 'x = 1');
+  await page.notebook.runCell(0, { inplace: true });
+  const cards = panel.locator('.themisto-OutputSection .themisto-Card');
+  await expect(cards.first()).toHaveAttribute('data-landed', 'true', LIVE);
+  return panel;
+}
+
 test.describe('Themisto speculation', () => {
   test('a cell typed, left for a moment and run has its prediction before its output', async ({
     page
   }) => {
-    await page.notebook.createNew();
-    const panel = await openPanel(page);
-    await page.notebook.setCell(0, 'code', 'x = 1');
-    await page.notebook.runCell(0, { inplace: true });
-    const cards = panel.locator('.themisto-OutputSection .themisto-Card');
-    await expect(cards.first()).toHaveAttribute('data-landed', 'true', LIVE);
+    const panel = await afterFirstCell(page);
 
     // Type the cell, then pause for longer than speculationPause (1.5 s).
     await page.notebook.addCell('code', 'import time; time.sleep(3); 1+1');
@@ -53,16 +69,8 @@ test.describe('Themisto speculation', () => {
   test('the selected cell shows its predicted output before Shift+Enter', async ({
     page
   }) => {
-    await page.notebook.createNew();
-    const panel = await openPanel(page);
-    await page.notebook.setCell(0, 'code', 'x = 1');
-    await page.notebook.runCell(0, { inplace: true });
+    const panel = await afterFirstCell(page);
     const section = panel.locator('.themisto-OutputSection');
-    await expect(section.locator('.themisto-Card').first()).toHaveAttribute(
-      'data-landed',
-      'true',
-      LIVE
-    );
     // Typed and left: predicted from its text, shown before it runs.
     await page.notebook.addCell('code', 'x + 41');
     await page.notebook.selectCells(1);
