@@ -7,7 +7,9 @@ never importing each other: ``notebook/`` (badges, footers, ghost text, speculat
 ``panel/`` (the side bar), ``statusbar/``, ``class/`` (the class view) -> ``plugins/`` and
 the entry points (``index.ts``, ``commands.ts``), which wire them into JupyterLab. The
 shared root modules (``tokens.ts``, ``settings.ts``, ``icon.ts``, ``dom.ts``: the views'
-virtual-DOM helpers) sit beside ``live/``; a layer below them
+virtual-DOM helpers) sit beside ``live/``; so do ``settingschema.ts`` and
+``settingfields.ts`` (the settings editor's view of the prediction settings, which only the
+plugins use); a layer below them
 names their interfaces with ``import type`` only, so no import circles run through them at
 run time. Tests (``__tests__/``) may import anything, and nothing imports them.
 """
@@ -35,6 +37,9 @@ LAYERS: dict[str, tuple[set[str], set[str]]] = {
     "settings": ({"api", "tokens"}, {"live"}),
     "icon": (set(), set()),
     "dom": (set(), set()),
+    # how the settings editor shows the prediction settings: used by plugins only
+    "settingschema": (set(), {"api"}),
+    "settingfields": (set(), set()),
 }
 """``plugins``, ``index`` and ``commands`` wire everything and may import any layer."""
 WIRING = ("plugins", "index", "commands")
