@@ -4,6 +4,7 @@ mapping from themisto's exceptions to HTTP statuses."""
 from __future__ import annotations
 
 import json
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -62,6 +63,15 @@ class ThemistoHandler(APIHandler):
 
     async def prepare(self) -> None:  # type: ignore[override]  # jupyter_server's is untyped
         await super().prepare()
+        # No id or argument holds a control character (PostgreSQL refuses NUL in text and
+        # answered with a 500; nothing this API stores has one): said before any lookup.
+        if any(_CONTROL.search(value) for value in self.path_kwargs.values()):
+            raise web.HTTPError(HTTPStatus.NOT_FOUND, "no such resource: the id holds a "
+                                "control character")
+        if any(_CONTROL.search(value.decode("utf-8", "replace"))
+               for values in self.request.query_arguments.values() for value in values):
+            raise web.HTTPError(HTTPStatus.BAD_REQUEST, "a query argument holds a control "
+                                "character")
         limit = self.themisto.settings.max_body_bytes
         declared = self.request.headers.get("Content-Length")
         if (declared and declared.isdigit() and int(declared) > limit) or \
@@ -147,6 +157,10 @@ class NotFoundHandler(ThemistoHandler):
         if not self.current_user:
             raise web.HTTPError(HTTPStatus.FORBIDDEN)
         raise web.HTTPError(HTTPStatus.NOT_FOUND, f"no such API path: {self.request.path}")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+"""Control characters (tab and newlines aside, which a notebook path may hold)."""
 
 
 def _status_of(error: ThemistoError) -> int:
