@@ -385,5 +385,6 @@ describe('exportFilename', () => {
     expect(exportFilename('dir/My Analysis.ipynb')).toBe('My_Analysis.jsonl');
     expect(exportFilename('.hidden.ipynb')).toBe('hidden.jsonl');
     expect(exportFilename('')).toBe('trajectory.jsonl');
+    expect(exportFilename('themisto-class.jsonl')).toBe('themisto-class.jsonl');
   });
 });

@@ -320,7 +320,8 @@ export class ThemistoClient implements IThemistoClient {
  */
 export function exportFilename(notebookPath: string): string {
   const base = notebookPath.split('/').pop() ?? '';
-  const stem = base.replace(/\.ipynb$/i, '').replace(/[^\w.-]+/g, '_');
+  // (a name given as `x.jsonl` keeps one extension, not `x.jsonl.jsonl`)
+  const stem = base.replace(/\.(ipynb|jsonl)$/i, '').replace(/[^\w.-]+/g, '_');
   const safe = stem.replace(/^[._]+/, '') || 'trajectory';
   return `${safe}.jsonl`;
 }
