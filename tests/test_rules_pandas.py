@@ -132,3 +132,18 @@ def test_large_or_foreign_values_are_not_kept_as_data():
     }
     variables = snapshot(found)
     assert [name for name, entry in variables.items() if "data" in entry] == []
+
+
+def test_the_live_stream_carries_no_captured_data():
+    # the page's runtime table reads type, size and repr: a frame's 1,000 values stay on
+    # the server (in the step, for the rules), not in every step event
+    from themisto_ext.events import step_event
+
+    variables = snapshot(values())
+    step = {"trajectory_id": "t", "kernel_id": "k", "step": 2, "cell_id": None,
+            "code": "df", "output": "", "execution_time": 0.1, "memory_bytes": None,
+            "runtime_variables": variables, "error": None}
+    sent = step_event(step)["step"]["runtime_variables"]  # type: ignore[arg-type]
+    assert set(sent) == set(variables)
+    assert all("data" not in info and info["repr"] for info in sent.values())
+    assert "data" in variables["df"]  # the step itself keeps it

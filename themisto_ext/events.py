@@ -58,6 +58,11 @@ def trajectory_event(trajectory: TrajectoryInfo) -> TrajectoryEvent:
 
 def step_event(step: Step) -> StepEvent:
     live: dict[str, Any] = {name: step.get(name) for name in LIVE_STEP_FIELDS}
+    # values captured as data (up to 1,000 each) are for the rules, not the page: the
+    # panel's runtime table shows type, size and repr
+    live["runtime_variables"] = {
+        name: {k: v for k, v in info.items() if k != "data"}
+        for name, info in (step.get("runtime_variables") or {}).items()}
     return {"type": "step", "seq": UNNUMBERED, "trajectory_id": step["trajectory_id"],
             "kernel_id": step["kernel_id"], "notebook_path": step.get("notebook_path"),
             "step": live}  # type: ignore[typeddict-item]  # the LiveStep fields, just read
