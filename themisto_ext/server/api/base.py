@@ -63,15 +63,11 @@ class ThemistoHandler(APIHandler):
 
     async def prepare(self) -> None:  # type: ignore[override]  # jupyter_server's is untyped
         await super().prepare()
-        # No id or argument holds a control character (PostgreSQL refuses NUL in text and
-        # answered with a 500; nothing this API stores has one): said before any lookup.
+        # No id holds a control character (PostgreSQL refuses NUL in text and answered
+        # with a 500; nothing this API stores has one): said before any lookup.
         if any(_CONTROL.search(value) for value in self.path_kwargs.values()):
             raise web.HTTPError(HTTPStatus.NOT_FOUND, "no such resource: the id holds a "
                                 "control character")
-        if any(_CONTROL.search(value.decode("utf-8", "replace"))
-               for values in self.request.query_arguments.values() for value in values):
-            raise web.HTTPError(HTTPStatus.BAD_REQUEST, "a query argument holds a control "
-                                "character")
         limit = self.themisto.settings.max_body_bytes
         declared = self.request.headers.get("Content-Length")
         if (declared and declared.isdigit() and int(declared) > limit) or \
