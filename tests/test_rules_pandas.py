@@ -147,3 +147,22 @@ def test_the_live_stream_carries_no_captured_data():
     assert set(sent) == set(variables)
     assert all("data" not in info and info["repr"] for info in sent.values())
     assert "data" in variables["df"]  # the step itself keeps it
+
+
+def test_a_record_this_pandas_cannot_rebuild_falls_back_to_the_repr_and_its_rounding():
+    # a dtype an older pandas lacks: the rules read the repr, whose floats pandas rounded
+    # to 6 decimals, and so do not call a sum of them complete
+    shown = pd.Series([0.1234567, 0.7654321])
+    entry = {"type": "Series", "size": 144, "size_exact": True, "shape": [2], "length": 2,
+             "repr": repr(shown), "data": {"kind": "Series", "dtype": "<no-such-dtype",
+                                            "values": [0.1234567, 0.7654321],
+                                            "index": {"range": [0, 2, 1], "name": None},
+                                            "name": None}}
+    history = [{"code": "import pandas as pd", "runtime_variables": {"s": entry},
+                "outputs": [], "output": "", "error": None}]
+    from themisto_ext.prediction.clients.baseline import determined
+
+    assert not determined("s.sum()", history).complete
+    exact = dict(entry, data=snapshot({"s": shown})["s"]["data"])
+    found = determined("s.sum()", [dict(history[0], runtime_variables={"s": exact})])
+    assert found.complete and found.text == repr(shown.sum())

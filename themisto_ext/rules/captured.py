@@ -13,8 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
+from weakref import WeakValueDictionary
 
 from themisto_ext.contract import DATA_ELEMENTS
+
+_ARRAYS: WeakValueDictionary[int, Any] = WeakValueDictionary()
+"""Arrays rebuilt from data, by id (an ndarray is unhashable, so no WeakSet)."""
 
 EXACT = "themisto.exact"
 """``attrs`` key of an object rebuilt from data: its index kind is known, not guessed
@@ -32,13 +36,18 @@ def rebuild(data: Mapping[str, Any], shape: Sequence[int] | None) -> Any:
         raise ValueError("the record disagrees with the recorded shape")
     if hasattr(value, "attrs"):
         value.attrs[EXACT] = True
+    else:  # an ndarray has no attrs: known by identity while it lives
+        _ARRAYS[id(value)] = value
     return value
 
 
 def exact(value: Any) -> bool:
-    """Whether ``value`` came from captured data (or was computed from such a value)."""
+    """Whether ``value`` came from captured data (a pandas object also when computed from
+    such a value; an array only as rebuilt)."""
     attrs = getattr(value, "attrs", None)
-    return isinstance(attrs, dict) and attrs.get(EXACT) is True
+    if isinstance(attrs, dict):
+        return attrs.get(EXACT) is True
+    return _ARRAYS.get(id(value)) is value
 
 
 def _array(data: Mapping[str, Any]) -> Any:

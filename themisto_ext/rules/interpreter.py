@@ -309,8 +309,9 @@ class State(Flow):
                 return _DTYPES[node.id]
             entry = self._entry(node.id)
             value = known.from_snapshot(entry, self.nudge)
-            if captured.exact(value) or "data" in entry:
-                pass  # every digit captured: nothing rounded
+            if captured.exact(value):
+                pass  # every digit captured: nothing rounded (a record this pandas
+                # could not rebuild fell back to the repr, and is checked below)
             elif (arrays.is_array(value) and arrays.rounded(value)) or (
                     frames.is_frame(value) and frames.rounded(str(entry.get("repr")))):
                 self.rounded = True
