@@ -93,19 +93,22 @@ def writing_event(scope: Scope, task: Task, context: Context, predictor: str,
             "target_step": target_step, "cell_id": cell_id, "text": text}
 
 
-def prediction_event(scope: Scope, prediction: Prediction) -> PredictionEvent:
+def _slim(prediction: Prediction) -> Prediction:
+    """A prediction as the live stream carries it: without its prompt and raw answer."""
     slim: dict[str, Any] = {k: v for k, v in prediction.items() if k not in ("prompt", "raw")}
+    return slim  # type: ignore[return-value]  # Prediction minus two optional keys
+
+
+def prediction_event(scope: Scope, prediction: Prediction) -> PredictionEvent:
     return {"type": "prediction", "seq": UNNUMBERED, "trajectory_id": scope.trajectory_id,
             "kernel_id": scope.kernel_id, "notebook_path": scope.notebook_path,
-            "prediction": slim}  # type: ignore[typeddict-item]  # Prediction minus two keys
+            "prediction": _slim(prediction)}
 
 
 def speculated_event(scope: Scope, code: str, prediction: Prediction) -> SpeculatedEvent:
-    slim: dict[str, Any] = {k: v for k, v in prediction.items() if k not in ("prompt", "raw")}
     return {"type": "speculated", "seq": UNNUMBERED, "trajectory_id": scope.trajectory_id,
             "kernel_id": scope.kernel_id, "notebook_path": scope.notebook_path,
-            "code_hash": code_hash(code),
-            "prediction": slim}  # type: ignore[typeddict-item]  # Prediction minus two keys
+            "code_hash": code_hash(code), "prediction": _slim(prediction)}
 
 
 def scored_event(scope: Scope, prediction: Prediction) -> ScoredEvent:
