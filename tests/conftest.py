@@ -25,14 +25,24 @@ from themisto_ext.replay import recording_env
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = (ROOT.parent / "shared" / "data" / "notebooks").resolve()
+"""The team's real notebooks (read, never copied); absent in a clone outside the team."""
+OWN_NOTEBOOKS = ROOT / "tests" / "notebooks"
+"""Notebooks written for this project (its licence): what the tests rely on everywhere."""
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
-def shared_notebooks() -> list[Path]:
-    found = sorted(NOTEBOOKS.glob("*.ipynb"))
-    # A missing data folder must fail the tests that need it, not skip them silently.
-    return found or [NOTEBOOKS / "MISSING: see ../shared/data/notebooks.ipynb"]
+def own_notebook(stem: str) -> Path:
+    """One of the project's own notebooks (``tests/notebooks/``), by its name."""
+    path = OWN_NOTEBOOKS / f"{stem}.ipynb"
+    assert path.is_file(), path
+    return path
+
+
+def real_notebooks() -> list[Path]:
+    """The project's own notebooks, and the shared ones where they are present: a clone
+    without ``../shared`` runs the same tests on fewer notebooks."""
+    return sorted(OWN_NOTEBOOKS.glob("*.ipynb")) + sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
 def read_journal(directory: Path) -> list[dict[str, Any]]:
@@ -88,7 +98,8 @@ class RecordingKernel:
 
 @pytest.fixture(scope="session")
 def recorded_notebooks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Trajectories of two shared notebooks, recorded once per test session (one file)."""
+    """Trajectories of the project's two notebooks of NumPy and pandas work, recorded once
+    per test session (one file)."""
     from themisto_ext.replay import record_notebook
     from themisto_ext.store import SQLiteStore
     from themisto_ext.trajectory import write_steps
@@ -97,9 +108,8 @@ def recorded_notebooks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = SQLiteStore(work / "s.sqlite3")
     trajectories = work / "trajectories.jsonl"
     with trajectories.open("w", encoding="utf-8") as fh:
-        for name in ("02.02-The-Basics-Of-NumPy-Arrays", "03.01-Introducing-Pandas-Objects"):
-            notebook = next(p for p in shared_notebooks() if p.stem == name)
-            result = record_notebook(notebook, store, work / "journal", timeout=120)
+        for name in ("numpy-arrays", "pandas-objects"):
+            result = record_notebook(own_notebook(name), store, work / "journal", timeout=120)
             write_steps(store.iter_steps(result.trajectory_ids[0]), fh)
     store.close()
     return trajectories

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, shared_notebooks
+from conftest import ROOT, own_notebook, real_notebooks
 
 from themisto_ext.replay import record_notebook
 from themisto_ext.store import SQLiteStore
@@ -46,7 +46,7 @@ def jupyter_view(outputs: list[dict]) -> str:
     return flatten(merged)
 
 
-@pytest.mark.parametrize("notebook", shared_notebooks(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("notebook", real_notebooks(), ids=lambda p: p.stem)
 def test_record_real_notebook_matches_jupyter(notebook: Path, tmp_path: Path):
     store = SQLiteStore(tmp_path / "s.sqlite3")
     result = record_notebook(notebook, store, tmp_path / "journal", timeout=120)
@@ -67,7 +67,7 @@ def test_record_real_notebook_matches_jupyter(notebook: Path, tmp_path: Path):
 
 
 def test_recorded_types_and_sizes(tmp_path: Path):
-    notebook = next(p for p in shared_notebooks() if "Introducing-Pandas" in p.name)
+    notebook = own_notebook("pandas-objects")
     store = SQLiteStore(tmp_path / "s.sqlite3")
     result = record_notebook(notebook, store, tmp_path / "journal", timeout=120)
     last = list(store.iter_steps(result.trajectory_ids[0]))[-1]["runtime_variables"]
@@ -79,7 +79,7 @@ def test_recorded_types_and_sizes(tmp_path: Path):
 
 def test_cli_record_list_export_validate(tmp_path: Path):
     store = tmp_path / "store.sqlite3"
-    notebook = next(p for p in shared_notebooks() if "Errors-and-Debugging" in p.name)
+    notebook = own_notebook("errors")
     out = tmp_path / "t.jsonl"
     r = themisto("record", str(notebook), "--out", str(out), store=store)
     assert r.returncode == 0, r.stderr

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import shared_notebooks
+from conftest import own_notebook
 from fake_llm import FakeLLM, error
 from test_cli import themisto
 
@@ -14,7 +14,7 @@ from test_cli import themisto
 @pytest.fixture(scope="module")
 def trajectory(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("predict")
-    notebook = next(p for p in shared_notebooks() if "Introducing-Pandas" in p.name)
+    notebook = own_notebook("pandas-objects")
     out = work / "t.jsonl"
     r = themisto("record", str(notebook), "--out", str(out), store=work / "s.sqlite3")
     assert r.returncode == 0, r.stderr
@@ -23,7 +23,7 @@ def trajectory(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_baseline_prediction_with_scores(trajectory: Path):
     steps = [json.loads(line) for line in trajectory.read_text().splitlines()]
-    target = next(s for s in steps if s["code"] == "states.columns")
+    target = next(s for s in steps if s["code"] == "cities.columns")
     r = themisto("predict", str(trajectory), "--step", str(target["step"]), "--task", "output",
                  "--context", "full", "--predictor", "baseline", "--json")
     assert r.returncode == 0, r.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import NOTEBOOKS, ROOT
+from conftest import ROOT, own_notebook
 
 from themisto_ext.prediction.prompts import CONTEXTS, MARKUP, TASKS, Prompt
 from themisto_ext.prediction.prompts.build import (
@@ -468,7 +468,7 @@ def recorded(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("recorded")
     out = folder / "t.jsonl"
     done = themisto("--store", str(folder / "s.sqlite3"), "record",
-                    str(NOTEBOOKS / "03.01-Introducing-Pandas-Objects.ipynb"), "--out", str(out))
+                    str(own_notebook("pandas-objects")), "--out", str(out))
     assert done.returncode == 0, done.stderr
     return out
 
@@ -493,11 +493,11 @@ def test_real_trajectory_prompts(recorded):
                                for n in names) if context == "full" \
                         else set(state_json(p.suffix)) <= set(names)
                 previous = p
-    target = next(s for s in steps if s["code"].startswith("states['area']"))
+    target = next(s for s in steps if s["code"].startswith("cities['area']"))
     done = themisto("prompt", str(recorded), "--step", str(target["step"]), "--task", "output",
                     "--context", "curated")
     assert done.returncode == 0, done.stderr
     chosen = state_json(split_cli(done.stdout)[-1][1])
-    assert chosen["states"]["type"] == "DataFrame"
-    assert "read by this cell" in chosen["states"]["why"]
-    assert "population_dict" not in chosen
+    assert chosen["cities"]["type"] == "DataFrame"
+    assert "read by this cell" in chosen["cities"]["why"]
+    assert "population_by_city" not in chosen

@@ -81,7 +81,7 @@ def finetune(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise ValueError(f"{exc.name} is not installed: pip install 'themisto-ext[train]'") \
             from None
-    from tqdm import tqdm  # type: ignore[import-untyped]
+    from tqdm import tqdm
 
     from themisto_ext.prediction.clients.local.engine import default_model_path
     from themisto_ext.training.finetune import FinetuneConfig

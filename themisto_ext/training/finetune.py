@@ -146,7 +146,7 @@ def load_base(model: Path, threads: int | None) -> tuple[Any, Any]:
 
     if threads:
         torch.set_num_threads(threads)
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    hf_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(str(model.parent), gguf_file=model.name)
     base = AutoModelForCausalLM.from_pretrained(str(model.parent), gguf_file=model.name,
                                                 dtype=torch.float32)
