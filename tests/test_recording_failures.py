@@ -9,6 +9,7 @@ state says ``recording: false`` with the reason, on the API and on the live stre
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from pathlib import Path
@@ -209,3 +210,41 @@ class TestReadOnlyStore:
             assert status and status["steps"] >= 1 and status["reason"] is None
         finally:
             client.stop_channels()
+
+
+async def test_a_trajectory_id_someone_else_holds_is_refused_and_said(jp_fetch, jp_serverapp,
+                                                                      caplog):
+    """Another user stored a trajectory under this kernel's id before its first step landed
+    (a journal's name tells the id): nothing is stored into theirs, and the kernel's state,
+    the live status and the log say why, instead of "recording, 0 steps"."""
+    from test_store import interpret_lines, start, step
+
+    themisto = themisto_of(jp_serverapp)
+    await jp_serverapp.extension_manager.start_all_extensions()
+    themisto._ingest_task.cancel()  # this test ingests itself, once the race is set
+    with contextlib.suppress(asyncio.CancelledError):
+        await themisto._ingest_task
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    try:
+        await run(client, "mine = 1")
+        journal_dir = Path(themisto.journal_dir)
+
+        async def journal():
+            return next(iter(journal_dir.glob(f"{kernel_id}--*.jsonl")), None)
+
+        path = await wait_for(journal)
+        assert path is not None
+        tid = path.stem.split("--", 1)[1]
+        store = themisto.store.sync
+        store.apply(interpret_lines([start(tid, "other-kernel"), step(tid, 7)], "kernel",
+                                    user="bob"), None)
+        with caplog.at_level(logging.WARNING, logger="themisto_ext"):
+            await themisto.ingest_now()
+        status = await kernel_status(jp_fetch, kernel_id)
+        assert status["recording"] is False
+        assert "belongs to another user" in status["reason"], status
+        assert any("belongs to another user" in r.getMessage() for r in caplog.records)
+        assert [s["step"] for s in store.iter_steps(tid)] == [7]  # bob's, untouched
+        assert store.get_trajectory(tid).user == "bob"
+    finally:
+        client.stop_channels()

@@ -411,3 +411,37 @@ def test_wrong_postgres_password_is_a_clear_error(pg_cluster, monkeypatch):
     with pytest.raises(StoreError, match="password authentication failed") as raised:
         open_store(pg_cluster.url())
     assert "wrong-password" not in str(raised.value)
+
+
+def test_nul_characters_are_stored_and_read_on_both_engines(store):
+    """A cell may print a NUL and a kernel's record may carry one: PostgreSQL's text and
+    jsonb hold none, and one such record used to fail its journal's every transaction.
+    There it is stored as U+FFFD; the text ``\\u0000`` a user wrote stays as written."""
+    from themisto_ext.store.postgres import NUL_STAND_IN
+
+    record = step("t1", 1)
+    record["output"], record["code"] = "a\x00b \\u0000 \\\x00", "print('\\x00')\x00"
+    head = start("t1")
+    head["notebook_path"] = "n\x00b.ipynb"
+    applied = apply(store, [head, record, step("t1", 2)], "kernel", ("j", 10))
+    assert len(applied.steps) == 2
+    nul = "\x00" if isinstance(store, SQLiteStore) else NUL_STAND_IN
+    stored = next(iter(store.iter_steps("t1")))
+    assert (stored["output"], stored["code"]) == \
+        (f"a{nul}b \\u0000 \\{nul}", f"print('\\x00'){nul}")
+    assert store.get_trajectory("t1").notebook_path == f"n{nul}b.ipynb"  # type: ignore[union-attr]
+    assert [s["step"] for s in store.step_summaries("t1")] == [1, 2]
+    assert store.list_trajectories(TrajectoryFilter())[0].steps == 2
+
+
+def test_store_errors_name_no_connection_string(pg_cluster):
+    """A store error reaches API error bodies and the log the user reads: no URL in it."""
+    store_url = pg_cluster.create_database()
+    from psycopg import errors as pg_errors
+
+    from themisto_ext.store.postgres import _store_error
+    from themisto_ext.store.url import parse_store_url
+
+    error = _store_error(parse_store_url(store_url), pg_errors.DataError("bad input"))
+    assert "bad input" in str(error) and "postgresql://" not in str(error)
+    assert store_url.rsplit("/", 1)[-1] not in str(error)

@@ -41,6 +41,7 @@ from themisto_ext.store import (
     TrajectoryEnded,
     TrajectoryStore,
     Write,
+    trajectory_of,
 )
 
 log = logging.getLogger("themisto_ext.ingest")
@@ -60,6 +61,8 @@ class IngestResult:
     read_bytes: int = 0
     """Journal bytes read by this pass."""
     duplicates: int = 0
+    refused: dict[str, str] = field(default_factory=dict)
+    """Trajectory id -> kernel id of trajectories the store refused (``Applied.refused``)."""
 
 
 _LOGGED_PER_JOURNAL = 5
@@ -165,6 +168,9 @@ class JournalIngestor:
         self._offsets: dict[str, int] | None = None
         self._journals: dict[str, _Journal] = {}
         self.bad_lines = 0
+        self.refused: dict[str, str] = {}
+        """Trajectory id -> kernel id of trajectories the store refused (another user's):
+        their later records are held back too, and reported again each pass they come."""
         """Records skipped so far because they could not be read."""
         self.restarted = 0
         """Journals read again from their start (truncated, replaced, deleted)."""
@@ -256,13 +262,19 @@ class JournalIngestor:
             if not captures_state(self.level):
                 writes = [NewStep(within_level(w.step, self.level))  # type: ignore[arg-type]
                           if isinstance(w, NewStep) else w for w in writes]
+            # a trajectory the store refused (another user's id) stays refused, and said
+            held = {t for t in map(trajectory_of, writes) if t in self.refused}
+            total.refused.update({t: self.refused[t] for t in held})
+            writes = [w for w in writes if trajectory_of(w) not in held]
             applied = self._apply(writes, (self._scope + key, chunk.end_offset), path)
+            self.refused.update(applied.refused)
             total.ended += [w.trajectory_id for w in writes if isinstance(w, TrajectoryEnded)]
             total.new_trajectories += applied.new_trajectories
             total.steps += applied.steps
             total.switches += applied.switches
             total.started += [r for r in records if isinstance(r, StartedRecord)]
             total.duplicates += applied.duplicates
+            total.refused.update(applied.refused)
             offset = self._cursors()[key] = chunk.end_offset
             state.mark = _before(path, offset)
 
@@ -329,6 +341,7 @@ class JournalIngestor:
                 applied.steps += one.steps
                 applied.switches += one.switches
                 applied.duplicates += one.duplicates
+                applied.refused.update(one.refused)
             self.store.apply([], cursor)
             return applied
 

@@ -116,6 +116,8 @@ class Themisto:
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._ingest_problem: str | None = None
         self._published: dict[str, KernelState] = {}
+        self._refused: dict[str, str] = {}
+        """Kernel id -> why the store refuses what it records (until it starts anew)."""
         self._untrimmed = self._tick_bytes = 0
 
     # ------------------------------------------------------------ lifecycle
@@ -197,7 +199,10 @@ class Themisto:
         for tid in result.new_trajectories:
             trajectory = await self.store.get_trajectory(tid)
             if trajectory is not None:
+                self._refused.pop(trajectory.kernel_id, None)  # a new start, accepted
                 self.events.publish(trajectory_event(trajectory.to_json()))
+        for tid, kernel_id in result.refused.items():
+            await self._refuse(kernel_id, tid)
         for step in result.steps:
             self.events.publish(step_event(step))
         for switch in result.switches:
@@ -214,6 +219,18 @@ class Themisto:
         self._untrimmed += result.read_bytes
         self._tick_bytes += result.read_bytes
         return result
+
+    async def _refuse(self, kernel_id: str, trajectory_id: str) -> None:
+        """Another user's trajectory holds this kernel's trajectory id: nothing it records
+        can be stored. Said in the kernel's state, the status bar and the log, at once."""
+        reason = (f"not stored: trajectory id {trajectory_id} belongs to another user's "
+                  "recording; restart the kernel to record under a new id")
+        if self._refused.get(kernel_id) != reason:
+            log.warning("themisto: kernel %s: %s", kernel_id, reason)
+        self._refused[kernel_id] = reason
+        state = self.kernel_state(kernel_id)
+        self._published[kernel_id] = state
+        await self._publish_state(kernel_id, state)
 
     # ------------------------------------------------------------ recording status
 
@@ -232,7 +249,7 @@ class Themisto:
             return KernelState(False)
         if self.running_kernels is not None and kernel_id not in set(self.running_kernels()):
             return KernelState(False, f"no kernel {kernel_id} is running on this server")
-        problem = self.journal_problem()
+        problem = self.journal_problem() or self._refused.get(kernel_id)
         if problem is None:
             status = read_status(status_path(self.journal_dir, kernel_id))
             if status is not None and not status.ok:

@@ -18,6 +18,8 @@ from themisto_ext.store.base import (
     TrajectoryFilter,
     TrajectoryStore,
     Write,
+    refused_write,
+    trajectory_of,
 )
 from themisto_ext.store.guarded import GuardedStore
 from themisto_ext.store.sqlite import SQLiteStore
@@ -42,4 +44,5 @@ def open_store(location: str | Path | StoreURL, readonly: bool = False) -> Traje
 __all__ = ["POSTGRESQL", "SQLITE", "Applied", "AsyncStore", "GuardedStore", "NewStep",
            "NewTrajectory", "NotebookMoved", "RecordingSwitched", "SQLiteStore", "StoreError",
            "StoreURL", "StoreUnavailable", "Trajectory", "TrajectoryEnded", "TrajectoryFilter",
-           "TrajectoryStore", "Write", "open_store", "parse_store_url"]
+           "TrajectoryStore", "Write", "open_store", "parse_store_url", "refused_write",
+           "trajectory_of"]

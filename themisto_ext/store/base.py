@@ -8,7 +8,7 @@ journal's record kinds. ``ingest.py`` reads journals and hands the store typed w
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -110,6 +110,18 @@ Write = NewTrajectory | NewStep | TrajectoryEnded | RecordingSwitched | Notebook
 """One change to the store; ``apply`` takes them in order, atomically."""
 
 
+def trajectory_of(write: Write) -> str | None:
+    """The trajectory ``write`` changes (a notebook's move changes several: None)."""
+    if isinstance(write, NewStep):
+        return write.step["trajectory_id"]
+    return None if isinstance(write, NotebookMoved) else write.trajectory_id
+
+
+def refused_write(write: Write, refused: Mapping[str, str]) -> bool:
+    """Whether ``write`` changes a trajectory whose id was refused (another user's)."""
+    return trajectory_of(write) in refused
+
+
 @dataclass
 class Applied:
     """What one ``apply`` changed, for live listeners."""
@@ -121,6 +133,9 @@ class Applied:
     """Steps already stored (a journal read twice): idempotence, not an error."""
     moved: int = 0
     """Trajectories whose notebook path a ``NotebookMoved`` changed."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Trajectory id -> kernel id of new trajectories whose id another user's trajectory
+    holds: nothing of them is stored, and the kernel's state says so."""
 
 
 def step_summaries_of(

@@ -11,6 +11,7 @@ migrations are ``schema.py``'s, serialised across servers by an advisory lock.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import astuple, replace
@@ -18,6 +19,8 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.abc import Buffer
+from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from themisto_ext.records import Prediction, Step
@@ -31,6 +34,7 @@ from themisto_ext.store.base import (
     Trajectory,
     TrajectoryEnded,
     Write,
+    refused_write,
 )
 from themisto_ext.store.roster import SCORE_UPSERT, scored, totals
 from themisto_ext.store.schema import (
@@ -45,7 +49,9 @@ from themisto_ext.store.url import StoreURL
 from themisto_ext.trajectory import dumps_step
 
 T = TypeVar("T")
-_MIGRATION_LOCK = 0x7468656D6973746F  # "themisto": one advisory lock id for migrations
+_MIGRATION_LOCK = "LOCK TABLE themisto_schema IN SHARE ROW EXCLUSIVE MODE"
+"""Migrations one at a time, under a lock no user's role can take or block (users hold
+SELECT on the table: ACCESS SHARE only). Not an advisory lock: any role may hold one."""
 _RETRIES = 6
 """Attempts of a transaction that lost a deadlock or serialization race (two servers
 ingesting copies of one journal); each retry waits 5 ms x 2^attempt."""
@@ -60,6 +66,18 @@ _INSERT_STEPS = """
     ON CONFLICT DO NOTHING
     RETURNING trajectory_id, step
 """
+NUL_STAND_IN = "\ufffd"
+"""What a NUL character becomes in PostgreSQL, whose text and jsonb cannot hold one (a cell
+may print one; a kernel's record may carry one): the replacement character, as a decoder
+writes for what it cannot show. SQLite keeps NULs as they are."""
+SESSION_LIMITS = ("-c statement_timeout=60s -c lock_timeout=10s "
+                  "-c idle_in_transaction_session_timeout=60s")
+"""Bounds on every wait of the pool's sessions: a lock someone else holds (a user's role
+may lock its tables), a statement, a transaction left open. Past one the work fails as
+unavailable (503, the ingest retries it) instead of waiting as long as the lock is held.
+They replace any ``options`` in the store URL."""
+_JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+"""A JSON escape of NUL (``\\u0000`` not itself escaped): ``data::jsonb`` refuses it."""
 _ROWS_PER_INSERT = 64
 """Rows of one INSERT. Under row-level security (a hub user's role) each statement evaluates
 the policies' role lookups once, so one statement a row (``executemany``, as before) spent
@@ -111,7 +129,9 @@ class PostgresStore(SharedQueries):
             with psycopg.connect(url.target, **options) as conn:
                 self._migrate(conn)
             self._pool = ConnectionPool(url.target, min_size=1, max_size=pool_size,
-                                        kwargs=options, name="themisto", open=False)
+                                        kwargs={**options, "options": SESSION_LIMITS},
+                                        name="themisto", open=False,
+                                        configure=_nul_free)
         except (psycopg.Error, OSError) as exc:
             raise StoreError(f"cannot open the trajectory store at {url.display}: "
                              f"{_reason(exc)}") from None
@@ -140,9 +160,14 @@ class PostgresStore(SharedQueries):
                 "themisto command run with the owner's credentials)") from None
 
     def _upgrade(self, conn: psycopg.Connection[Any]) -> None:
+        try:
+            with conn.transaction():
+                conn.execute("CREATE TABLE IF NOT EXISTS themisto_schema "
+                             "(version INTEGER NOT NULL)")
+        except (pg_errors.UniqueViolation, pg_errors.DuplicateTable):
+            pass  # another server created it at the same moment: it exists
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            conn.execute("CREATE TABLE IF NOT EXISTS themisto_schema (version INTEGER NOT NULL)")
+            conn.execute(_MIGRATION_LOCK)
             row = conn.execute("SELECT version FROM themisto_schema").fetchone()
             version = row[0] if row else 0
             if row is None:
@@ -196,6 +221,8 @@ class PostgresStore(SharedQueries):
             result = Applied()
             batch: list[Step] = []
             for write in writes:
+                if refused_write(write, result.refused):
+                    continue  # another user's trajectory: nothing of it changes
                 if isinstance(write, NewStep):
                     batch.append(write.step)
                     continue
@@ -257,8 +284,12 @@ class PostgresStore(SharedQueries):
             "ON CONFLICT (id) DO NOTHING RETURNING id",
             (tid, start.kernel_id, start.notebook_path, started, restart_of, start.source,
              start.user)).fetchone()
-        if created is None:
-            return  # already stored: a replayed journal
+        if created is None:  # a replayed journal, unless the id is someone else's
+            mine = conn.execute("SELECT 1 FROM trajectories WHERE id = %s AND user_name = %s",
+                                (tid, start.user)).fetchone()
+            if mine is None:  # another user's (row-level security may hide it)
+                result.refused[tid] = start.kernel_id
+            return
         if restart_of:
             # A kernel restart ends the previous process's trajectory and starts this one.
             conn.execute("UPDATE trajectories SET ended_at = %s, end_reason = 'restart' "
@@ -290,7 +321,8 @@ class PostgresStore(SharedQueries):
         """Insert or replace a prediction record; False when its trajectory is gone."""
         row = (prediction["id"], prediction["trajectory_id"], int(prediction["target_step"]),
                prediction["task"], int(prediction.get("reference") is not None),
-               json.dumps(prediction, ensure_ascii=False), prediction["trajectory_id"])
+               nul_free_json(json.dumps(prediction, ensure_ascii=False)),
+               prediction["trajectory_id"])
 
         def work(conn: psycopg.Connection[Any]) -> bool:
             was = conn.execute("SELECT scored FROM predictions WHERE id = %s",
@@ -350,9 +382,32 @@ def _insert_steps(conn: psycopg.Connection[Any],
     for first in range(0, len(ordered), _ROWS_PER_INSERT):
         chunk = ordered[first:first + _ROWS_PER_INSERT]
         sql = _INSERT_STEPS.format(rows=", ".join(["(%s, %s::int, %s)"] * len(chunk)))
-        params = [value for row in chunk for value in row]
+        params = [value for tid, n, line in chunk for value in (tid, n, nul_free_json(line))]
         inserted.update((tid, n) for tid, n in conn.execute(sql, params).fetchall())
     return inserted
+
+
+class _NulFreeText(StrDumperUnknown):
+    def dump(self, obj: str) -> Buffer | None:
+        return super().dump(obj.replace("\x00", NUL_STAND_IN))
+
+
+class _NulFreeBinaryText(StrBinaryDumper):
+    def dump(self, obj: str) -> Buffer | None:
+        return super().dump(obj.replace("\x00", NUL_STAND_IN))
+
+
+def _nul_free(conn: psycopg.Connection[Any]) -> None:
+    """Every text parameter of the pool's connections with its NULs stood in for: one NUL
+    in a kernel's record would otherwise fail the whole journal's transaction, forever."""
+    conn.adapters.register_dumper(str, _NulFreeText)
+    conn.adapters.register_dumper(str, _NulFreeBinaryText)
+
+
+def nul_free_json(text: str) -> str:
+    """A JSON document with its escaped NULs stood in for (``data::jsonb`` reads every
+    stored step and prediction)."""
+    return _JSON_NUL.sub(r"\1\\ufffd", text) if "\\u0000" in text else text
 
 
 def _count_steps(conn: psycopg.Connection[Any], steps: list[Step]) -> None:
@@ -379,9 +434,11 @@ def _reason(exc: BaseException) -> str:
 
 
 def _store_error(url: StoreURL, exc: BaseException) -> StoreError:
-    """Lost connections and a full or read-only database are "unavailable" (503, retried);
-    anything else is a plain store error."""
+    """Lost connections, waits past ``SESSION_LIMITS`` (operational errors too) and a full
+    or read-only database are "unavailable" (503, retried); anything else is a plain store
+    error."""
     unavailable = isinstance(exc, (psycopg.OperationalError, PoolTimeout,
                                    pg_errors.ReadOnlySqlTransaction, pg_errors.DiskFull))
     kind = StoreUnavailable if unavailable else StoreError
-    return kind(f"trajectory store {url.display}: {_reason(exc)}")
+    # Not the URL: these reach API error bodies and the log, which the user reads.
+    return kind(f"trajectory store (PostgreSQL): {_reason(exc)}")

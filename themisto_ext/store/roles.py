@@ -29,7 +29,11 @@ READ_ONLY = ("themisto_schema", "themisto_roles")
 CONNECTION_LIMIT = 16
 """Connections one user's role may hold (a server's pool holds at most 4): one user
 cannot exhaust the database's connections for the class."""
-_LOCK = 0x7468656D69737472  # one advisory lock for role changes (grants race otherwise)
+SERIALISE = "LOCK TABLE themisto_roles IN SHARE ROW EXCLUSIVE MODE"
+"""Role changes one at a time (grants race otherwise), under a lock no user's role can take
+or block: this mode needs more than the SELECT users hold on the table, and conflicts with
+none of the ACCESS SHARE locks their reads take. (An advisory lock would not do: any role
+may take any advisory lock and hold it, and every spawn would wait on it.)"""
 
 
 def role_name(user: str) -> str:
@@ -57,7 +61,7 @@ class StoreRoles:
         password = secrets.token_urlsafe(32)
         try:
             with self._connect() as conn, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+                conn.execute(SERIALISE)
                 self._grant_group(conn)
                 exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
                                       (role,)).fetchone()

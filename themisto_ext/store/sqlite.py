@@ -23,6 +23,7 @@ from themisto_ext.store.base import (
     Trajectory,
     TrajectoryEnded,
     Write,
+    refused_write,
 )
 from themisto_ext.store.roster import SCORE_UPSERT, scored, totals
 from themisto_ext.store.schema import (
@@ -245,6 +246,8 @@ class SQLiteStore(SharedQueries):
         def work(db: sqlite3.Connection) -> Applied:
             result = Applied()
             for write in writes:
+                if refused_write(write, result.refused):
+                    continue  # another user's trajectory: nothing of it changes
                 if isinstance(write, NewStep):
                     self._add_step(db, write.step, result)
                 elif isinstance(write, NewTrajectory):
@@ -288,7 +291,10 @@ class SQLiteStore(SharedQueries):
 
     def _start(self, db: sqlite3.Connection, start: NewTrajectory, result: Applied) -> None:
         tid, kernel_id, started = start.trajectory_id, start.kernel_id, start.started_at
-        if db.execute("SELECT 1 FROM trajectories WHERE id = ?", (tid,)).fetchone():
+        stored = db.execute("SELECT user_name FROM trajectories WHERE id = ?", (tid,)).fetchone()
+        if stored is not None:  # a replayed journal, unless the id is someone else's
+            if stored[0] != start.user:
+                result.refused[tid] = kernel_id
             return
         previous = db.execute(
             "SELECT id FROM trajectories WHERE kernel_id = ? AND user_name = ? "
