@@ -127,7 +127,8 @@ async def test_steps_survive_a_server_that_stopped_before_ingesting(jp_fetch, jp
         client.stop_channels()
     # a new server process opens the same store and catches up from the journals
     restarted = SQLiteStore(store_path)
-    JournalIngestor(store_path.parent / "journal", restarted).poll()
+    # (as the same user: what another user's server finds under the same id is refused)
+    JournalIngestor(store_path.parent / "journal", restarted, user=app.user).poll()
     trajectory = restarted.latest_for_kernel(kernel_id)
     assert [s["code"] for s in restarted.iter_steps(trajectory.id)] == ["a = 1", "b = 2", "c = 3"]
 
