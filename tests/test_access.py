@@ -47,6 +47,7 @@ class TestOwnUser:
         assert (await api("export", query=[("trajectory", "bob1")])).code == 404
         exported = (await api("export", query=[("all", "true")])).body.decode().splitlines()
         assert {json.loads(line)["trajectory_id"] for line in exported} == {"a1"}
+        assert {json.loads(line)["user"] for line in exported} == {"alice"}  # whose it is
 
 
 class TestReadAll:
@@ -68,6 +69,11 @@ class TestReadAll:
         assert len(exported.decode().splitlines()) == 2
         everything = (await api("export", query=[("all", "true")])).body.decode().splitlines()
         assert len(everything) == 4
+        # every line names its user, so that an export read apart from the store says whose
+        assert sorted((json.loads(line)["trajectory_id"], json.loads(line)["user"])
+                      for line in everything) == [("a1", "alice")] * 2 + [("bob1", "bob")] * 2
+        picked = (await api("export", query=[("trajectory", "bob1")])).body.decode()
+        assert {json.loads(line)["user"] for line in picked.splitlines()} == {"bob"}
         # reading everyone's is reading: deleting stays the owner's
         assert (await api("trajectories/bob1", method="DELETE")).code == 403
 

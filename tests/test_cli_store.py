@@ -64,8 +64,8 @@ def test_list_and_export_filter_by_user(store_url: str, tmp_path: Path):
     exported = themisto("--store", store_url, "export", "--all", "--user", "bob",
                         "--out", str(out))
     assert exported.returncode == 0, exported.stderr
-    assert {json.loads(line)["trajectory_id"] for line in out.read_text().splitlines()} == {
-        "b1", "b2"}
+    assert {(json.loads(line)["trajectory_id"], json.loads(line)["user"])
+            for line in out.read_text().splitlines()} == {("b1", "bob"), ("b2", "bob")}
     refused = themisto("--store", store_url, "export", "a1", "--user", "bob", "--out", "-")
     assert refused.returncode == 1 and "--user goes with --all" in refused.stderr
 

@@ -141,3 +141,28 @@ def test_full_disk_reports_the_reason_and_loses_no_step(tmp_path: Path):
             bad += 1  # the record the full disk cut: one bad line
     assert bad == 1
     assert good[0] == HEADER and [r["step"] for r in good[1:]] == [1, 2, 3, 4, 5, 6]
+
+
+def test_journals_and_the_store_are_readable_by_their_user_only(tmp_path: Path):
+    """Journals and the SQLite store hold outputs and runtime state: created 0600 in
+    directories 0700, whatever the umask (a hub's homes may be 0755)."""
+    import os
+    import stat
+
+    from themisto_ext.store import SQLiteStore
+
+    previous = os.umask(0o022)
+    try:
+        writer = JournalWriter(tmp_path / "j", "k1", "t1")
+        writer.append({"kind": "trajectory", "trajectory_id": "t1", "kernel_id": "k1",
+                       "notebook_path": None, "started_at": "2026-01-01T00:00:00+00:00"})
+        writer.close()
+        store = SQLiteStore(tmp_path / "store" / "s.sqlite3")
+        store.close()
+    finally:
+        os.umask(previous)
+    mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
+    assert mode(tmp_path / "j") == mode(tmp_path / "store") == 0o700
+    journals = list((tmp_path / "j").glob("*.jsonl"))
+    assert journals and {mode(p) for p in journals} == {0o600}
+    assert {mode(p) for p in (tmp_path / "store").iterdir()} == {0o600}

@@ -327,7 +327,7 @@ def write_switch(path: Path, on: bool) -> None:
 
 
 def _write_atomically(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(dumps(data, compact=False), "utf-8")
     os.replace(tmp, path)

@@ -152,7 +152,7 @@ class JournalWriter:
         path = self.directory / journal_name(self._kernel_id, self._trajectory_id,
                                              self._generation)
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # files 0600
             fd = -1
             while fd < 0:
                 try:

@@ -145,6 +145,8 @@ class Step(TypedDict):
     notebook_path: NotRequired[str | None]
     source: NotRequired[str]
     """How the trajectory was recorded (kernel, record, import): written by exports."""
+    user: NotRequired[str]
+    """The user whose trajectory it is (a shared store's): written by exports."""
     truncated: NotRequired[StepTruncated]
     trace: NotRequired[StepTrace]
 

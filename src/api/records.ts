@@ -161,6 +161,10 @@ export interface Step {
    * How the trajectory was recorded: kernel (live, in a person's JupyterLab session), record (themisto record: a notebook run top to bottom) or import (themisto import-june). Written by themisto export and import-june; absent in older files and in the server's exports.
    */
   source?: 'kernel' | 'record' | 'import';
+  /**
+   * The user whose server recorded the trajectory, in a store many users share (a JupyterHub's). Written by themisto export and the server's export for every trajectory with an owner; absent in older files and where the store has one unnamed user.
+   */
+  user?: string;
   started_at: string;
   ended_at: string;
   code: string;

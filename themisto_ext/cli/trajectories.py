@@ -190,11 +190,14 @@ def _export(store: TrajectoryStore, ids: list[str], out: str, traces: bool = Fal
 def _with_source(store: TrajectoryStore, trajectory_id: str) -> Iterator[Step]:
     """The trajectory's steps, each saying how it was recorded (``kernel``: live, in a
     person's session; ``record``: a notebook run top to bottom), so that a benchmark can
-    keep the live ones (``themisto sample --source live``)."""
+    keep the live ones (``themisto sample --source live``), and whose it is (``user``)."""
     info = store.get_trajectory(trajectory_id)
     for step in store.iter_steps(trajectory_id):
         if info is not None and "source" not in step:
             step["source"] = info.source
+        step.pop("user", None)  # the store's owner says whose, not a field a kernel wrote
+        if info is not None and info.user:
+            step["user"] = info.user
         yield step
 
 

@@ -260,7 +260,7 @@ class Themisto:
     def journal_problem(self) -> str | None:
         """Why kernels cannot write their journals here, if they cannot."""
         try:
-            self.journal_dir.mkdir(parents=True, exist_ok=True)
+            self.journal_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             return f"the journal directory {self.journal_dir} cannot be created " \
                    f"({exc.strerror or exc})"

@@ -163,7 +163,10 @@ class SQLiteStore(SharedQueries):
                                            timeout=30, check_same_thread=False,
                                            isolation_level=None)
             else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                # Created readable by its user only (SQLite's own default is 0644, and its
+                # -wal/-shm files take the database's mode): steps hold outputs and state.
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
                 self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False,
                                            isolation_level=None)
             self._check_ours()  # before anything is written, even the journal mode

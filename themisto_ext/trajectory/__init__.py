@@ -73,6 +73,16 @@ def dumps_step(step: Step | dict[str, Any]) -> str:
     return json.dumps(step, ensure_ascii=False, separators=(",", ":"))
 
 
+def with_user(line: str, user: str) -> str:
+    """A stored step line as exported: naming the user whose trajectory it is (none for a
+    store's unnamed single user); a ``user`` the line held is replaced, never trusted."""
+    if not user:
+        return line
+    step = json.loads(line)
+    step.pop("user", None)
+    return dumps_step({**step, "user": user})
+
+
 def write_steps(steps: Iterable[Step] | Iterable[dict[str, Any]], out: IO[str]) -> int:
     count = 0
     for step in steps:

@@ -12,6 +12,7 @@ from tornado import web
 from themisto_ext import __version__
 from themisto_ext.server.api.base import API_VERSION, ThemistoHandler, bad_request
 from themisto_ext.store import Trajectory, TrajectoryFilter
+from themisto_ext.trajectory import with_user
 
 MAX_PAGE = 1000
 EXPORT_PAGE = 2000
@@ -107,7 +108,7 @@ _EXPORT_ARGUMENTS = {"trajectory", "notebook", "all", "user", "filename", "token
 class ExportHandler(ThemistoHandler):
     """``GET /export?trajectory=ID[&trajectory=ID...] | notebook=PATH | all=true``."""
 
-    async def _ids(self) -> list[str]:
+    async def _chosen(self) -> list[Trajectory]:
         store = self.themisto.store
         unknown = sorted(name for name in self.request.arguments
                          if name not in _EXPORT_ARGUMENTS and not name.isdigit())
@@ -121,12 +122,10 @@ class ExportHandler(ThemistoHandler):
         if sum(bool(x) for x in (ids, notebook, everything)) != 1:
             raise bad_request("trajectory", "give trajectory ids, notebook=PATH or all=true")
         if ids:
-            for tid in ids:
-                await known_trajectory(self, tid)
-            return ids
+            return [await known_trajectory(self, tid) for tid in ids]
         where = TrajectoryFilter(notebook_path=notebook,
                                  user=self.access.owner_filter(self.get_argument("user", None)))
-        return [t.id for t in await store.list_trajectories(where, limit=10**9)]
+        return await store.list_trajectories(where, limit=10**9)
 
     @web.authenticated
     @authorized
@@ -134,17 +133,18 @@ class ExportHandler(ThemistoHandler):
         filename = self.get_argument("filename", "themisto-trajectories.jsonl")
         if not _FILENAME.fullmatch(filename):
             raise bad_request("filename", "must be a plain file name ending in .jsonl")
-        ids = await self._ids()
+        chosen = await self._chosen()
         self.set_header("Content-Type", NDJSON)
         self.set_header("Content-Disposition", f'attachment; filename="{filename}"')
         store = self.themisto.store
-        for tid in ids:
+        for trajectory in chosen:
             since = 0
             while True:
-                page = await store.step_lines(tid, since, EXPORT_PAGE)
+                page = await store.step_lines(trajectory.id, since, EXPORT_PAGE)
                 if not page:
                     break
-                self.write("".join(line + "\n" for _, line in page))
+                # each line names its user: an export read apart from its store says whose
+                self.write("".join(with_user(line, trajectory.user) + "\n" for _, line in page))
                 await self.flush()  # stream: a 100k-step export never sits in memory
                 since = page[-1][0]
         self.finish(set_content_type=NDJSON)  # APIHandler would call an empty export JSON
