@@ -164,3 +164,10 @@ def test_event_loop_code_reaches_the_store_only_through_the_async_facade():
                     and isinstance(node.value, ast.Name) and node.value.id == "store"):
                 found.append(f"{module}:{node.lineno}")
     assert found == []
+
+
+def test_no_module_imports_the_packages_init():
+    """``themisto_ext/__init__.py`` loads the kernel hook's entry points: a module that
+    imports it (for ``__version__``, say) closes a cycle through the whole package."""
+    bad = sorted(m for m in modules() if m != "themisto_ext" and "themisto_ext" in imports(m))
+    assert bad == []

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-try:
-    from themisto_ext._version import __version__
-except ImportError:  # running from a source tree that was never built
-    __version__ = "0.0.0+unknown"
+from themisto_ext.version import __version__
 
 __all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension"]
 

@@ -20,6 +20,10 @@ from themisto_ext.errors import (
 )
 from themisto_ext.server.access import Access
 from themisto_ext.server.core import SETTINGS_KEY, Themisto
+from themisto_ext.store import Trajectory
+
+MAX_PAGE = 1000
+"""The most rows one page of any listing holds."""
 
 API_PREFIX = "/themisto/api"
 MAX_DEPTH = 32
@@ -102,6 +106,22 @@ class ThemistoHandler(APIHandler):
         if not isinstance(body, dict):
             raise bad_request("body", "must be a JSON object")
         return body
+
+    async def readable_trajectory(self, trajectory_id: str) -> Trajectory:
+        """The trajectory if this request may read it, else 404 (unknown or another
+        user's): every handler of a trajectory's records asks here first."""
+        return self.access.readable(await self.themisto.store.get_trajectory(trajectory_id),
+                                    trajectory_id)
+
+    def since_page(self, default: int) -> tuple[int, int]:
+        """``since_step`` (steps after it) and ``limit`` (1..MAX_PAGE) of a paged read."""
+        return self.int_argument("since_step", 0), self.int_argument("limit", default, 1,
+                                                                     MAX_PAGE)
+
+    def offset_page(self, default: int = 100) -> tuple[int, int]:
+        """``offset`` and ``limit`` (1..MAX_PAGE) of a paged listing."""
+        return self.int_argument("offset", 0), self.int_argument("limit", default, 1,
+                                                                 MAX_PAGE)
 
     def int_argument(self, name: str, default: int, lo: int = 0, hi: int = 10**12) -> int:
         raw = self.get_argument(name, None)

@@ -13,7 +13,6 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from themisto_ext.server.api.base import ThemistoHandler
-from themisto_ext.server.api.trajectories import MAX_PAGE, known_trajectory
 
 DEFAULT_PAGE = 500
 
@@ -24,9 +23,8 @@ class HistoryHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, trajectory_id: str) -> None:
-        await known_trajectory(self, trajectory_id)
-        since = self.int_argument("since_step", 0)
-        limit = self.int_argument("limit", DEFAULT_PAGE, 1, MAX_PAGE)
+        await self.readable_trajectory(trajectory_id)
+        since, limit = self.since_page(DEFAULT_PAGE)
         steps = await self.themisto.store.step_summaries(trajectory_id, since, limit)
         more = steps[-1]["step"] if len(steps) == limit else None
         self.send_json({"trajectory_id": trajectory_id, "steps": steps,

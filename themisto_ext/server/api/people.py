@@ -12,7 +12,7 @@ from tornado import web
 
 from themisto_ext.records import NotebookRowInfo
 from themisto_ext.server.api.base import ThemistoHandler, bad_request
-from themisto_ext.server.api.trajectories import MAX_PAGE, TrajectoriesHandler
+from themisto_ext.server.api.trajectories import TrajectoriesHandler
 from themisto_ext.store.roster import ClassFilter
 
 SORTS = ("user", "notebook_path", "trajectories", "cells", "errors", "active_seconds",
@@ -80,8 +80,7 @@ class ClassHandler(TrajectoriesHandler):
         order = self.get_argument("order", "asc")
         if order not in ("asc", "desc"):
             raise bad_request("order", "must be asc or desc")
-        limit = self.int_argument("limit", 100, 1, MAX_PAGE)
-        offset = self.int_argument("offset", 0)
+        offset, limit = self.offset_page()
         path = self.get_argument("notebook", "") or ""
         store = self.themisto.store
         rows = await store.notebook_rows(where)

@@ -14,7 +14,6 @@ from tornado import web
 from themisto_ext.prediction.completion import CellCompletion, writer
 from themisto_ext.prediction.prompts import TASKS
 from themisto_ext.server.api.base import ThemistoHandler, bad_request
-from themisto_ext.server.api.trajectories import known_trajectory
 from themisto_ext.store import Trajectory
 
 
@@ -57,7 +56,7 @@ class TrajectoryPredictionsHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, trajectory_id: str) -> None:
-        await known_trajectory(self, trajectory_id)
+        await self.readable_trajectory(trajectory_id)
         since = self.int_argument("since_step", 0)
         until = (self.int_argument("until_step", 0)
                  if self.get_argument("until_step", None) is not None else None)

@@ -9,12 +9,11 @@ from http import HTTPStatus
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from themisto_ext import __version__
 from themisto_ext.server.api.base import API_VERSION, ThemistoHandler, bad_request
 from themisto_ext.store import Trajectory, TrajectoryFilter
 from themisto_ext.trajectory import with_user
+from themisto_ext.version import __version__
 
-MAX_PAGE = 1000
 EXPORT_PAGE = 2000
 """Steps an export reads at once (held in memory, then written and flushed)."""
 NDJSON = "application/x-ndjson; charset=utf-8"
@@ -50,8 +49,7 @@ class TrajectoriesHandler(ThemistoHandler):
             started_after=self._timestamp("started_after"),
             started_before=self._timestamp("started_before"),
         )
-        limit = self.int_argument("limit", 100, 1, MAX_PAGE)
-        offset = self.int_argument("offset", 0)
+        offset, limit = self.offset_page()
         store = self.themisto.store
         rows = await store.list_trajectories(where, limit=limit, offset=offset)
         self.send_json({
@@ -62,24 +60,18 @@ class TrajectoriesHandler(ThemistoHandler):
         })
 
 
-async def known_trajectory(handler: ThemistoHandler, trajectory_id: str) -> Trajectory:
-    """The trajectory if this request may read it, else 404 (unknown or another user's)."""
-    return handler.access.readable(await handler.themisto.store.get_trajectory(trajectory_id),
-                                   trajectory_id)
-
-
 class TrajectoryHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, trajectory_id: str) -> None:
-        trajectory = await known_trajectory(self, trajectory_id)
+        trajectory = await self.readable_trajectory(trajectory_id)
         self.send_json({**trajectory.to_json(),
                         "events": await self.themisto.store.events(trajectory_id)})
 
     @web.authenticated
     @authorized
     async def delete(self, trajectory_id: str) -> None:
-        if not self.access.owns((await known_trajectory(self, trajectory_id)).user):
+        if not self.access.owns((await self.readable_trajectory(trajectory_id)).user):
             raise web.HTTPError(HTTPStatus.FORBIDDEN, "only its owner may delete a trajectory")
         await self.themisto.delete_trajectory(trajectory_id)
         self.set_status(HTTPStatus.NO_CONTENT)
@@ -90,9 +82,8 @@ class StepsHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, trajectory_id: str) -> None:
-        await known_trajectory(self, trajectory_id)
-        since = self.int_argument("since_step", 0)
-        limit = self.int_argument("limit", 100, 1, MAX_PAGE)
+        await self.readable_trajectory(trajectory_id)
+        since, limit = self.since_page(100)
         rows = await self.themisto.store.step_lines(trajectory_id, since, limit)
         more = str(rows[-1][0]) if len(rows) == limit else "null"
         # The stored lines are already the benchmark format: splice, don't re-encode.
@@ -122,7 +113,7 @@ class ExportHandler(ThemistoHandler):
         if sum(bool(x) for x in (ids, notebook, everything)) != 1:
             raise bad_request("trajectory", "give trajectory ids, notebook=PATH or all=true")
         if ids:
-            return [await known_trajectory(self, tid) for tid in ids]
+            return [await self.readable_trajectory(tid) for tid in ids]
         where = TrajectoryFilter(notebook_path=notebook,
                                  user=self.access.owner_filter(self.get_argument("user", None)))
         return await store.list_trajectories(where, limit=10**9)

@@ -36,7 +36,6 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-import themisto_ext
 from themisto_ext.prediction.clients.base import ProviderError
 from themisto_ext.prediction.clients.local import wire
 
@@ -316,7 +315,7 @@ class ModelProcess:
 
     def _spawn(self, safe: bool) -> Incarnation:
         ours, theirs = socket.socketpair()
-        package_root = str(Path(themisto_ext.__file__).resolve().parent.parent)
+        package_root = str(Path(__file__).resolve().parents[4])  # holds themisto_ext/
         env = {k: v for k, v in os.environ.items() if not SECRET_NAME.search(k)}
         # The same code as this server, wherever it was imported from.
         env["PYTHONPATH"] = os.pathsep.join(
