@@ -260,3 +260,45 @@ def test_a_trajectory_id_taken_by_another_users_role_is_refused_not_dropped(clas
     assert again.refused == {"t-bob-next": "k-bob2"}  # a replay is refused again, not taken
     own = apply(bob, [start("t-bob", kernel="k-bob")], "/home/bob/j.jsonl", None, user="bob")
     assert own.refused == {}  # his own, replayed: no refusal
+
+
+def test_a_users_quota_stops_their_writes_with_a_clear_error_and_no_one_elses(classroom):
+    """Finding 5 of issue 40: a role wrote 200 MB in 8 s. Past the quota a write fails whole
+    (by the journal's ingest or by SQL alike), saying so; others write on; a user's own
+    deletion gives the space back; the usage table is not the user's to change."""
+    from themisto_ext.store import StoreUnavailable
+
+    roles: StoreRoles = classroom["roles"]
+    alice_url, alice = classroom["alice"]
+    _, bob = classroom["bob"]
+    used, steps = roles.usage("alice")
+    assert used > 0 and steps == 2  # counted as her server wrote them
+    roles.set_quota(used + 40_000, None)
+    try:
+        big = step("t-alice", 3)
+        big["output"] = "x" * 60_000
+        with pytest.raises(StoreUnavailable, match="storage quota reached"):
+            apply(alice, [big], "/home/alice/j.jsonl", ("/home/alice/j.jsonl", 200),
+                  user="alice")
+        assert [s["step"] for s in alice.iter_steps("t-alice")] == [1, 2]  # nothing of it
+        assert roles.usage("alice") == (used, 2)
+        with pytest.raises(psycopg.Error, match="storage quota reached"):
+            sql(alice_url, "INSERT INTO events (trajectory_id, at, kind, detail) "
+                           "VALUES ('t-alice', 'now', 'junk', repeat('y', 100000))")
+        filler = step("t-alice", 3)
+        filler["output"] = "w" * 38_000
+        assert len(apply(alice, [filler], "/home/alice/j.jsonl", ("/home/alice/j.jsonl", 200),
+                         user="alice").steps) == 1  # under the quota, she records on
+        bigger = step("t-bob", 3)
+        bigger["output"] = "z" * 30_000  # with alice at her quota, bob's are his own
+        assert len(apply(bob, [bigger], "/home/bob/j.jsonl", ("/home/bob/j.jsonl", 300),
+                         user="bob").steps) == 1
+        for statement in ("UPDATE themisto_usage SET bytes = 0",
+                          "UPDATE themisto_quota SET max_bytes = NULL",
+                          "DROP TRIGGER charge_insert ON steps"):
+            with pytest.raises(psycopg.Error):
+                sql(alice_url, statement)
+        assert alice.delete_trajectory("t-alice")
+        assert roles.usage("alice")[1] == 0 and roles.usage("alice")[0] < used
+    finally:
+        roles.set_quota(None, None)

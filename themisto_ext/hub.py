@@ -26,6 +26,10 @@ from themisto_ext.store.roles import StoreRoles
 from themisto_ext.store.url import parse_store_url
 
 OWNER_PASSWORD_ENV = "THEMISTO_DB_PASSWORD"
+QUOTA_BYTES = 2 * 1024**3
+"""Each user's storage quota by default: 2 GiB of rows (a year of a heavy user's steps at
+2.5 kB is well under it; a role writing junk stops there)."""
+QUOTA_STEPS = 1_000_000
 
 
 class StoreRolesHook:
@@ -33,9 +37,12 @@ class StoreRolesHook:
     (a hook the deployment had already)."""
 
     def __init__(self, owner_url: str, *, read_all_scope: str = READ_ALL_SCOPE,
-                 password: str | None = None, then: Any = None) -> None:
+                 password: str | None = None, then: Any = None,
+                 quota_bytes: int | None = QUOTA_BYTES,
+                 quota_steps: int | None = QUOTA_STEPS) -> None:
         self.owner = parse_store_url(owner_url).with_password(
             password or os.environ.get(OWNER_PASSWORD_ENV))
+        self.quota = (quota_bytes, quota_steps)
         self.read_all_scope = read_all_scope
         self.then = then
         self._roles: StoreRoles | None = None
@@ -60,6 +67,7 @@ class StoreRolesHook:
     def _ensure(self, user: str, read_all: bool) -> Any:
         if self._roles is None:  # the first spawn creates or upgrades the schema
             self._roles = StoreRoles(self.owner)
+            self._roles.set_quota(*self.quota)
         return self._roles.ensure(user, read_all=read_all)
 
 

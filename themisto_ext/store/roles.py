@@ -25,7 +25,7 @@ GROUP = "themisto_users"
 """The role every user's role is a member of: the table privileges are granted to it."""
 TABLES = ("trajectories", "steps", "events", "predictions", "journal_cursors", "score_totals",
           "user_settings")
-READ_ONLY = ("themisto_schema", "themisto_roles")
+READ_ONLY = ("themisto_schema", "themisto_roles", "themisto_quota", "themisto_usage")
 CONNECTION_LIMIT = 16
 """Connections one user's role may hold (a server's pool holds at most 4): one user
 cannot exhaust the database's connections for the class."""
@@ -83,6 +83,25 @@ class StoreRoles:
             raise StoreError(f"cannot set up {user!r}'s role in {self.owner.display}: "
                              f"{str(exc).strip().splitlines()[0]}") from None
         return self._as(role), password
+
+    def set_quota(self, max_bytes: int | None, max_steps: int | None) -> None:
+        """Every user's quota: bytes of rows and steps their role may store (None: no
+        limit). A write past it fails whole, saying so; the user's server reports it as
+        its kernels' recording reason, and their journals keep what was not stored."""
+        try:
+            with self._connect() as conn:
+                conn.execute("UPDATE themisto_quota SET max_bytes = %s, max_steps = %s",
+                             (max_bytes, max_steps))
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot set the quota: {str(exc).strip().splitlines()[0]}") \
+                from None
+
+    def usage(self, user: str) -> tuple[int, int]:
+        """Bytes and steps ``user``'s role has stored, as its quota counts them."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT bytes, steps FROM themisto_usage WHERE user_name = %s",
+                               (user,)).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
 
     def revoke(self, user: str) -> None:
         """The user's role may no longer log in (their rows stay theirs)."""

@@ -157,6 +157,88 @@ _CLASS_SECURITY = f"""
 """A user's settings and score totals are theirs; a reader sees whose consent is off."""
 
 
+_CHARGED = ("trajectories", "steps", "events", "predictions", "journal_cursors",
+            "score_totals", "user_settings")
+"""Every table a user's role may write: what it writes there counts against its quota."""
+
+_QUOTAS = """
+    CREATE TABLE themisto_quota (
+        id BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (id),
+        max_bytes BIGINT,
+        max_steps BIGINT
+    );
+    INSERT INTO themisto_quota (id) VALUES (TRUE);
+    CREATE TABLE themisto_usage (
+        user_name TEXT PRIMARY KEY,
+        bytes BIGINT NOT NULL DEFAULT 0,
+        steps BIGINT NOT NULL DEFAULT 0
+    );
+    ALTER TABLE themisto_usage ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY own_usage ON themisto_usage FOR SELECT USING (user_name = """ + _USER + """);
+    DO $$
+    BEGIN
+        -- Runs as the owner (SECURITY DEFINER), with a fixed search path: no role can
+        -- shadow what it reads, and none may write the usage table itself. (%% is a %
+        -- of the inner format, this one's being the schema's %I.)
+        EXECUTE format($f$
+        CREATE FUNCTION themisto_charge() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = %I, pg_catalog AS $b$
+        DECLARE
+            who TEXT := (SELECT user_name FROM themisto_roles WHERE role_name = session_user);
+            added BIGINT := 0;
+            removed BIGINT := 0;
+            counted BIGINT := 0;
+            used RECORD;
+            quota RECORD;
+        BEGIN
+            IF who IS NULL THEN
+                RETURN NULL;  -- the owner (the hub, its commands) is charged nothing
+            END IF;
+            IF TG_OP IN ('INSERT', 'UPDATE') THEN
+                SELECT COALESCE(sum(octet_length(r::text)), 0), count(*) INTO added, counted
+                FROM new_rows r;
+            END IF;
+            IF TG_OP IN ('DELETE', 'UPDATE') THEN
+                SELECT COALESCE(sum(octet_length(r::text)), 0) INTO removed FROM old_rows r;
+            END IF;
+            IF TG_TABLE_NAME <> 'steps' OR TG_OP = 'UPDATE' THEN
+                counted := 0;
+            ELSIF TG_OP = 'DELETE' THEN
+                SELECT -count(*) INTO counted FROM old_rows;
+            END IF;
+            INSERT INTO themisto_usage AS u (user_name, bytes, steps)
+            VALUES (who, added - removed, counted)
+            ON CONFLICT (user_name) DO UPDATE
+            SET bytes = u.bytes + excluded.bytes, steps = u.steps + excluded.steps
+            RETURNING u.bytes, u.steps INTO used;
+            SELECT max_bytes, max_steps INTO quota FROM themisto_quota;
+            IF added > removed AND (used.bytes > quota.max_bytes
+                                    OR used.steps > quota.max_steps) THEN
+                RAISE EXCEPTION USING ERRCODE = '53400', MESSAGE = format(
+                    'storage quota reached: %%s bytes of %%s, %%s steps of %%s; nothing of '
+                    'this write was stored', used.bytes, COALESCE(quota.max_bytes::text,
+                    'no limit'), used.steps, COALESCE(quota.max_steps::text, 'no limit'));
+            END IF;
+            RETURN NULL;
+        END
+        $b$
+        $f$, current_schema());
+    END
+    $$;
+""" + "".join(f"""
+    CREATE TRIGGER charge_insert AFTER INSERT ON {t} REFERENCING NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION themisto_charge();
+    CREATE TRIGGER charge_update AFTER UPDATE ON {t}
+        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION themisto_charge();
+    CREATE TRIGGER charge_delete AFTER DELETE ON {t} REFERENCING OLD TABLE AS old_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION themisto_charge();""" for t in _CHARGED)
+"""Per-user quotas (PostgreSQL): what each user's role writes is counted (bytes of the rows,
+and steps) as it is written, and a write past the quota fails whole with a message saying
+so. No quota is set by default (NULL); ``StoreRoles.set_quota`` and the hub's hook set it.
+What the owner writes or deletes is not counted (a user's own deletions give it back)."""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "trajectories, their steps (full JSON), events, and ingestion cursors",
@@ -259,6 +341,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "as steps arrive, prediction score totals per predictor, and each user's consent",
         _class("json_extract(data, '$.{}')", "REAL"),
         _class("(data::jsonb->>'{}')", "DOUBLE PRECISION") + _CLASS_SECURITY),
+    Migration(
+        "PostgreSQL: per-user storage quotas (bytes and steps) on what users' roles write; "
+        "nothing to do on SQLite (one user's file)",
+        "",
+        _QUOTAS),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
