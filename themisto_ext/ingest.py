@@ -168,10 +168,10 @@ class JournalIngestor:
         self._offsets: dict[str, int] | None = None
         self._journals: dict[str, _Journal] = {}
         self.bad_lines = 0
+        """Records skipped so far because they could not be read."""
         self.refused: dict[str, str] = {}
         """Trajectory id -> kernel id of trajectories the store refused (another user's):
         their later records are held back too, and reported again each pass they come."""
-        """Records skipped so far because they could not be read."""
         self.restarted = 0
         """Journals read again from their start (truncated, replaced, deleted)."""
         self.notebook_exists: Callable[[str], bool] = lambda path: True
