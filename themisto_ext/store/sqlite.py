@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -166,7 +167,8 @@ class SQLiteStore(SharedQueries):
                 self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 # Created readable by its user only (SQLite's own default is 0644, and its
                 # -wal/-shm files take the database's mode): steps hold outputs and state.
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+                with contextlib.suppress(FileExistsError):  # an existing one keeps its mode
+                    os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
                 self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False,
                                            isolation_level=None)
             self._check_ours()  # before anything is written, even the journal mode
