@@ -5,7 +5,7 @@ row locks: steps go in with ``INSERT ... ON CONFLICT DO NOTHING`` on (trajectory
 so retries, replays, restarts and duplicate journals store each step once; a trajectory's
 step counter is the only row two writers of the same trajectory contend for, and no lock
 is shared between trajectories, so one user's burst never waits for another's. The schema
-migrations are ``schema.py``'s, serialised across servers by an advisory lock.
+migrations are ``schema.py``'s, serialised across servers by a table lock (``_MIGRATION_LOCK``).
 """
 
 from __future__ import annotations
