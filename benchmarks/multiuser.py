@@ -17,10 +17,12 @@ fsync on, as deployed; tests/pg.py) or, for comparison, one shared SQLite file. 
     through the API (p50/p95).
 
 With ``--roles`` each server records as a PostgreSQL role of its own under row-level
-security, as README's JupyterHub deployment does (themisto_ext.hub); the count check reads
-as the owner.
+security (themisto_ext.hub.StoreRolesHook); with ``--service`` through the hub's Themisto
+service, which alone holds the database's login, each server with a token of its own
+user (the service's ``--tokens-file`` in place of the hub), as README's JupyterHub
+deployment does. The count check reads as the owner.
 
-    python benchmarks/multiuser.py [--engine postgresql|sqlite] [--roles] [--servers 8]
+    python benchmarks/multiuser.py [--engine postgresql|sqlite] [--roles|--service] [--servers 8]
         [--kernels 4] [--steps 2500] [--rate 1000] [--real-kernels 4] [--cells 20]
     python benchmarks/multiuser.py --users 500 [--seconds 120]    # a class: classroom.py
 """
@@ -30,8 +32,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -297,6 +301,9 @@ def main() -> int:
                         help="PostgreSQL: each server records as a database role of its "
                              "own under row-level security, as README's hub deployment "
                              "does (default: all through the owner's role)")
+    parser.add_argument("--service", action="store_true",
+                        help="PostgreSQL: servers record through the hub's Themisto service "
+                             "(themisto_ext.hub.service), holding no database login")
     parser.add_argument("--users", type=int, default=0,
                         help="simulate a class of this many students instead, each "
                              "through a database role of their own (classroom.py)")
@@ -321,6 +328,7 @@ def main() -> int:
             for i in range(args.servers):
                 role_url, password = roles.ensure(f"user{i}")
                 ROLES[i] = (role_url.target, password)
+        service = start_service(work, url, args.servers) if cluster and args.service else None
         if cluster and args.synchronous_commit == "off":
             import psycopg
 
@@ -328,7 +336,8 @@ def main() -> int:
                 conn.execute(f"ALTER DATABASE {url.rsplit('/', 1)[1]} SET "  # type: ignore[arg-type]
                              "synchronous_commit = off")
         print(f"engine: {args.engine} (synchronous_commit {args.synchronous_commit}"
-              f"{'; a role per server, row-level security' if ROLES else ''}); load "
+              f"{'; a role per server, row-level security' if ROLES and not service else ''}"
+              f"{'; through the Themisto service' if service else ''}); load "
               f"before: {os.getloadavg()[0]:.2f}")
         servers: list[Server] = []
         try:
@@ -345,9 +354,44 @@ def main() -> int:
         finally:
             for server in servers:
                 server.stop()
+            if service is not None:
+                service.terminate()
+                service.wait(30)
             if cluster:
                 cluster.stop()
     return 0
+
+
+def start_service(work: Path, url: str, count: int) -> subprocess.Popen:
+    """The hub's Themisto service on its own port with a token per server (``ROLES``: the
+    token travels as the servers' store password, as a role's would)."""
+    from pg import free_port
+
+    tokens = {secrets.token_hex(16): f"user{i}" for i in range(count)}
+    (work / "tokens.json").write_text(json.dumps(tokens))
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "themisto_ext.hub.service", "--store-url", url,
+         "--tokens-file", str(work / "tokens.json"), "--bind", f"http://127.0.0.1:{port}"],
+        env={**os.environ, "THEMISTO_DB_PASSWORD": PASSWORD},
+        stderr=(work / "service.log").open("w"))
+    base = f"http://127.0.0.1:{port}/services/themisto/"
+    token = next(iter(tokens))
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(base + "api/whoami", headers={"Authorization": f"token {token}"},
+                         timeout=5).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            raise RuntimeError("the service did not start:\n"
+                               + (work / "service.log").read_text()[-2000:])
+        time.sleep(0.2)
+    for token, user in tokens.items():
+        ROLES[int(user[4:])] = (base, token)
+    return process
 
 
 def classroom_run(users: int, seconds: float) -> int:

@@ -1,10 +1,11 @@
 """A real JupyterHub for the tests, deployed as README's "Deploying on JupyterHub" says:
 dummy authenticator, the local-process spawner starting each user's server as that user's
 own UNIX account (created here; the tests run as root in CI), the npm
-configurable-http-proxy (installed by scripts/test.sh under .test-tools/), and
-``themisto_ext.hub.StoreRolesHook`` giving each server a database role of its own in one
-PostgreSQL whose owner's password only the hub holds; everything on 127.0.0.1, stopped at
-the end."""
+configurable-http-proxy (installed by scripts/test.sh under .test-tools/), and one
+PostgreSQL whose owner's password only the hub holds, reached either through the hub's
+Themisto service (``mode="service"``: servers hold no database login) or by
+``themisto_ext.hub.StoreRolesHook`` giving each server a database role of its own
+(``mode="roles"``); everything on 127.0.0.1, stopped at the end."""
 
 from __future__ import annotations
 
@@ -32,8 +33,6 @@ CHP = ROOT / ".test-tools" / "node_modules" / ".bin" / "configurable-http-proxy"
 READ_ALL_SCOPE = "custom:themisto:read-all"
 
 CONFIG = """
-from themisto_ext.hub import StoreRolesHook
-
 c = get_config()  # noqa
 c.JupyterHub.ip = "127.0.0.1"
 c.JupyterHub.port = {port}
@@ -53,10 +52,7 @@ c.Spawner.cmd = [{singleuser!r}]
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 c.Spawner.default_url = "/lab"
-# README's "Deploying on JupyterHub": the owner's password stays in the hub's environment
-# (THEMISTO_DB_PASSWORD); each server gets a role of its own with a fresh password.
-c.Spawner.pre_spawn_hook = StoreRolesHook({owner_url!r})
-c.Spawner.args = ["--ThemistoExtension.predictors=baseline"]
+{store}
 c.JupyterHub.custom_scopes = {{
     "{scope}": {{"description": "Read and export every user's themisto trajectories."}},
 }}
@@ -67,6 +63,26 @@ c.JupyterHub.load_roles = [
 ]
 # browser sessions carry the scope too
 c.Spawner.oauth_client_allowed_scopes = ["{scope}"]
+"""
+
+ROLES = """
+# README's "Deploying on JupyterHub", per-user roles: the owner's password stays in the
+# hub's environment (THEMISTO_DB_PASSWORD); each server gets a role with a fresh password.
+from themisto_ext.hub import StoreRolesHook
+c.Spawner.pre_spawn_hook = StoreRolesHook({owner_url!r})
+c.Spawner.args = ["--ThemistoExtension.predictors=baseline"]
+"""
+
+SERVICE = """
+# README's "Deploying on JupyterHub": the hub's Themisto service holds the database's
+# login (THEMISTO_DB_PASSWORD, in the hub's environment); servers hold none.
+from themisto_ext.hub import SERVER_TOKEN_SCOPES, service_store_url, themisto_service
+service = themisto_service({owner_url!r}, url="http://127.0.0.1:{service_port}",
+                           quota_bytes={quota_bytes!r}, quota_steps={quota_steps!r})
+c.JupyterHub.services = [service]
+c.Spawner.server_token_scopes = SERVER_TOKEN_SCOPES
+c.Spawner.args = ["--ThemistoExtension.predictors=baseline",
+                  f"--ThemistoExtension.store_url={{service_store_url(service)}}"]
 """
 
 
@@ -125,7 +141,8 @@ def reachable(paths: list[Path]) -> list[tuple[Path, int]]:
 
 class Hub:
     def __init__(self, directory: Path, owner_url: str, owner_password: str,
-                 users: list[str]) -> None:
+                 users: list[str], mode: str = "roles", quota_bytes: int | None = None,
+                 quota_steps: int | None = None) -> None:
         if not CHP.exists():
             raise RuntimeError(f"{CHP} missing: scripts/test.sh installs configurable-http-proxy")
         if os.geteuid() != 0:
@@ -140,14 +157,18 @@ class Hub:
         self._restore = reachable([Path(sys.prefix), Path(os.path.realpath(sys.executable)),
                                    ROOT])
         self.port = free_port()
+        self.service_port = free_port()
         self.tokens = {name: uuid.uuid4().hex for name in users}
+        store = (SERVICE if mode == "service" else ROLES).format(
+            owner_url=owner_url, service_port=self.service_port, quota_bytes=quota_bytes,
+            quota_steps=quota_steps)
         self.process: subprocess.Popen | None = None
         config = CONFIG.format(
             port=self.port, hub_port=free_port(), chp=str(CHP), proxy_api_port=free_port(),
             proxy_token=uuid.uuid4().hex, dir=directory, users=set(users),
             tokens={token: name for name, token in self.tokens.items()},
             singleuser=str(Path(sys.executable).parent / "jupyterhub-singleuser"),
-            owner_url=owner_url, scope=READ_ALL_SCOPE)
+            store=store, scope=READ_ALL_SCOPE)
         (directory / "jupyterhub_config.py").write_text(config)
         self.log = (directory / "hub.log").open("w")
         try:

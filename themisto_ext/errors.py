@@ -6,7 +6,8 @@
     │   └── TrajectoryFormatError ......... (trajectory/: it carries the problems found)
     ├── NotFound (LookupError)
     ├── StoreError
-    │   └── StoreUnavailable
+    │   ├── StoreUnavailable
+    │   └── StoreForbidden
     ├── JournalUnavailable
     ├── ProviderError ..................... a model call failed
     │   ├── ProviderConnectionError, ProviderTimeoutError, ProviderAuthError,
@@ -83,6 +84,11 @@ class StoreError(ThemistoError):
 
 class StoreUnavailable(StoreError):
     """The store exists but cannot be written right now (read-only, disk full, locked)."""
+
+
+class StoreForbidden(StoreError):
+    """The hub's Themisto service refused the caller this call: another user's data, or
+    a call only the database's owner may make."""
 
 
 class JournalUnavailable(ThemistoError):

@@ -23,12 +23,14 @@ from themisto_ext.store.base import (
 )
 from themisto_ext.store.guarded import GuardedStore
 from themisto_ext.store.sqlite import SQLiteStore
-from themisto_ext.store.url import POSTGRESQL, SQLITE, StoreURL, parse_store_url
+from themisto_ext.store.url import POSTGRESQL, SERVICE, SQLITE, StoreURL, parse_store_url
 
 
 def open_store(location: str | Path | StoreURL, readonly: bool = False) -> TrajectoryStore:
     """Open the store at ``location``: ``sqlite:///path`` or a plain path (a SQLite file),
-    or ``postgresql://user@host:port/db`` (password from PGPASSWORD or ~/.pgpass).
+    or ``postgresql://user@host:port/db`` (password from PGPASSWORD or ~/.pgpass), or the
+    hub's Themisto service, ``http(s)://host:port/`` (``remote.py``; the token from
+    ``JUPYTERHUB_API_TOKEN``).
 
     ``readonly``: for commands that only read; a missing SQLite store or a file that is
     not one is an error, and nothing is created or changed (a database is never created
@@ -38,10 +40,14 @@ def open_store(location: str | Path | StoreURL, readonly: bool = False) -> Traje
         from themisto_ext.store.postgres import PostgresStore  # psycopg only when used
 
         return PostgresStore(url)
+    if url.engine == SERVICE:
+        from themisto_ext.store.remote import RemoteStore
+
+        return RemoteStore(url)
     return SQLiteStore(url.path, readonly=readonly)
 
 
-__all__ = ["POSTGRESQL", "SQLITE", "Applied", "AsyncStore", "GuardedStore", "NewStep",
+__all__ = ["POSTGRESQL", "SERVICE", "SQLITE", "Applied", "AsyncStore", "GuardedStore", "NewStep",
            "NewTrajectory", "NotebookMoved", "RecordingSwitched", "SQLiteStore", "StoreError",
            "StoreURL", "StoreUnavailable", "Trajectory", "TrajectoryEnded", "TrajectoryFilter",
            "TrajectoryStore", "Write", "open_store", "parse_store_url", "refused_write",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -27,6 +28,11 @@ if TYPE_CHECKING:  # roster.py builds on this module
     from themisto_ext.store.roster import ClassFilter
 
 __all__ = ["StoreError", "StoreUnavailable"]
+
+CHARGED_USER: ContextVar[str | None] = ContextVar("themisto_charged_user", default=None)
+"""Whose quota the writes made in this context count against: the hub's Themisto service
+sets it to its caller (it writes as the database's owner); engines with quotas
+(PostgreSQL) read it. Unset, writes are charged to the session's own role's user."""
 
 
 @dataclass

@@ -25,6 +25,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from themisto_ext.records import Prediction, Step
 from themisto_ext.store.base import (
+    CHARGED_USER,
     Applied,
     NewStep,
     NewTrajectory,
@@ -195,6 +196,10 @@ class PostgresStore(SharedQueries):
         for attempt in range(_RETRIES):
             try:
                 with self._pool.connection() as conn, conn.transaction():
+                    charged = CHARGED_USER.get()
+                    if charged is not None:  # the hub's service, writing for its caller
+                        conn.execute("SELECT set_config('themisto.charged_user', %s, true)",
+                                     (charged,))
                     return work(conn)
             except _RETRYABLE as exc:
                 if attempt == _RETRIES - 1:

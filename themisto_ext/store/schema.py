@@ -161,30 +161,31 @@ _CHARGED = ("trajectories", "steps", "events", "predictions", "journal_cursors",
             "score_totals", "user_settings")
 """Every table a user's role may write: what it writes there counts against its quota."""
 
-_QUOTAS = """
-    CREATE TABLE themisto_quota (
-        id BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (id),
-        max_bytes BIGINT,
-        max_steps BIGINT
-    );
-    INSERT INTO themisto_quota (id) VALUES (TRUE);
-    CREATE TABLE themisto_usage (
-        user_name TEXT PRIMARY KEY,
-        bytes BIGINT NOT NULL DEFAULT 0,
-        steps BIGINT NOT NULL DEFAULT 0
-    );
-    ALTER TABLE themisto_usage ENABLE ROW LEVEL SECURITY;
-    CREATE POLICY own_usage ON themisto_usage FOR SELECT USING (user_name = """ + _USER + """);
+_ROLE_USER = "(SELECT user_name FROM themisto_roles WHERE role_name = session_user)"
+"""Whom a write is charged to: the user of the session's role (a user's own role)..."""
+_ROLE_OR_CALLER = (f"COALESCE({_ROLE_USER}, "
+                   "NULLIF(current_setting('themisto.charged_user', true), ''))")
+"""... or, for the owner's sessions, the user the hub's Themisto service writes for
+(``base.CHARGED_USER``, set per transaction). A user's own role is always charged as
+itself, whatever it sets."""
+
+
+def _charge_function(create: str, who: str) -> str:
+    """The quota trigger's function (``_QUOTAS``), ``who`` naming whom it charges."""
+    return _CHARGE_FUNCTION.replace("@CREATE@", create).replace("@WHO@", who)
+
+
+_CHARGE_FUNCTION = """
     DO $$
     BEGIN
         -- Runs as the owner (SECURITY DEFINER), with a fixed search path: no role can
         -- shadow what it reads, and none may write the usage table itself. (%% is a %
         -- of the inner format, this one's being the schema's %I.)
         EXECUTE format($f$
-        CREATE FUNCTION themisto_charge() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        @CREATE@ themisto_charge() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
         SET search_path = %I, pg_catalog AS $b$
         DECLARE
-            who TEXT := (SELECT user_name FROM themisto_roles WHERE role_name = session_user);
+            who TEXT := @WHO@;
             added BIGINT := 0;
             removed BIGINT := 0;
             counted BIGINT := 0;
@@ -225,6 +226,23 @@ _QUOTAS = """
         $f$, current_schema());
     END
     $$;
+"""
+
+_QUOTAS = """
+    CREATE TABLE themisto_quota (
+        id BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (id),
+        max_bytes BIGINT,
+        max_steps BIGINT
+    );
+    INSERT INTO themisto_quota (id) VALUES (TRUE);
+    CREATE TABLE themisto_usage (
+        user_name TEXT PRIMARY KEY,
+        bytes BIGINT NOT NULL DEFAULT 0,
+        steps BIGINT NOT NULL DEFAULT 0
+    );
+    ALTER TABLE themisto_usage ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY own_usage ON themisto_usage FOR SELECT USING (user_name = """ + _USER + """);
+""" + _charge_function("CREATE FUNCTION", _ROLE_USER) + """
 """ + "".join(f"""
     CREATE TRIGGER charge_insert AFTER INSERT ON {t} REFERENCING NEW TABLE AS new_rows
         FOR EACH STATEMENT EXECUTE FUNCTION themisto_charge();
@@ -346,6 +364,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "nothing to do on SQLite (one user's file)",
         "",
         _QUOTAS),
+    Migration(
+        "PostgreSQL: what the hub's Themisto service writes for a user is charged to that "
+        "user's quota (the service connects as the owner); nothing to do on SQLite",
+        "",
+        _charge_function("CREATE OR REPLACE FUNCTION", _ROLE_OR_CALLER)),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,4 +1,5 @@
-"""Store locations: ``sqlite:///path``, ``postgresql://user@host:port/db``, or a plain path.
+"""Store locations: ``sqlite:///path``, ``postgresql://user@host:port/db``, the hub's Themisto
+service (``http://host:port/``, ``https://...``), or a plain path.
 
 One parser for the server's ``store_url`` and the CLI's ``--store``. A plain path (no
 scheme) stays a SQLite file, as before URLs existed. A password written into a
@@ -16,6 +17,8 @@ from themisto_ext.errors import StoreError
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
+SERVICE = "service"
+"""The hub's Themisto service (``hub/service.py``): the server holds no database login."""
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 
@@ -28,7 +31,7 @@ class StoreURL:
     password: str | None = field(default=None, repr=False, compare=False)
     """A PostgreSQL password given apart from the URL (``with_password``): a hub user's
     role password, which the server takes out of its environment so that no kernel
-    inherits it."""
+    inherits it; for the service, the token the server presents."""
 
     def with_password(self, password: str | None) -> StoreURL:
         return replace(self, password=password) if password else self
@@ -46,6 +49,9 @@ class StoreURL:
         if self.engine == SQLITE:
             return f"sqlite:///{self.target}"  # four slashes for an absolute path
         parts = urlsplit(self.target)
+        if self.engine == SERVICE:  # no user, query or fragment: tokens may hide there
+            return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path,
+                               "", ""))
         host = parts.hostname or ""
         if ":" in host:
             host = f"[{host}]"
@@ -87,5 +93,15 @@ def parse_store_url(location: str | Path) -> StoreURL:
             raise StoreError(f"PostgreSQL URL {StoreURL(POSTGRESQL, text).display!r} names "
                              "no database: postgresql://user@host:port/DATABASE")
         return StoreURL(POSTGRESQL, text)
-    raise StoreError(f"unknown store URL scheme {scheme!r}: use sqlite:///PATH or "
-                     "postgresql://USER@HOST:PORT/DATABASE")
+    if scheme in ("http", "https"):
+        parts = urlsplit(text)
+        try:
+            parts.port  # noqa: B018
+        except ValueError:
+            raise StoreError("bad Themisto service URL: the port is not a number") from None
+        if not parts.hostname:
+            raise StoreError("bad Themisto service URL: write http(s)://HOST:PORT/PATH")
+        return StoreURL(SERVICE, text)
+    raise StoreError(f"unknown store URL scheme {scheme!r}: use sqlite:///PATH, "
+                     "postgresql://USER@HOST:PORT/DATABASE or the hub's Themisto service, "
+                     "http(s)://HOST:PORT/")

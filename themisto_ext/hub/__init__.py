@@ -1,6 +1,17 @@
-"""JupyterHub's side: a spawn hook that gives each user's server a database role of its own.
+"""JupyterHub's side: the Themisto service that owns the database (``themisto_service``), or a
+spawn hook that gives each user's server a database role of its own (``StoreRolesHook``).
 
-In ``jupyterhub_config.py``::
+The service (``service.py``, recommended): users' servers hold no database login at all
+and reach the store through the service with their JupyterHub token. In
+``jupyterhub_config.py``::
+
+    from themisto_ext.hub import SERVER_TOKEN_SCOPES, service_store_url, themisto_service
+    service = themisto_service("postgresql://themisto@db.internal/themisto")
+    c.JupyterHub.services = [service]
+    c.Spawner.server_token_scopes = SERVER_TOKEN_SCOPES
+    c.Spawner.args = [f"--ThemistoExtension.store_url={service_store_url(service)}"]
+
+The spawn hook (each server a database role, row-level security)::
 
     from themisto_ext.hub import StoreRolesHook
     c.Spawner.pre_spawn_hook = StoreRolesHook("postgresql://themisto@db.internal/themisto")
@@ -18,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from typing import Any
 
 from themisto_ext.contract import STORE_PASSWORD_ENV
@@ -69,6 +81,43 @@ class StoreRolesHook:
             self._roles = StoreRoles(self.owner)
             self._roles.set_quota(*self.quota)
         return self._roles.ensure(user, read_all=read_all)
+
+
+SERVER_TOKEN_SCOPES = ["users:activity!user", "access:servers!server", READ_ALL_SCOPE]
+"""``c.Spawner.server_token_scopes`` for the service: JupyterHub's own for a server's token,
+and the read-all scope, which the hub gives only to the servers of users who hold it (the
+token gets the subset of these its user has)."""
+
+
+def themisto_service(store_url: str, *, url: str = "http://127.0.0.1:10101",
+                     name: str = "themisto", password: str | None = None,
+                     quota_bytes: int | None = QUOTA_BYTES,
+                     quota_steps: int | None = QUOTA_STEPS,
+                     read_all_scope: str = READ_ALL_SCOPE) -> dict[str, Any]:
+    """The entry of ``c.JupyterHub.services`` that starts the service (``service.py``): it
+    listens at ``url`` (an address users' servers reach), connects to ``store_url`` as the
+    database's owner with ``password`` (default: ``THEMISTO_DB_PASSWORD`` in the hub's
+    environment, else libpq's ``PGPASSWORD`` / ``~/.pgpass``) and holds every user to the
+    quota."""
+    command = [sys.executable, "-m", "themisto_ext.hub.service", "--store-url", store_url,
+               "--read-all-scope", read_all_scope,
+               "--quota-bytes", str(-1 if quota_bytes is None else quota_bytes),
+               "--quota-steps", str(-1 if quota_steps is None else quota_steps)]
+    environment: dict[str, str] = {}
+    password = password or os.environ.get(OWNER_PASSWORD_ENV)
+    if password:
+        environment[OWNER_PASSWORD_ENV] = password
+    for name_ in ("PGPASSWORD", "PGPASSFILE"):
+        if name_ in os.environ and OWNER_PASSWORD_ENV not in environment:
+            environment[name_] = os.environ[name_]
+    return {"name": name, "url": url, "command": command, "environment": environment,
+            "display": False}
+
+
+def service_store_url(service: dict[str, Any]) -> str:
+    """The ``ThemistoExtension.store_url`` that reaches ``service`` (the entry
+    ``themisto_service`` made)."""
+    return f"{service['url'].rstrip('/')}/services/{service['name']}/"
 
 
 def _scopes(user: Any) -> set[str]:

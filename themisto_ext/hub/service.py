@@ -1,0 +1,230 @@
+"""The hub's Themisto service: the one process that holds the database's login.
+
+JupyterHub starts it (``themisto_ext.hub.themisto_service`` writes the entry of
+``c.JupyterHub.services``); users' servers reach it with ``store_url`` set to its URL
+(``store/remote.py``) and hold no database URL or password at all. Each request carries a
+JupyterHub token; the hub says whose it is and which scopes it has, and ``caller.py``
+limits the call to that user's data (everyone's reads for the read-all scope).
+
+What a student can do from their own kernel or terminal is therefore what their token
+allows here, not what a database role allows: no locks, no advisory locks, no racing
+another user's ids, no writes past their quota (charged to them by the database's
+triggers, ``base.CHARGED_USER``). The service's own connections carry statement, lock and
+idle-in-transaction timeouts (``postgres.SESSION_LIMITS``), and it brings the schema up
+to date when it starts, so a user's spawn never waits on a migration.
+
+Routes, under the service's prefix (``/services/themisto/``):
+
+* ``GET  api/whoami``: ``{"result": {"user", "read_all"}}``
+* ``POST api/store/METHOD``: ``{"args": {...}}`` -> ``{"result": ...}`` (``wire.py``)
+
+Errors are ``{"message"}`` with 400 (a malformed call), 401 (no or an unknown token), 403
+(another user's data), 503 (the database cannot be used now; retried) or 507 (a store
+error, such as a quota reached). No message names the database's address or login.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlsplit
+
+from tornado import web
+from tornado.httpserver import HTTPServer
+
+from themisto_ext.errors import FormatError, StoreError, StoreForbidden, StoreUnavailable
+from themisto_ext.hub.caller import Caller, CallerStore, Owners
+from themisto_ext.server.access import READ_ALL_SCOPE
+from themisto_ext.store import (
+    POSTGRESQL,
+    GuardedStore,
+    TrajectoryStore,
+    open_store,
+    parse_store_url,
+)
+from themisto_ext.store.base import CHARGED_USER
+from themisto_ext.store.wire import decode_call, encode
+
+log = logging.getLogger("themisto_ext.hub.service")
+
+Identify = Callable[[str], Awaitable[Caller | None]]
+"""A token -> its user (None: no user's token)."""
+
+MAX_BODY = 64 * 1024 * 1024
+"""Largest call: a journal window of steps (``journal.WINDOW``) with room to spare."""
+
+
+class HubIdentity:
+    """Tokens checked with the hub (``HubAuth``: answers cached for ``cache_seconds``, so
+    a revoked token stops working within that)."""
+
+    def __init__(self, read_all_scope: str = READ_ALL_SCOPE, cache_seconds: int = 60) -> None:
+        from jupyterhub.services.auth import HubAuth
+
+        self.read_all_scope = read_all_scope
+        self._auth = HubAuth(cache_max_age=cache_seconds)
+
+    async def __call__(self, token: str) -> Caller | None:
+        model = await self._auth.user_for_token(token, sync=False)
+        if not isinstance(model, dict) or model.get("kind", "user") != "user":
+            return None  # a service's token speaks for no user
+        scopes = model.get("scopes") or []
+        return Caller(str(model["name"]),
+                      read_all=bool(self.read_all_scope) and self.read_all_scope in scopes)
+
+
+class TokenFileIdentity:
+    """Tokens from a file the service's operator writes, for servers JupyterHub did not
+    start (one machine's several servers, the benchmarks): a JSON object mapping each
+    token to a user name, or to ``{"user": name, "read_all": true}``. Read once."""
+
+    def __init__(self, path: str) -> None:
+        with open(path, encoding="utf-8") as fh:
+            table = json.load(fh)
+        if not isinstance(table, dict):
+            raise FormatError(f"{path}: a JSON object of token -> user is expected")
+        self._callers: dict[str, Caller] = {}
+        for token, who in table.items():
+            entry = who if isinstance(who, dict) else {"user": who}
+            if not isinstance(entry.get("user"), str) or not entry["user"]:
+                raise FormatError(f"{path}: a token without a user name")
+            self._callers[token] = Caller(entry["user"], bool(entry.get("read_all")))
+
+    async def __call__(self, token: str) -> Caller | None:
+        return self._callers.get(token)
+
+
+class Service:
+    def __init__(self, store: TrajectoryStore, identify: Identify) -> None:
+        self.store = store
+        self.owners = Owners(store)
+        self.identify = identify
+
+    def call(self, caller: Caller, method: str, args: dict[str, Any]) -> Any:
+        """``method`` for ``caller``, in a worker thread (a database round trip)."""
+        CHARGED_USER.set(caller.user)  # this thread's copy of the context: this call only
+        result = getattr(CallerStore(self.store, self.owners, caller), method)(**args)
+        return list(result) if isinstance(result, Iterator) else result
+
+
+class _Handler(web.RequestHandler):
+    service: Service
+
+    def initialize(self, service: Service) -> None:
+        self.service = service
+
+    async def prepare(self) -> None:
+        header = self.request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() not in ("token", "bearer") or not token.strip():
+            raise web.HTTPError(HTTPStatus.UNAUTHORIZED, "no token: send 'Authorization: "
+                                "token <a JupyterHub token>'")
+        caller = await self.service.identify(token.strip())
+        if caller is None:
+            raise web.HTTPError(HTTPStatus.UNAUTHORIZED, "the hub knows no user by this token")
+        self.caller = caller
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None))[1]
+        message = exc.log_message if isinstance(exc, web.HTTPError) and exc.log_message \
+            else self._reason
+        self.finish({"message": message})
+
+    def answer(self, result: Any) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"result": encode(result)}))
+
+
+class WhoAmIHandler(_Handler):
+    def get(self) -> None:
+        self.answer({"user": self.caller.user, "read_all": self.caller.read_all})
+
+
+class StoreHandler(_Handler):
+    async def post(self, method: str) -> None:
+        try:
+            args = decode_call(method, json.loads(self.request.body or b"null"))
+            result = await asyncio.to_thread(self.service.call, self.caller, method, args)
+        except (FormatError, ValueError) as exc:
+            raise web.HTTPError(HTTPStatus.BAD_REQUEST, str(exc)) from None
+        except StoreForbidden as exc:
+            raise web.HTTPError(HTTPStatus.FORBIDDEN, str(exc)) from None
+        except StoreUnavailable as exc:
+            raise web.HTTPError(HTTPStatus.SERVICE_UNAVAILABLE, str(exc)) from None
+        except StoreError as exc:
+            raise web.HTTPError(HTTPStatus.INSUFFICIENT_STORAGE, str(exc)) from None
+        self.answer(result)
+
+
+def make_app(service: Service, prefix: str = "/") -> web.Application:
+    prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
+    return web.Application([
+        (prefix + "api/whoami", WhoAmIHandler, {"service": service}),
+        (prefix + r"api/store/([a-z_]+)", StoreHandler, {"service": service}),
+    ])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m themisto_ext.hub.service",
+        description="The hub's Themisto service (started by JupyterHub: see "
+                    "themisto_ext.hub.themisto_service).")
+    parser.add_argument("--store-url", default=os.environ.get("THEMISTO_STORE_URL"),
+                        help="the database (postgresql://OWNER@HOST:PORT/DB; the password "
+                             "in THEMISTO_DB_PASSWORD, PGPASSWORD or ~/.pgpass)")
+    parser.add_argument("--read-all-scope", default=READ_ALL_SCOPE)
+    parser.add_argument("--tokens-file", default=None,
+                        help="callers' tokens from this JSON file (token -> user) instead "
+                             "of the hub's: for servers JupyterHub did not start")
+    parser.add_argument("--bind", default=None, help="URL to listen on (default: "
+                        "JUPYTERHUB_SERVICE_URL, else http://127.0.0.1:10101)")
+    parser.add_argument("--quota-bytes", type=int, default=None,
+                        help="each user's quota of stored bytes (-1: no limit)")
+    parser.add_argument("--quota-steps", type=int, default=None,
+                        help="each user's quota of stored steps (-1: no limit)")
+    args = parser.parse_args(argv)
+    if not args.store_url:
+        parser.error("--store-url (or THEMISTO_STORE_URL) is required")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="[%(levelname)1.1s %(asctime)s themisto-service] %(message)s")
+    url = parse_store_url(args.store_url).with_password(
+        os.environ.pop("THEMISTO_DB_PASSWORD", None))
+    quota = [None if q is None or q < 0 else q for q in (args.quota_bytes, args.quota_steps)]
+
+    def opener() -> TrajectoryStore:
+        store = open_store(url)  # brings the schema up to date: no spawn waits on it
+        if url.engine == POSTGRESQL and (args.quota_bytes, args.quota_steps) != (None, None):
+            from themisto_ext.store.roles import StoreRoles
+
+            StoreRoles(url).set_quota(*quota)
+        return store
+
+    store = GuardedStore(opener)
+    identify: Identify = (TokenFileIdentity(args.tokens_file) if args.tokens_file
+                          else HubIdentity(args.read_all_scope))
+    service = Service(store, identify)
+    bind = urlsplit(args.bind or os.environ.get("JUPYTERHUB_SERVICE_URL",
+                                                "http://127.0.0.1:10101"))
+    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/themisto/")
+
+    async def serve() -> None:
+        server = HTTPServer(make_app(service, prefix), max_body_size=MAX_BODY, xheaders=True)
+        server.listen(bind.port or 80, bind.hostname or "127.0.0.1")
+        log.info("store %s, listening on %s%s", url.display, bind.geturl().rstrip("/"),
+                 prefix)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(serve())
+    finally:
+        store.close()
+
+if __name__ == "__main__":
+    main()

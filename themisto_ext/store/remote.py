@@ -1,0 +1,189 @@
+"""The store as a single-user server under JupyterHub sees it: the hub's Themisto service
+(``hub/service.py``) over HTTP, so that the server holds no database login at all.
+
+Each call is one POST of ``wire.py``'s JSON, authenticated with the token JupyterHub gives
+every single-user server (``JUPYTERHUB_API_TOKEN``). The service decides whose data the
+call may touch; this side only translates its answers back into the store's exceptions:
+unreachable, timed out or 503 is ``StoreUnavailable`` (the guard retries, journals keep
+every step meanwhile), 403 ``StoreForbidden``, anything else ``StoreError`` with the
+service's message (a quota reached says so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from themisto_ext.errors import StoreError, StoreForbidden, StoreUnavailable
+from themisto_ext.records import NotebookRowInfo, Prediction, Step, StepSummary
+from themisto_ext.store.base import Applied, Trajectory, TrajectoryFilter, Write
+from themisto_ext.store.roster import ClassFilter
+from themisto_ext.store.url import StoreURL
+from themisto_ext.store.wire import decode, encode
+from themisto_ext.version import __version__
+
+HUB_TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
+PAGE = 500
+"""Steps per request of a lazy read (``iter_steps``): bounded answers, bounded memory."""
+TIMEOUT = httpx.Timeout(75.0, connect=5.0)
+"""Longer than the service's own statement timeout (60 s): its answer, not ours, says
+why a call took too long."""
+
+
+class RemoteStore:
+    def __init__(self, url: StoreURL, token: str | None = None,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.url = url
+        token = token or url.password or os.environ.get(HUB_TOKEN_ENV)
+        if not token:
+            raise StoreError(f"no token for the Themisto service at {url.display}: a server "
+                             f"started by JupyterHub has one in {HUB_TOKEN_ENV}")
+        self._client = httpx.Client(
+            base_url=url.target.rstrip("/") + "/api/", timeout=TIMEOUT, transport=transport,
+            headers={"Authorization": f"token {token}",
+                     "User-Agent": f"themisto-ext/{__version__}"})
+        try:
+            self.caller: dict[str, Any] = self._request("GET", "whoami")
+            """Who the service takes this server for: ``{"user", "read_all"}``."""
+        except BaseException:
+            self._client.close()
+            raise
+
+    # ------------------------------------------------------------ plumbing
+
+    def _request(self, method: str, path: str, body: Any = None) -> Any:
+        try:
+            response = self._client.request(
+                method, path, content=None if body is None else json.dumps(body),
+                headers={"Content-Type": "application/json"} if body is not None else None)
+        except httpx.TimeoutException as exc:
+            raise StoreUnavailable(f"the Themisto service at {self.url.display} did not "
+                                   f"answer in time ({type(exc).__name__})") from None
+        except httpx.TransportError as exc:
+            raise StoreUnavailable(f"the Themisto service at {self.url.display} cannot be "
+                                   f"reached: {exc or type(exc).__name__}") from None
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if response.status_code == 200 and isinstance(data, dict) and "result" in data:
+            return data["result"]
+        message = data.get("message") if isinstance(data, dict) else None
+        reason = (f"the Themisto service at {self.url.display}: "
+                  f"{message or f'HTTP {response.status_code}'}")
+        if response.status_code in (429, 502, 503, 504):
+            raise StoreUnavailable(reason)
+        if response.status_code in (401, 403):
+            raise StoreForbidden(reason)
+        raise StoreError(reason)
+
+    def _call(self, method: str, **args: Any) -> Any:
+        return decode(self._request("POST", f"store/{method}", {"args": encode(args)}))
+
+    # ------------------------------------------------------------ TrajectoryStore
+
+    def apply(self, writes: list[Write], cursor: tuple[str, int] | None) -> Applied:
+        applied: Applied = self._call("apply", writes=writes, cursor=cursor)
+        return applied
+
+    def journal_cursors(self, prefix: str = "") -> dict[str, int]:
+        cursors: dict[str, int] = self._call("journal_cursors", prefix=prefix)
+        return cursors
+
+    def forget_journal(self, journal: str) -> None:
+        self._call("forget_journal", journal=journal)
+
+    def list_trajectories(self, where: TrajectoryFilter | None = None, limit: int = 100,
+                          offset: int = 0) -> list[Trajectory]:
+        found: list[Trajectory] = self._call("list_trajectories", where=where, limit=limit,
+                                             offset=offset)
+        return found
+
+    def get_trajectory(self, trajectory_id: str) -> Trajectory | None:
+        found: Trajectory | None = self._call("get_trajectory", trajectory_id=trajectory_id)
+        return found
+
+    def latest_for_kernel(self, kernel_id: str, user: str | None = None) -> Trajectory | None:
+        found: Trajectory | None = self._call("latest_for_kernel", kernel_id=kernel_id,
+                                              user=user)
+        return found
+
+    def count_trajectories(self, where: TrajectoryFilter | None = None) -> int:
+        return int(self._call("count_trajectories", where=where))
+
+    def events(self, trajectory_id: str) -> list[dict[str, str]]:
+        found: list[dict[str, str]] = self._call("events", trajectory_id=trajectory_id)
+        return found
+
+    def _pages(self, method: str, trajectory_id: str, since_step: int,
+               limit: int | None) -> Iterator[Any]:
+        left = limit
+        while left is None or left > 0:
+            size = PAGE if left is None else min(PAGE, left)
+            page = self._call(method, trajectory_id=trajectory_id, since_step=since_step,
+                              limit=size)
+            yield from page
+            if len(page) < size:
+                return
+            since_step = page[-1]["step"] if method == "iter_steps" else page[-1][0]
+            left = None if left is None else left - len(page)
+
+    def iter_steps(self, trajectory_id: str, since_step: int = 0,
+                   limit: int | None = None) -> Iterator[Step]:
+        return self._pages("iter_steps", trajectory_id, since_step, limit)
+
+    def iter_step_lines(self, trajectory_id: str, since_step: int = 0,
+                        limit: int | None = None) -> Iterator[tuple[int, str]]:
+        return (tuple(line) for line in  # [step, line] in JSON
+                self._pages("iter_step_lines", trajectory_id, since_step, limit))
+
+    def delete_trajectory(self, trajectory_id: str) -> bool:
+        return bool(self._call("delete_trajectory", trajectory_id=trajectory_id))
+
+    def save_prediction(self, prediction: Prediction) -> bool:
+        return bool(self._call("save_prediction", prediction=prediction))
+
+    def predictions(self, trajectory_id: str, since_step: int = 0,
+                    target_step: int | None = None, unscored: bool = False,
+                    until_step: int | None = None, slim: bool = False) -> list[Prediction]:
+        found: list[Prediction] = self._call(
+            "predictions", trajectory_id=trajectory_id, since_step=since_step,
+            target_step=target_step, unscored=unscored, until_step=until_step, slim=slim)
+        return found
+
+    def step_summaries(self, trajectory_id: str, since_step: int = 0,
+                       limit: int = 500) -> list[StepSummary]:
+        found: list[StepSummary] = self._call("step_summaries", trajectory_id=trajectory_id,
+                                              since_step=since_step, limit=limit)
+        return found
+
+    def get_prediction(self, prediction_id: str) -> Prediction | None:
+        found: Prediction | None = self._call("get_prediction", prediction_id=prediction_id)
+        return found
+
+    def notebook_rows(self, where: ClassFilter) -> list[NotebookRowInfo]:
+        found: list[NotebookRowInfo] = self._call("notebook_rows", where=where)
+        return found
+
+    def consents(self, users: tuple[str, ...] | None = None) -> dict[str, bool]:
+        found: dict[str, bool] = self._call("consents", users=users)
+        return found
+
+    def set_consent(self, user: str, consent: bool, at: str) -> None:
+        self._call("set_consent", user=user, consent=consent, at=at)
+
+    def adopt_unowned(self, user: str) -> int:
+        return int(self._call("adopt_unowned", user=user))
+
+    def import_trajectory(self, trajectory: Trajectory, events: list[dict[str, str]]) -> bool:
+        return bool(self._call("import_trajectory", trajectory=trajectory, events=events))
+
+    def import_step_lines(self, trajectory_id: str, lines: list[tuple[int, str]]) -> int:
+        return int(self._call("import_step_lines", trajectory_id=trajectory_id, lines=lines))
+
+    def close(self) -> None:
+        self._client.close()

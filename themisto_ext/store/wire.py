@@ -1,0 +1,150 @@
+"""The store's calls as JSON: what a server sends the hub's Themisto service
+(``store/remote.py``) and what the service answers (``hub/service.py``).
+
+One codec for both ends. A call is ``{"args": {name: value}}`` for one of ``METHODS``;
+dataclass values travel as objects tagged with their class (``"$": "NewStep"``). Decoding
+is strict: an unknown method, tag, argument or field, or an argument of the wrong type, is
+a ``FormatError`` (400 at the service), never a store call with a value it cannot take.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from themisto_ext.errors import FormatError
+from themisto_ext.store.base import (
+    Applied,
+    NewStep,
+    NewTrajectory,
+    NotebookMoved,
+    RecordingSwitched,
+    Trajectory,
+    TrajectoryEnded,
+    TrajectoryFilter,
+)
+from themisto_ext.store.roster import ClassFilter
+
+_TAGGED: dict[str, type] = {cls.__name__: cls for cls in (
+    NewTrajectory, NewStep, TrajectoryEnded, RecordingSwitched, NotebookMoved,
+    TrajectoryFilter, ClassFilter, Trajectory, Applied)}
+
+_TUPLES = {("TrajectoryFilter", "user"), ("ClassFilter", "users")}
+"""Fields that are tuples in Python (lists in JSON)."""
+
+_STR, _INT, _BOOL, _OPT_STR, _OPT_INT = ("str", "int", "bool", "str?", "int?")
+
+METHODS: dict[str, dict[str, Any]] = {
+    "apply": {"writes": "writes", "cursor": "cursor"},
+    "journal_cursors": {"prefix": _STR},
+    "forget_journal": {"journal": _STR},
+    "list_trajectories": {"where": TrajectoryFilter, "limit": _INT, "offset": _INT},
+    "get_trajectory": {"trajectory_id": _STR},
+    "latest_for_kernel": {"kernel_id": _STR, "user": _OPT_STR},
+    "count_trajectories": {"where": TrajectoryFilter},
+    "events": {"trajectory_id": _STR},
+    "iter_steps": {"trajectory_id": _STR, "since_step": _INT, "limit": _OPT_INT},
+    "iter_step_lines": {"trajectory_id": _STR, "since_step": _INT, "limit": _OPT_INT},
+    "delete_trajectory": {"trajectory_id": _STR},
+    "save_prediction": {"prediction": "object"},
+    "predictions": {"trajectory_id": _STR, "since_step": _INT, "target_step": _OPT_INT,
+                    "unscored": _BOOL, "until_step": _OPT_INT, "slim": _BOOL},
+    "step_summaries": {"trajectory_id": _STR, "since_step": _INT, "limit": _INT},
+    "get_prediction": {"prediction_id": _STR},
+    "notebook_rows": {"where": ClassFilter},
+    "consents": {"users": "users"},
+    "set_consent": {"user": _STR, "consent": _BOOL, "at": _STR},
+    "adopt_unowned": {"user": _STR},
+    "import_trajectory": {"trajectory": Trajectory, "events": "list"},
+    "import_step_lines": {"trajectory_id": _STR, "lines": "list"},
+}
+"""Every store method a server may call, with its arguments' kinds (``close`` is the
+caller's own)."""
+
+_WRITES = (NewTrajectory, NewStep, TrajectoryEnded, RecordingSwitched, NotebookMoved)
+
+
+def encode(value: Any) -> Any:
+    """``value`` as JSON-ready data: dataclasses tagged, tuples as lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"$": type(value).__name__,
+                **{f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    if isinstance(value, (list, tuple)):
+        return [encode(v) for v in value]
+    if isinstance(value, dict):
+        return {k: encode(v) for k, v in value.items()}
+    return value
+
+
+def decode(data: Any) -> Any:
+    """The inverse of ``encode``."""
+    if isinstance(data, list):
+        return [decode(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if "$" not in data:
+        return {k: decode(v) for k, v in data.items()}
+    name = data["$"]
+    cls = _TAGGED.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise FormatError(f"unknown record kind {name!r}")
+    fields = {k: decode(v) for k, v in data.items() if k != "$"}
+    for field in fields:
+        if (name, field) in _TUPLES and isinstance(fields[field], list):
+            fields[field] = tuple(fields[field])
+    if name == "Applied":
+        fields["switches"] = [s if isinstance(s, RecordingSwitched) else _bad(name)
+                              for s in fields.get("switches", [])]
+    try:
+        return cls(**fields)
+    except TypeError as exc:
+        raise FormatError(f"bad {name}: {exc}") from None
+
+
+def _bad(name: str) -> Any:
+    raise FormatError(f"bad {name}: a switch that is not a RecordingSwitched")
+
+
+def decode_call(method: str, body: Any) -> dict[str, Any]:
+    """The keyword arguments of a call to ``method`` from its JSON body, checked."""
+    spec = METHODS.get(method)
+    if spec is None:
+        raise FormatError(f"unknown store method {method!r}")
+    args = body.get("args") if isinstance(body, dict) else None
+    if not isinstance(args, dict):
+        raise FormatError('the body must be a JSON object {"args": {...}}')
+    unknown = sorted(set(args) - set(spec))
+    if unknown:
+        raise FormatError(f"{method}: unknown argument(s) {', '.join(unknown)}")
+    return {name: _argument(method, name, kind, decode(args[name]))
+            for name, kind in spec.items() if name in args}
+
+
+def _argument(method: str, name: str, kind: Any, value: Any) -> Any:
+    ok: bool
+    if kind == _STR:
+        ok = isinstance(value, str)
+    elif kind in (_INT, _OPT_INT):
+        ok = (value is None and kind == _OPT_INT) or (
+            isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+    elif kind == _OPT_STR:
+        ok = value is None or isinstance(value, str)
+    elif kind == _BOOL:
+        ok = isinstance(value, bool)
+    elif kind == "writes":
+        ok = isinstance(value, list) and all(isinstance(w, _WRITES) for w in value)
+    elif kind == "cursor":
+        ok = value is None or (isinstance(value, list) and len(value) == 2
+                               and isinstance(value[0], str) and isinstance(value[1], int))
+        value = tuple(value) if ok and value is not None else value
+    elif kind == "users":
+        ok = value is None or (isinstance(value, list)
+                               and all(isinstance(u, str) for u in value))
+        value = tuple(value) if ok and value is not None else value
+    elif kind in ("object", "list"):
+        ok = isinstance(value, dict if kind == "object" else list)
+    else:
+        ok = isinstance(value, kind) or (value is None and kind is not Trajectory)
+    if not ok:
+        raise FormatError(f"{method}: bad argument {name}")
+    return value
