@@ -5,6 +5,7 @@ they hold, their own data only; the teacher's server token carries the read-all 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -59,7 +60,8 @@ def service(hub: Hub, path: str, token: str | None, body: Any = None) -> tuple[i
 
 
 def call(hub: Hub, caller: str, method: str, /, **args: Any) -> tuple[int, Any]:
-    return service(hub, f"store/{method}", hub.tokens[caller], {"args": encode(args)})
+    return service(hub, f"store/{method}", hub.tokens[caller],
+                   {"args": {name: encode(value) for name, value in args.items()}})
 
 
 def processes_of(user: str) -> list[psutil.Process]:
@@ -235,3 +237,94 @@ def test_the_config_helpers_name_the_service_and_its_url():
     assert service_store_url(entry) == "http://10.0.0.5:10101/services/themisto/"
     assert "custom:themisto:read-all" in SERVER_TOKEN_SCOPES
     assert Path(entry["command"][0]).exists()
+
+
+# ---------------------------------------------------------------- the service on its own
+
+@pytest.fixture
+def standalone(tmp_path) -> Iterator[tuple[str, dict[str, str], psutil.Popen]]:
+    """The service outside a hub (``--tokens-file``), on a SQLite store, two workers."""
+    import sys
+
+    from pg import free_port
+
+    tokens = {"alice": "t-alice", "bob": "t-bob"}
+    (tmp_path / "tokens.json").write_text(json.dumps({v: k for k, v in tokens.items()}))
+    port = free_port()
+    process = psutil.Popen(
+        [sys.executable, "-m", "themisto_ext.hub.service", "--store-url",
+         f"sqlite:///{tmp_path / 's.sqlite3'}", "--tokens-file", str(tmp_path / "tokens.json"),
+         "--bind", f"http://127.0.0.1:{port}", "--processes", "2"],
+        stderr=(tmp_path / "service.log").open("w"))
+    base = f"http://127.0.0.1:{port}/services/themisto/"
+    deadline = time.monotonic() + 60
+    while not _answers(base, tokens["alice"]):
+        assert process.poll() is None and time.monotonic() < deadline, \
+            (tmp_path / "service.log").read_text()
+        time.sleep(0.2)
+    yield base, tokens, process
+    with contextlib.suppress(psutil.Error):
+        for child in process.children(recursive=True):
+            child.kill()
+        process.kill()
+    process.wait(10)
+
+
+def _answers(base: str, token: str) -> bool:
+    try:
+        with urlopen(Request(base + "api/whoami", headers={"Authorization": f"token {token}"}),
+                     timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def test_a_server_stores_through_the_service_and_its_workers_die_with_it(standalone):
+    from themisto_ext.store import TrajectoryFilter
+
+    base, tokens, process = standalone
+    alice = open_store(parse_store_url(base).with_password(tokens["alice"]))
+    bob = open_store(parse_store_url(base).with_password(tokens["bob"]))
+    try:
+        assert alice.caller == {"user": "alice", "read_all": False}
+        applied = alice.apply([NewTrajectory("ta", "k", "n.ipynb", "2026-01-01T00:00:00+00:00",
+                                             "kernel", user="bob"),
+                               *(NewStep(make_step("ta", n)) for n in range(1, 1201))],
+                              ("journal", 10))
+        assert len(applied.steps) == 1200 and applied.steps[0]["code"] == "x = 1"
+        assert alice.journal_cursors() == {"journal": 10} and bob.journal_cursors() == {}
+        assert alice.get_trajectory("ta").user == "alice"  # forced, whatever was sent
+        assert [s["step"] for s in alice.iter_steps("ta", since_step=100, limit=700)] == \
+            list(range(101, 801))  # paged: 500 a request
+        assert len(list(alice.iter_step_lines("ta"))) == 1200
+        assert bob.get_trajectory("ta") is None and list(bob.iter_steps("ta")) == []
+        assert bob.count_trajectories(TrajectoryFilter()) == 0
+        # A worker killed: the supervisor starts another; calls go on.
+        workers = process.children()
+        assert len(workers) == 2
+        workers[0].kill()
+        deadline = time.monotonic() + 30
+        while len(process.children()) < 2 or workers[0] in process.children():
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        for _ in range(10):
+            assert alice.get_trajectory("ta").steps == 1200
+    finally:
+        alice.close()
+        bob.close()
+    # The supervisor killed: its workers end too (nothing left holding the port).
+    workers = process.children()
+    process.kill()
+    process.wait(10)
+    _gone, alive = psutil.wait_procs(workers, timeout=20)
+    assert alive == []
+
+
+def test_a_server_without_the_service_says_so_and_keeps_its_journals(tmp_path):
+    from pg import free_port
+
+    from themisto_ext.errors import StoreUnavailable
+
+    url = parse_store_url(f"http://127.0.0.1:{free_port()}/services/themisto/")
+    with pytest.raises(StoreUnavailable, match="cannot be reached"):
+        open_store(url.with_password("t"))

@@ -38,6 +38,8 @@ from urllib.parse import urlsplit
 
 from tornado import web
 from tornado.httpserver import HTTPServer
+from tornado.netutil import bind_sockets
+from tornado.process import fork_processes
 
 from themisto_ext.errors import FormatError, StoreError, StoreForbidden, StoreUnavailable
 from themisto_ext.hub.caller import Caller, CallerStore, Owners
@@ -49,14 +51,18 @@ from themisto_ext.store import (
     open_store,
     parse_store_url,
 )
-from themisto_ext.store.base import CHARGED_USER
-from themisto_ext.store.wire import decode_call, encode
+from themisto_ext.store.base import CHARGED_USER, Applied
+from themisto_ext.store.wire import decode_call, dumps, encode, loads, step_keys
 
 log = logging.getLogger("themisto_ext.hub.service")
 
 Identify = Callable[[str], Awaitable[Caller | None]]
 """A token -> its user (None: no user's token)."""
 
+PROCESSES = 2
+"""Worker processes by default (``--processes``)."""
+POOL_SIZE = 8
+"""Database connections the service keeps: every server's calls share them."""
 MAX_BODY = 64 * 1024 * 1024
 """Largest call: a journal window of steps (``journal.WINDOW``) with room to spare."""
 
@@ -107,11 +113,18 @@ class Service:
         self.owners = Owners(store)
         self.identify = identify
 
-    def call(self, caller: Caller, method: str, args: dict[str, Any]) -> Any:
-        """``method`` for ``caller``, in a worker thread (a database round trip)."""
+    def call(self, caller: Caller, method: str, body: bytes) -> bytes:
+        """``method`` for ``caller`` with the request's body, answered as JSON; in a worker
+        thread: a database round trip, and decoding a batch of steps, which would hold up
+        the event loop's other requests."""
+        args = decode_call(method, loads(body or b"null"))
         CHARGED_USER.set(caller.user)  # this thread's copy of the context: this call only
         result = getattr(CallerStore(self.store, self.owners, caller), method)(**args)
-        return list(result) if isinstance(result, Iterator) else result
+        if isinstance(result, Applied):
+            result = step_keys(result)  # the caller has the steps it sent
+        elif isinstance(result, Iterator):
+            result = list(result)
+        return dumps({"result": encode(result)})
 
 
 class _Handler(web.RequestHandler):
@@ -137,22 +150,23 @@ class _Handler(web.RequestHandler):
             else self._reason
         self.finish({"message": message})
 
-    def answer(self, result: Any) -> None:
+    def answer(self, body: bytes) -> None:
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"result": encode(result)}))
+        self.finish(body)
 
 
 class WhoAmIHandler(_Handler):
     def get(self) -> None:
-        self.answer({"user": self.caller.user, "read_all": self.caller.read_all})
+        self.answer(dumps({"result": {"user": self.caller.user,
+                                      "read_all": self.caller.read_all}}))
 
 
 class StoreHandler(_Handler):
     async def post(self, method: str) -> None:
         try:
-            args = decode_call(method, json.loads(self.request.body or b"null"))
-            result = await asyncio.to_thread(self.service.call, self.caller, method, args)
-        except (FormatError, ValueError) as exc:
+            result = await asyncio.to_thread(self.service.call, self.caller, method,
+                                             self.request.body)
+        except FormatError as exc:
             raise web.HTTPError(HTTPStatus.BAD_REQUEST, str(exc)) from None
         except StoreForbidden as exc:
             raise web.HTTPError(HTTPStatus.FORBIDDEN, str(exc)) from None
@@ -163,12 +177,22 @@ class StoreHandler(_Handler):
         self.answer(result)
 
 
+def _log_request(handler: web.RequestHandler) -> None:
+    """Failures only: a class's servers make hundreds of calls a second."""
+    status = handler.get_status()
+    if status >= 400:
+        caller = getattr(handler, "caller", None)
+        log.warning("%d %s %s (%s) %.1f ms", status, handler.request.method,
+                    handler.request.path, caller.user if caller else "no user",
+                    1000 * handler.request.request_time())
+
+
 def make_app(service: Service, prefix: str = "/") -> web.Application:
     prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
     return web.Application([
         (prefix + "api/whoami", WhoAmIHandler, {"service": service}),
         (prefix + r"api/store/([a-z_]+)", StoreHandler, {"service": service}),
-    ])
+    ], log_function=_log_request)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -183,6 +207,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tokens-file", default=None,
                         help="callers' tokens from this JSON file (token -> user) instead "
                              "of the hub's: for servers JupyterHub did not start")
+    parser.add_argument("--processes", type=int, default=PROCESSES,
+                        help="worker processes sharing the listening socket")
     parser.add_argument("--bind", default=None, help="URL to listen on (default: "
                         "JUPYTERHUB_SERVICE_URL, else http://127.0.0.1:10101)")
     parser.add_argument("--quota-bytes", type=int, default=None,
@@ -199,24 +225,40 @@ def main(argv: list[str] | None = None) -> None:
     quota = [None if q is None or q < 0 else q for q in (args.quota_bytes, args.quota_steps)]
 
     def opener() -> TrajectoryStore:
-        store = open_store(url)  # brings the schema up to date: no spawn waits on it
+        # brings the schema up to date: no spawn waits on it
+        if url.engine == POSTGRESQL:
+            from themisto_ext.store.postgres import PostgresStore
+
+            store: TrajectoryStore = PostgresStore(url, pool_size=POOL_SIZE)
+        else:
+            store = open_store(url)
         if url.engine == POSTGRESQL and (args.quota_bytes, args.quota_steps) != (None, None):
             from themisto_ext.store.roles import StoreRoles
 
             StoreRoles(url).set_quota(*quota)
         return store
 
+    bind = urlsplit(args.bind or os.environ.get("JUPYTERHUB_SERVICE_URL",
+                                                "http://127.0.0.1:10101"))
+    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/themisto/")
+    sockets = bind_sockets(bind.port or 80, bind.hostname or "127.0.0.1")
+    try:  # created or upgraded once, before the workers race to
+        opener().close()
+    except StoreError as exc:
+        log.error("%s; tried again on use", exc)
+    if args.processes > 1:
+        # Each process its own interpreter lock, pool and owner cache, on one socket; the
+        # first supervises them (a dead one is started again) and they end with it.
+        fork_processes(args.processes)
+        _end_with_parent()
     store = GuardedStore(opener)
     identify: Identify = (TokenFileIdentity(args.tokens_file) if args.tokens_file
                           else HubIdentity(args.read_all_scope))
     service = Service(store, identify)
-    bind = urlsplit(args.bind or os.environ.get("JUPYTERHUB_SERVICE_URL",
-                                                "http://127.0.0.1:10101"))
-    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/themisto/")
 
     async def serve() -> None:
         server = HTTPServer(make_app(service, prefix), max_body_size=MAX_BODY, xheaders=True)
-        server.listen(bind.port or 80, bind.hostname or "127.0.0.1")
+        server.add_sockets(sockets)
         log.info("store %s, listening on %s%s", url.display, bind.geturl().rstrip("/"),
                  prefix)
         await asyncio.Event().wait()
@@ -225,6 +267,18 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(serve())
     finally:
         store.close()
+
+def _end_with_parent() -> None:
+    """A worker process gets SIGTERM when the supervising one ends (Linux), so that the
+    hub stopping the service stops all of it."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
 
 if __name__ == "__main__":
     main()

@@ -11,19 +11,18 @@ service's message (a quota reached says so).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
-from themisto_ext.errors import StoreError, StoreForbidden, StoreUnavailable
+from themisto_ext.errors import FormatError, StoreError, StoreForbidden, StoreUnavailable
 from themisto_ext.records import NotebookRowInfo, Prediction, Step, StepSummary
 from themisto_ext.store.base import Applied, Trajectory, TrajectoryFilter, Write
 from themisto_ext.store.roster import ClassFilter
 from themisto_ext.store.url import StoreURL
-from themisto_ext.store.wire import decode, encode
+from themisto_ext.store.wire import decode, dumps, encode, loads, with_steps
 from themisto_ext.version import __version__
 
 HUB_TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
@@ -58,7 +57,7 @@ class RemoteStore:
     def _request(self, method: str, path: str, body: Any = None) -> Any:
         try:
             response = self._client.request(
-                method, path, content=None if body is None else json.dumps(body),
+                method, path, content=None if body is None else dumps(body),
                 headers={"Content-Type": "application/json"} if body is not None else None)
         except httpx.TimeoutException as exc:
             raise StoreUnavailable(f"the Themisto service at {self.url.display} did not "
@@ -67,8 +66,8 @@ class RemoteStore:
             raise StoreUnavailable(f"the Themisto service at {self.url.display} cannot be "
                                    f"reached: {exc or type(exc).__name__}") from None
         try:
-            data = response.json()
-        except ValueError:
+            data = loads(response.content)
+        except FormatError:
             data = None
         if response.status_code == 200 and isinstance(data, dict) and "result" in data:
             return data["result"]
@@ -82,13 +81,14 @@ class RemoteStore:
         raise StoreError(reason)
 
     def _call(self, method: str, **args: Any) -> Any:
-        return decode(self._request("POST", f"store/{method}", {"args": encode(args)}))
+        body = {"args": {name: encode(value) for name, value in args.items()}}
+        return decode(self._request("POST", f"store/{method}", body))
 
     # ------------------------------------------------------------ TrajectoryStore
 
     def apply(self, writes: list[Write], cursor: tuple[str, int] | None) -> Applied:
         applied: Applied = self._call("apply", writes=writes, cursor=cursor)
-        return applied
+        return with_steps(applied, writes)  # the service answers with the steps' keys
 
     def journal_cursors(self, prefix: str = "") -> dict[str, int]:
         cursors: dict[str, int] = self._call("journal_cursors", prefix=prefix)

@@ -10,7 +10,10 @@ a ``FormatError`` (400 at the service), never a store call with a value it canno
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
+
+import orjson
 
 from themisto_ext.errors import FormatError
 from themisto_ext.store.base import (
@@ -64,26 +67,47 @@ caller's own)."""
 _WRITES = (NewTrajectory, NewStep, TrajectoryEnded, RecordingSwitched, NotebookMoved)
 
 
+def dumps(data: Any) -> bytes:
+    """JSON bytes of encoded data. orjson: a batch of steps is most of a class's traffic,
+    and the standard library's codec took 62 us a step of the service's one event loop
+    (``benchmarks/multiuser.py --service``). What orjson refuses (a lone surrogate in a
+    string) goes through the standard library, escaped."""
+    try:
+        return orjson.dumps(data)
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(data).encode()
+
+
+def loads(data: bytes | str) -> Any:
+    """The inverse of ``dumps``; ``FormatError`` for what is not JSON."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:  # NaN and escaped lone surrogates: JSON as Python writes it
+            return json.loads(data)
+        except ValueError as exc:
+            raise FormatError(f"not JSON: {exc}") from None
+
+
 def encode(value: Any) -> Any:
-    """``value`` as JSON-ready data: dataclasses tagged, tuples as lists."""
+    """``value`` as JSON-ready data: dataclasses tagged, tuples as lists. A plain dict (a
+    step, a prediction) is JSON already and is passed as it is, not walked: a batch of
+    steps is most of what travels."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {"$": type(value).__name__,
                 **{f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}}
     if isinstance(value, (list, tuple)):
         return [encode(v) for v in value]
-    if isinstance(value, dict):
-        return {k: encode(v) for k, v in value.items()}
     return value
 
 
 def decode(data: Any) -> Any:
-    """The inverse of ``encode``."""
+    """The inverse of ``encode``: tagged objects (in lists, and in each other's fields)
+    become their dataclasses; an untagged dict is returned as it is."""
     if isinstance(data, list):
         return [decode(v) for v in data]
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or "$" not in data:
         return data
-    if "$" not in data:
-        return {k: decode(v) for k, v in data.items()}
     name = data["$"]
     cls = _TAGGED.get(name) if isinstance(name, str) else None
     if cls is None:
@@ -95,14 +119,34 @@ def decode(data: Any) -> Any:
     if name == "Applied":
         fields["switches"] = [s if isinstance(s, RecordingSwitched) else _bad(name)
                               for s in fields.get("switches", [])]
+    if name == "NewStep" and not isinstance(fields.get("step"), dict):
+        _bad(name)
     try:
         return cls(**fields)
     except TypeError as exc:
         raise FormatError(f"bad {name}: {exc}") from None
 
 
+def step_keys(applied: Applied) -> Applied:
+    """``applied`` with each stored step as its key (``trajectory_id``, ``step``) only: the
+    caller sent the steps and has them (``with_steps``); the answer need not carry them
+    back."""
+    return dataclasses.replace(applied, steps=[
+        {"trajectory_id": s["trajectory_id"], "step": s["step"]}  # type: ignore[typeddict-item]
+        for s in applied.steps])
+
+
+def with_steps(applied: Applied, writes: list[Any]) -> Applied:
+    """The inverse of ``step_keys``, from the writes the call sent."""
+    sent = {(w.step["trajectory_id"], w.step["step"]): w.step for w in writes
+            if isinstance(w, NewStep)}
+    applied.steps = [sent[key] for key in ((s["trajectory_id"], s["step"])
+                                           for s in applied.steps) if key in sent]
+    return applied
+
+
 def _bad(name: str) -> Any:
-    raise FormatError(f"bad {name}: a switch that is not a RecordingSwitched")
+    raise FormatError(f"bad {name}: a field of the wrong kind")
 
 
 def decode_call(method: str, body: Any) -> dict[str, Any]:
