@@ -118,6 +118,8 @@ def test_prompts_import_nothing_above_them():
     # whose trajectories a request may see: a rule over the store's records, nothing more
     ("themisto_ext.server.access", (*BASE, "themisto_ext.store")),
     ("themisto_ext.cli.migrate", (*BASE, "themisto_ext.store")),
+    # the hub's service: the store, and whose data a caller may read
+    ("themisto_ext.hub", (*BASE, "themisto_ext.store", "themisto_ext.server.access")),
 ])
 def test_each_layer_imports_only_what_flows_into_it(layer, allowed):
     assert offenders((layer,), allowed) == []

@@ -96,9 +96,12 @@ def test_http_statuses_are_those_of_before():
     assert {n for n, s in statuses.items() if s == 404} == {"NotFound"}
     assert {n for n, s in statuses.items() if s == 503} == {"StoreUnavailable",
                                                              "JournalUnavailable"}
+    # the hub's service: another user's data, and a user's quota reached
+    assert {n for n, s in statuses.items() if s == 403} == {"StoreForbidden"}
+    assert {n for n, s in statuses.items() if s == 507} == {"QuotaReached"}
     assert all(s == 500 for n, s in statuses.items()
                if n not in ("FormatError", "NotFound", "StoreUnavailable",
-                            "JournalUnavailable"))
+                            "JournalUnavailable", "StoreForbidden", "QuotaReached"))
 
 
 @pytest.mark.parametrize("error,code", [

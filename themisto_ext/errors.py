@@ -7,7 +7,8 @@
     ├── NotFound (LookupError)
     ├── StoreError
     │   ├── StoreUnavailable
-    │   └── StoreForbidden
+    │   ├── StoreForbidden
+    │   └── QuotaReached
     ├── JournalUnavailable
     ├── ProviderError ..................... a model call failed
     │   ├── ProviderConnectionError, ProviderTimeoutError, ProviderAuthError,
@@ -84,6 +85,10 @@ class StoreError(ThemistoError):
 
 class StoreUnavailable(StoreError):
     """The store exists but cannot be written right now (read-only, disk full, locked)."""
+
+
+class QuotaReached(StoreError):
+    """A user's storage quota is reached: their write was refused whole (others write on)."""
 
 
 class StoreForbidden(StoreError):

@@ -19,8 +19,9 @@ Routes, under the service's prefix (``/services/themisto/``):
 * ``POST api/store/METHOD``: ``{"args": {...}}`` -> ``{"result": ...}`` (``wire.py``)
 
 Errors are ``{"message"}`` with 400 (a malformed call), 401 (no or an unknown token), 403
-(another user's data), 503 (the database cannot be used now; retried) or 507 (a store
-error, such as a quota reached). No message names the database's address or login.
+(another user's data), 503 (the database cannot be used now; retried), 507 (the
+caller's quota reached) or 500 (another store error, its message). No message names the
+database's address or login.
 """
 
 from __future__ import annotations
@@ -41,7 +42,13 @@ from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
 from tornado.process import fork_processes
 
-from themisto_ext.errors import FormatError, StoreError, StoreForbidden, StoreUnavailable
+from themisto_ext.errors import (
+    FormatError,
+    QuotaReached,
+    StoreError,
+    StoreForbidden,
+    StoreUnavailable,
+)
 from themisto_ext.hub.caller import Caller, CallerStore, Owners
 from themisto_ext.server.access import READ_ALL_SCOPE
 from themisto_ext.store import (
@@ -172,8 +179,10 @@ class StoreHandler(_Handler):
             raise web.HTTPError(HTTPStatus.FORBIDDEN, str(exc)) from None
         except StoreUnavailable as exc:
             raise web.HTTPError(HTTPStatus.SERVICE_UNAVAILABLE, str(exc)) from None
-        except StoreError as exc:
+        except QuotaReached as exc:
             raise web.HTTPError(HTTPStatus.INSUFFICIENT_STORAGE, str(exc)) from None
+        except StoreError as exc:
+            raise web.HTTPError(HTTPStatus.INTERNAL_SERVER_ERROR, str(exc)) from None
         self.answer(result)
 
 

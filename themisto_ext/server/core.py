@@ -26,7 +26,13 @@ from themisto_ext.contract import (
     switch_path,
     write_switch,
 )
-from themisto_ext.errors import JournalUnavailable, NotFound, StoreUnavailable, ThemistoError
+from themisto_ext.errors import (
+    JournalUnavailable,
+    NotFound,
+    StoreError,
+    StoreUnavailable,
+    ThemistoError,
+)
 from themisto_ext.events import LiveEvents, recording_event, step_event, trajectory_event
 from themisto_ext.ingest import IngestResult, JournalIngestor, moved_path
 from themisto_ext.journal import SUFFIX
@@ -130,7 +136,7 @@ class Themisto:
             # journals wait), and an opt-out is re-read at the next consent request.
             pass
         self.on_consent(self.consent)
-        await self._ingest_once()  # whatever kernels wrote while no server was running
+        await self.ingest_or_say_why()  # whatever kernels wrote while no server was running
         self._ingest_task = asyncio.create_task(self._ingest_forever(interval))
         self._heartbeat_task = asyncio.create_task(self._beat_forever(heartbeat))
 
@@ -138,7 +144,7 @@ class Themisto:
         for task in (self._ingest_task, self._heartbeat_task):
             if task is not None:
                 task.cancel()
-        await self._ingest_once()
+        await self.ingest_or_say_why()
         await self.live.aclose()
         self._ingest_thread.shutdown(wait=False)
         self.store.close()
@@ -155,7 +161,7 @@ class Themisto:
         next_status = loop.time()
         while True:
             await asyncio.sleep(interval)
-            await self._ingest_once()
+            await self.ingest_or_say_why()
             if loop.time() >= next_status:
                 next_status = loop.time() + STATUS_EVERY
                 await self.publish_changes()
@@ -165,13 +171,17 @@ class Themisto:
                     self._untrimmed = 0
                     await asyncio.to_thread(release_memory)
 
-    async def _ingest_once(self) -> None:
+    async def ingest_or_say_why(self) -> None:
         """One ingestion pass that never raises: a failure is logged once per cause (not
         per pass) and reported as every kernel's recording status."""
         try:
             await self.ingest_now()
         except StoreUnavailable as exc:
             self._ingest_failed(str(exc), logged=True)  # the store has said it once
+        except StoreError as exc:  # the store refused the records whole (a quota reached)
+            if str(exc) != self._ingest_problem:
+                log.warning("themisto: %s; the journals keep the steps, retrying", exc)
+            self._ingest_problem = str(exc)
         except Exception as exc:
             self._ingest_failed(f"journal ingestion failed: {exc}", logged=False)
         else:

@@ -23,6 +23,7 @@ from psycopg.abc import Buffer
 from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from themisto_ext.errors import QuotaReached
 from themisto_ext.records import Prediction, Step
 from themisto_ext.store.base import (
     CHARGED_USER,
@@ -127,7 +128,10 @@ class PostgresStore(SharedQueries):
         try:
             # One plain connection first: a wrong address or password is reported at once
             # (the pool would only log it and retry), then the schema is brought up to date.
-            with psycopg.connect(url.target, **options) as conn:
+            # Bounded: a migration waiting on a lock gives up after 10 s (retried by the
+            # guard) rather than hold the caller as long as whoever holds it.
+            with psycopg.connect(url.target, **options,
+                                 options="-c lock_timeout=10s") as conn:
                 self._migrate(conn)
             self._pool = ConnectionPool(url.target, min_size=1, max_size=pool_size,
                                         kwargs={**options, "options": SESSION_LIMITS},
@@ -442,6 +446,10 @@ def _store_error(url: StoreURL, exc: BaseException) -> StoreError:
     """Lost connections, waits past ``SESSION_LIMITS`` (operational errors too) and a full
     or read-only database are "unavailable" (503, retried); anything else is a plain store
     error."""
+    if isinstance(exc, pg_errors.ConfigurationLimitExceeded):
+        # A user's quota reached (53400, schema._QUOTAS): that user's, not the store's
+        # state; the guard must not hold back every other user's writes for it.
+        return QuotaReached(f"trajectory store (PostgreSQL): {_reason(exc)}")
     unavailable = isinstance(exc, (psycopg.OperationalError, PoolTimeout,
                                    pg_errors.ReadOnlySqlTransaction, pg_errors.DiskFull))
     kind = StoreUnavailable if unavailable else StoreError

@@ -17,7 +17,13 @@ from typing import Any
 
 import httpx
 
-from themisto_ext.errors import FormatError, StoreError, StoreForbidden, StoreUnavailable
+from themisto_ext.errors import (
+    FormatError,
+    QuotaReached,
+    StoreError,
+    StoreForbidden,
+    StoreUnavailable,
+)
 from themisto_ext.records import NotebookRowInfo, Prediction, Step, StepSummary
 from themisto_ext.store.base import Applied, Trajectory, TrajectoryFilter, Write
 from themisto_ext.store.roster import ClassFilter
@@ -78,6 +84,8 @@ class RemoteStore:
             raise StoreUnavailable(reason)
         if response.status_code in (401, 403):
             raise StoreForbidden(reason)
+        if response.status_code == 507:
+            raise QuotaReached(reason)
         raise StoreError(reason)
 
     def _call(self, method: str, **args: Any) -> Any:

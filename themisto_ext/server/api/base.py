@@ -15,6 +15,8 @@ from themisto_ext.errors import (
     FormatError,
     JournalUnavailable,
     NotFound,
+    QuotaReached,
+    StoreForbidden,
     StoreUnavailable,
     ThemistoError,
 )
@@ -186,4 +188,8 @@ def _status_of(error: ThemistoError) -> int:
         return HTTPStatus.NOT_FOUND
     if isinstance(error, (StoreUnavailable, JournalUnavailable)):
         return HTTPStatus.SERVICE_UNAVAILABLE
+    if isinstance(error, QuotaReached):
+        return HTTPStatus.INSUFFICIENT_STORAGE
+    if isinstance(error, StoreForbidden):
+        return HTTPStatus.FORBIDDEN
     return HTTPStatus.INTERNAL_SERVER_ERROR

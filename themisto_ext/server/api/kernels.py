@@ -30,10 +30,7 @@ class KernelHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, kernel_id: str) -> None:
-        try:
-            await self.themisto.ingest_now()
-        except StoreUnavailable:
-            pass  # answered below: not recorded, and why
+        await self.themisto.ingest_or_say_why()  # a failure: answered below, as the reason
         # A page reads this when one of its notebooks opens on the kernel: its predictions
         # come sooner if the model's session reads the trajectory now, in the background.
         await self.themisto.warm(kernel_id)
