@@ -87,9 +87,11 @@ OWNER_PASSWORD = "only-the-hub-holds-this-9f2c"
 
 
 @pytest.fixture
-def hub(tmp_path, pg_cluster) -> Iterator[Hub]:
+def hub(request, tmp_path, pg_cluster) -> Iterator[Hub]:
+    """Per-user database roles, or (``indirect`` param "service") the hub's service."""
     url = pg_cluster.create_owned_database(OWNER_PASSWORD)
-    started = Hub(tmp_path, url, OWNER_PASSWORD, ["alice", "bob", "teacher"])
+    started = Hub(tmp_path, url, OWNER_PASSWORD, ["alice", "bob", "teacher"],
+                  mode=getattr(request, "param", "roles"))
     started.owner_url = url
     try:
         yield started
@@ -240,6 +242,7 @@ def test_a_students_kernel_holds_no_database_keys_and_reaches_only_their_own_row
 
 
 @pytest.mark.timeout(420)
+@pytest.mark.parametrize("hub", ["roles", "service"], indirect=True)
 def test_the_teacher_sees_the_class_and_each_student_decides(hub):
     for user in ("alice", "bob", "teacher"):
         hub.start_server(user)
