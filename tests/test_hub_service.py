@@ -335,3 +335,41 @@ def test_a_server_without_the_service_says_so_and_keeps_its_journals(tmp_path):
     url = parse_store_url(f"http://127.0.0.1:{free_port()}/services/themisto/")
     with pytest.raises(StoreUnavailable, match="cannot be reached"):
         open_store(url.with_password("t"))
+
+
+def test_with_the_hub_down_the_service_answers_503_and_servers_wait(tmp_path):
+    """A hub restarting cannot tell whose a token is: the service says so (503, which a
+    server's store treats as unavailable: its journals keep the steps) instead of 500."""
+    import subprocess
+    import sys
+
+    from pg import free_port
+
+    from themisto_ext.errors import StoreUnavailable
+
+    port = free_port()
+    env = {**__import__("os").environ, "JUPYTERHUB_API_TOKEN": "service-token",
+           "JUPYTERHUB_API_URL": f"http://127.0.0.1:{free_port()}/hub/api"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "themisto_ext.hub.service", "--store-url",
+         f"sqlite:///{tmp_path / 's.sqlite3'}", "--bind", f"http://127.0.0.1:{port}",
+         "--processes", "1"], env=env, stderr=(tmp_path / "service.log").open("w"))
+    try:
+        base = f"http://127.0.0.1:{port}/services/themisto/"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urlopen(Request(base + "api/whoami", headers={"Authorization": "token x"}),
+                        timeout=5)
+            except HTTPError as exc:
+                assert exc.code == 503, exc.read()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, \
+                    (tmp_path / "service.log").read_text()
+                time.sleep(0.2)
+        with pytest.raises(StoreUnavailable, match="cannot check tokens"):
+            open_store(parse_store_url(base).with_password("a-token"))
+    finally:
+        process.kill()
+        process.wait(10)

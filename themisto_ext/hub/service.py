@@ -146,7 +146,11 @@ class _Handler(web.RequestHandler):
         if scheme.lower() not in ("token", "bearer") or not token.strip():
             raise web.HTTPError(HTTPStatus.UNAUTHORIZED, "no token: send 'Authorization: "
                                 "token <a JupyterHub token>'")
-        caller = await self.service.identify(token.strip())
+        try:
+            caller = await self.service.identify(token.strip())
+        except web.HTTPError as exc:  # HubAuth: the hub did not answer (a restart)
+            raise web.HTTPError(HTTPStatus.SERVICE_UNAVAILABLE, "the hub cannot check "
+                                f"tokens now ({exc.status_code}); try again") from None
         if caller is None:
             raise web.HTTPError(HTTPStatus.UNAUTHORIZED, "the hub knows no user by this token")
         self.caller = caller
