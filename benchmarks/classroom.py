@@ -1,5 +1,6 @@
 """A 500-student class on one PostgreSQL, each student through their own database role
-(row-level security, as README's hub deployment): ``multiuser.py --users 500`` runs this.
+(row-level security) or, with ``--service``, through the hub's Themisto service with a
+token each (README's hub deployment): ``multiuser.py --users 500 [--service]`` runs this.
 
 Each student is what their server does for them: a journal their kernel appends to and
 an ingestor (``JournalIngestor``, the server's) storing it through a ``PostgresStore`` of
@@ -27,7 +28,7 @@ import psutil
 
 from themisto_ext.ingest import JournalIngestor
 from themisto_ext.journal import JournalWriter
-from themisto_ext.store import parse_store_url
+from themisto_ext.store import POSTGRESQL, open_store, parse_store_url
 from themisto_ext.store.postgres import PostgresStore
 
 
@@ -59,7 +60,9 @@ def worker(users: list[tuple[str, str, str]], root: str, seconds: float, seed: i
     people = []
     for name, url, password in users:
         journal = Path(root) / name
-        store = PostgresStore(parse_store_url(url).with_password(password), pool_size=1)
+        where = parse_store_url(url).with_password(password)
+        store = PostgresStore(where, pool_size=1) if where.engine == POSTGRESQL \
+            else open_store(where)  # the service: the password is the student's token
         ingestor = JournalIngestor(journal, store, user=name)
         writer = JournalWriter(journal, f"k-{name}", f"t-{name}")
         writer.append({"kind": "trajectory", "trajectory_id": f"t-{name}",
@@ -109,17 +112,22 @@ def worker(users: list[tuple[str, str, str]], root: str, seconds: float, seed: i
 
 
 def simulate(cluster: Any, owner_url: str, users: int, seconds: float, processes: int,
-             teacher_server: Any) -> None:
+             teacher_server: Any, accounts: list[tuple[str, str, str]] | None = None) -> None:
+    """``accounts``: (name, store URL, password or token) of each student; default: a
+    database role each, made here."""
     from themisto_ext.store.roles import StoreRoles
 
-    roles = StoreRoles(parse_store_url(owner_url))
     t0 = time.perf_counter()
-    accounts = []
-    for i in range(users):
-        url, password = roles.ensure(f"student{i:03d}")
-        accounts.append((f"student{i:03d}", url.target, password))
-    print(f"class: {users} students, a database role each ({time.perf_counter() - t0:.1f} s "
-          f"to create them); {processes} worker processes, {seconds:.0f} s of class")
+    how = "a token each for the Themisto service"
+    if accounts is None:
+        roles = StoreRoles(parse_store_url(owner_url))
+        accounts = []
+        for i in range(users):
+            url, password = roles.ensure(f"student{i:03d}")
+            accounts.append((f"student{i:03d}", url.target, password))
+        how = f"a database role each ({time.perf_counter() - t0:.1f} s to create them)"
+    print(f"class: {users} students, {how}; {processes} worker processes, {seconds:.0f} s "
+          "of class")
     root = tempfile.mkdtemp(prefix="themisto-class-")
     queue: Any = mp.Queue()
     procs = [mp.Process(target=worker, args=(accounts[k::processes], root, seconds, k, queue))

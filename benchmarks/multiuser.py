@@ -65,6 +65,8 @@ def start_servers(work: Path, url: str, count: int) -> list[Server]:
     return [start_server(work, url, i) for i in range(count)]
 
 
+SERVICE_OPTIONS: list[str] = []
+"""More options for the service (``--service-processes``)."""
 SERVER_OPTIONS: list[str] = []
 """More options for every server (``--ingest-interval``)."""
 
@@ -304,6 +306,8 @@ def main() -> int:
     parser.add_argument("--service", action="store_true",
                         help="PostgreSQL: servers record through the hub's Themisto service "
                              "(themisto_ext.hub.service), holding no database login")
+    parser.add_argument("--service-processes", type=int, default=None,
+                        help="--service: its worker processes (default: the service's)")
     parser.add_argument("--users", type=int, default=0,
                         help="simulate a class of this many students instead, each "
                              "through a database role of their own (classroom.py)")
@@ -313,8 +317,10 @@ def main() -> int:
                         help="ThemistoExtension.ingest_interval of every server (seconds; "
                              "default: the server's)")
     args = parser.parse_args()
+    if args.service_processes is not None:
+        SERVICE_OPTIONS.append(f"--processes={args.service_processes}")
     if args.users:
-        return classroom_run(args.users, args.seconds)
+        return classroom_run(args.users, args.seconds, args.service)
     if args.ingest_interval is not None:
         SERVER_OPTIONS.append(f"--ThemistoExtension.ingest_interval={args.ingest_interval}")
     os.environ["PGPASSWORD"] = PASSWORD
@@ -328,7 +334,11 @@ def main() -> int:
             for i in range(args.servers):
                 role_url, password = roles.ensure(f"user{i}")
                 ROLES[i] = (role_url.target, password)
-        service = start_service(work, url, args.servers) if cluster and args.service else None
+        service = None
+        if cluster and args.service:
+            service, base, tokens = start_service(work, url,
+                                                  [f"user{i}" for i in range(args.servers)])
+            ROLES.update({i: (base, tokens[f"user{i}"]) for i in range(args.servers)})
         if cluster and args.synchronous_commit == "off":
             import psycopg
 
@@ -362,21 +372,25 @@ def main() -> int:
     return 0
 
 
-def start_service(work: Path, url: str, count: int) -> subprocess.Popen:
-    """The hub's Themisto service on its own port with a token per server (``ROLES``: the
-    token travels as the servers' store password, as a role's would)."""
+def start_service(work: Path, url: str, users: list[str], read_all: frozenset[str] | set[str]
+                  = frozenset()) -> tuple[subprocess.Popen, str, dict[str, str]]:
+    """The hub's Themisto service on its own port with a token per user (the token travels
+    as a server's store password, as a role's would); returns it, its URL, the tokens."""
     from pg import free_port
 
-    tokens = {secrets.token_hex(16): f"user{i}" for i in range(count)}
-    (work / "tokens.json").write_text(json.dumps(tokens))
+    tokens = {name: secrets.token_hex(16) for name in users}
+    (work / "tokens.json").write_text(json.dumps(
+        {token: {"user": name, "read_all": name in read_all}
+         for name, token in tokens.items()}))
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "themisto_ext.hub.service", "--store-url", url,
-         "--tokens-file", str(work / "tokens.json"), "--bind", f"http://127.0.0.1:{port}"],
+         "--tokens-file", str(work / "tokens.json"), "--bind", f"http://127.0.0.1:{port}",
+         *SERVICE_OPTIONS],
         env={**os.environ, "THEMISTO_DB_PASSWORD": PASSWORD},
         stderr=(work / "service.log").open("w"))
     base = f"http://127.0.0.1:{port}/services/themisto/"
-    token = next(iter(tokens))
+    token = next(iter(tokens.values()))
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -389,28 +403,40 @@ def start_service(work: Path, url: str, count: int) -> subprocess.Popen:
             raise RuntimeError("the service did not start:\n"
                                + (work / "service.log").read_text()[-2000:])
         time.sleep(0.2)
-    for token, user in tokens.items():
-        ROLES[int(user[4:])] = (base, token)
-    return process
+    return process, base, tokens
 
 
-def classroom_run(users: int, seconds: float) -> int:
+def classroom_run(users: int, seconds: float, through_service: bool) -> int:
     from classroom import simulate
 
     os.environ["PGPASSWORD"] = PASSWORD
     cluster = Cluster(fsync=True, max_connections=users + 100).start()
     teacher = None
+    service = None
     try:
         url = cluster.create_owned_database(PASSWORD)
         with tempfile.TemporaryDirectory(prefix="themisto-teacher-") as home:
-            teacher = Server(Path(home), extra=[
-                f"--ThemistoExtension.store_url={url}", "--ThemistoExtension.user=teacher",
+            accounts = None
+            store_url, env = url, {}
+            if through_service:
+                names = [f"student{i:03d}" for i in range(users)] + ["teacher"]
+                service, base, tokens = start_service(Path(home), url, names,
+                                                      read_all={"teacher"})
+                accounts = [(name, base, tokens[name]) for name in names[:-1]]
+                store_url, env = base, {STORE_PASSWORD_ENV: tokens["teacher"]}
+            teacher = Server(Path(home), env=env, extra=[
+                f"--ThemistoExtension.store_url={store_url}",
+                "--ThemistoExtension.user=teacher",
                 "--ThemistoExtension.read_all_users=teacher",
                 "--ThemistoExtension.predictors=baseline",
                 "--ThemistoExtension.live_predictions=False"], ready_timeout=120)
-            simulate(cluster, url, users, seconds, processes=4, teacher_server=teacher)
+            simulate(cluster, url, users, seconds, processes=4, teacher_server=teacher,
+                     accounts=accounts)
             teacher.stop()
     finally:
+        if service is not None:
+            service.terminate()
+            service.wait(30)
         cluster.stop()
     return 0
 
