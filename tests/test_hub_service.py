@@ -130,7 +130,7 @@ def test_a_students_token_reaches_only_their_own_data_at_the_service(hub):
     # Writes into Bob's trajectory are refused and reported, nothing stored.
     code, answer = call(hub, "alice", "apply",
                         writes=[NewStep(make_step(b_tid, 99, code="del grade"))], cursor=None)
-    assert code == 200 and b_tid in answer["result"]["refused"]
+    assert code == 200 and answer["result"]["refused"] == {b_tid: "k"}  # the step's kernel
     code, answer = call(hub, "alice", "apply", writes=[NewTrajectory(
         b_tid, "k", None, "2026-01-01T00:00:00+00:00", "kernel", user="bob")], cursor=None)
     assert code == 200 and b_tid in answer["result"]["refused"]

@@ -26,6 +26,7 @@ from themisto_ext.errors import StoreForbidden
 from themisto_ext.records import NotebookRowInfo, Prediction, Step, StepSummary
 from themisto_ext.store.base import (
     Applied,
+    NewStep,
     NewTrajectory,
     NotebookMoved,
     Trajectory,
@@ -129,7 +130,9 @@ class CallerStore:
             if tid is not None and tid not in starting:
                 owner = self._owners.of(tid)
                 if owner is not None and owner != self.caller.user:
-                    refused.setdefault(tid, "")
+                    # the kernel's id, where the write names it: its state says why
+                    kernel = write.step.get("kernel_id") if isinstance(write, NewStep) else ""
+                    refused[tid] = refused.get(tid) or str(kernel or "")
                     continue
             kept.append(write)
         if cursor is not None:
