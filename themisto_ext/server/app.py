@@ -77,9 +77,11 @@ class ThemistoExtension(ExtensionApp):
              "trajectories.sqlite3); store_url, when set, takes precedence."
     ).tag(config=True)
     store_url = Unicode(
-        help="The trajectory store: sqlite:///PATH (default: sqlite:///<store_path>) or "
+        help="The trajectory store: sqlite:///PATH (default: sqlite:///<store_path>), "
              "postgresql://USER@HOST:PORT/DATABASE, one database many servers share (the "
-             "password comes from PGPASSWORD or ~/.pgpass, never from the URL into logs)."
+             "password comes from PGPASSWORD or ~/.pgpass, never from the URL into logs), "
+             "or the hub's Themisto service, http(s)://HOST:PORT/services/themisto/ (the "
+             "server's JupyterHub token; no database login on the server)."
     ).tag(config=True)
     user = Unicode(
         help="The user this server records as: every trajectory its kernels record is "
