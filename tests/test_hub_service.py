@@ -305,7 +305,12 @@ def test_a_server_stores_through_the_service_and_its_workers_die_with_it(standal
             list(range(101, 801))  # paged: 500 a request
         assert len(list(alice.iter_step_lines("ta"))) == 1200
         assert bob.get_trajectory("ta") is None and list(bob.iter_steps("ta")) == []
-        assert bob.count_trajectories(TrajectoryFilter()) == 0
+        # "everything of mine" (deleting one's data, exporting) is read in pages
+        bob.apply([NewTrajectory(f"b{i:04d}", "k", None, "2026-01-01T00:00:00+00:00",
+                                 "kernel") for i in range(2100)], None)
+        assert len(bob.list_trajectories(limit=10**9)) == 2100
+        assert len(bob.list_trajectories(limit=3, offset=2098)) == 2
+        assert bob.count_trajectories(TrajectoryFilter()) == 2100  # his own only
         # A worker killed: the supervisor starts another; calls go on.
         workers = process.children()
         assert len(workers) == 2

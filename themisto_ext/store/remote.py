@@ -33,7 +33,8 @@ from themisto_ext.version import __version__
 
 HUB_TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
 PAGE = 500
-"""Steps per request of a lazy read (``iter_steps``): bounded answers, bounded memory."""
+"""Steps (or trajectories) per request of a long read (``iter_steps``, a listing of all):
+bounded answers, bounded memory."""
 TIMEOUT = httpx.Timeout(75.0, connect=5.0)
 """Longer than the service's own statement timeout (60 s): its answer, not ours, says
 why a call took too long."""
@@ -107,8 +108,14 @@ class RemoteStore:
 
     def list_trajectories(self, where: TrajectoryFilter | None = None, limit: int = 100,
                           offset: int = 0) -> list[Trajectory]:
-        found: list[Trajectory] = self._call("list_trajectories", where=where, limit=limit,
-                                             offset=offset)
+        found: list[Trajectory] = []
+        while len(found) < limit:  # in pages: the service answers 2,000 at most a call
+            size = min(PAGE, limit - len(found))
+            page = self._call("list_trajectories", where=where, limit=size,
+                              offset=offset + len(found))
+            found += page
+            if len(page) < size:
+                break
         return found
 
     def get_trajectory(self, trajectory_id: str) -> Trajectory | None:
