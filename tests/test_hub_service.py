@@ -378,3 +378,63 @@ def test_with_the_hub_down_the_service_answers_503_and_servers_wait(tmp_path):
     finally:
         process.kill()
         process.wait(10)
+
+
+@pytest.mark.timeout(120)
+def test_a_user_flooding_the_service_holds_a_bounded_share_of_it(tmp_path, pg_cluster):
+    """Alice's kernel fires calls as fast as it can: past CALLS_PER_USER running at once
+    she gets 429; the service's threads stay free for everyone else."""
+    import subprocess
+    import sys
+    import threading
+
+    import psycopg
+    from pg import free_port
+
+    from themisto_ext.hub.service import CALLS_PER_USER
+
+    url = pg_cluster.create_database()
+    (tmp_path / "tokens.json").write_text(json.dumps({"t-alice": "alice", "t-bob": "bob"}))
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "themisto_ext.hub.service", "--store-url", url,
+         "--tokens-file", str(tmp_path / "tokens.json"), "--bind",
+         f"http://127.0.0.1:{port}", "--processes", "1"],
+        stderr=(tmp_path / "service.log").open("w"))
+    base = f"http://127.0.0.1:{port}/services/themisto/"
+    try:
+        deadline = time.monotonic() + 60
+        while not _answers(base, "t-alice"):
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        statuses: list[int] = []
+
+        def one() -> None:
+            request = Request(base + "api/store/get_trajectory", method="POST",
+                              data=json.dumps({"args": {"trajectory_id": "x"}}).encode(),
+                              headers={"Authorization": "token t-alice"})
+            try:
+                with urlopen(request, timeout=60) as response:
+                    statuses.append(response.status)
+            except HTTPError as exc:
+                statuses.append(exc.code)
+
+        flood = CALLS_PER_USER + 4
+        with psycopg.connect(url) as conn:
+            conn.execute("LOCK TABLE trajectories IN ACCESS EXCLUSIVE MODE")  # calls wait
+            threads = [threading.Thread(target=one) for _ in range(flood)]
+            for thread in threads:
+                thread.start()
+            while statuses.count(429) < flood - CALLS_PER_USER:
+                assert time.monotonic() < deadline + 30, statuses
+                time.sleep(0.05)
+            assert statuses == [429] * (flood - CALLS_PER_USER)  # the rest still running
+            # bob is not held back by her share of the service (his own call goes in as
+            # soon as the database lets it: here, once the test's own lock is released)
+            assert _answers(base, "t-bob")
+        for thread in threads:
+            thread.join(30)
+        assert sorted(statuses) == [200] * CALLS_PER_USER + [429] * (flood - CALLS_PER_USER)
+    finally:
+        process.kill()
+        process.wait(10)

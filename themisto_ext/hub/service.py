@@ -19,7 +19,8 @@ Routes, under the service's prefix (``/services/themisto/``):
 * ``POST api/store/METHOD``: ``{"args": {...}}`` -> ``{"result": ...}`` (``wire.py``)
 
 Errors are ``{"message"}`` with 400 (a malformed call), 401 (no or an unknown token), 403
-(another user's data), 503 (the database cannot be used now; retried), 507 (the
+(another user's data), 429 (that user has ``CALLS_PER_USER`` calls running already; a
+server retries it), 503 (the database cannot be used now; retried), 507 (the
 caller's quota reached) or 500 (another store error, its message). No message names the
 database's address or login.
 """
@@ -28,11 +29,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import json
 import logging
 import os
 import sys
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
@@ -66,6 +71,12 @@ log = logging.getLogger("themisto_ext.hub.service")
 Identify = Callable[[str], Awaitable[Caller | None]]
 """A token -> its user (None: no user's token)."""
 
+CALLS_PER_USER = 8
+"""Calls of one user running at once, per process. A server's own calls come from its
+store facade's few threads and its ingest thread (about 7): a server never meets it; a
+flood from a user's kernel does, and gets 429 past it."""
+THREADS = 32
+"""Worker threads per process: room for several users at their limit at once."""
 PROCESSES = 2
 """Worker processes by default (``--processes``)."""
 POOL_SIZE = 8
@@ -93,6 +104,10 @@ class HubIdentity:
                       read_all=bool(self.read_all_scope) and self.read_all_scope in scopes)
 
 
+class TooBusy(Exception):
+    """A user already has ``calls_per_user`` calls running (429)."""
+
+
 class TokenFileIdentity:
     """Tokens from a file the service's operator writes, for servers JupyterHub did not
     start (one machine's several servers, the benchmarks): a JSON object mapping each
@@ -115,10 +130,30 @@ class TokenFileIdentity:
 
 
 class Service:
-    def __init__(self, store: TrajectoryStore, identify: Identify) -> None:
+    def __init__(self, store: TrajectoryStore, identify: Identify,
+                 calls_per_user: int = CALLS_PER_USER) -> None:
         self.store = store
         self.owners = Owners(store)
         self.identify = identify
+        self.calls_per_user = calls_per_user
+        self.threads = ThreadPoolExecutor(THREADS, thread_name_prefix="themisto-service")
+        self._busy: Counter[str] = Counter()
+
+    async def run(self, caller: Caller, method: str, body: bytes) -> bytes:
+        """``call`` in a worker thread, if ``caller`` has fewer than ``calls_per_user`` of
+        them running (``TooBusy`` otherwise): one user flooding the service holds at most
+        that many of its threads, and everyone else's calls go on."""
+        if self._busy[caller.user] >= self.calls_per_user:
+            raise TooBusy(f"{self.calls_per_user} calls of {caller.user!r} are running "
+                          "already; try again")
+        self._busy[caller.user] += 1
+        try:
+            work = partial(contextvars.copy_context().run, self.call, caller, method, body)
+            return await asyncio.get_running_loop().run_in_executor(self.threads, work)
+        finally:
+            self._busy[caller.user] -= 1
+            if not self._busy[caller.user]:
+                del self._busy[caller.user]
 
     def call(self, caller: Caller, method: str, body: bytes) -> bytes:
         """``method`` for ``caller`` with the request's body, answered as JSON; in a worker
@@ -175,8 +210,9 @@ class WhoAmIHandler(_Handler):
 class StoreHandler(_Handler):
     async def post(self, method: str) -> None:
         try:
-            result = await asyncio.to_thread(self.service.call, self.caller, method,
-                                             self.request.body)
+            result = await self.service.run(self.caller, method, self.request.body)
+        except TooBusy as exc:
+            raise web.HTTPError(HTTPStatus.TOO_MANY_REQUESTS, str(exc)) from None
         except FormatError as exc:
             raise web.HTTPError(HTTPStatus.BAD_REQUEST, str(exc)) from None
         except StoreForbidden as exc:
