@@ -211,19 +211,18 @@ class StoreHandler(_Handler):
     async def post(self, method: str) -> None:
         try:
             result = await self.service.run(self.caller, method, self.request.body)
-        except TooBusy as exc:
-            raise web.HTTPError(HTTPStatus.TOO_MANY_REQUESTS, str(exc)) from None
-        except FormatError as exc:
-            raise web.HTTPError(HTTPStatus.BAD_REQUEST, str(exc)) from None
-        except StoreForbidden as exc:
-            raise web.HTTPError(HTTPStatus.FORBIDDEN, str(exc)) from None
-        except StoreUnavailable as exc:
-            raise web.HTTPError(HTTPStatus.SERVICE_UNAVAILABLE, str(exc)) from None
-        except QuotaReached as exc:
-            raise web.HTTPError(HTTPStatus.INSUFFICIENT_STORAGE, str(exc)) from None
-        except StoreError as exc:
-            raise web.HTTPError(HTTPStatus.INTERNAL_SERVER_ERROR, str(exc)) from None
+        except (TooBusy, FormatError, StoreError) as exc:
+            status = next(s for kind, s in _STATUSES if isinstance(exc, kind))
+            raise web.HTTPError(status, str(exc)) from None
         self.answer(result)
+
+
+_STATUSES: tuple[tuple[type[Exception], HTTPStatus], ...] = (
+    (TooBusy, HTTPStatus.TOO_MANY_REQUESTS), (FormatError, HTTPStatus.BAD_REQUEST),
+    (StoreForbidden, HTTPStatus.FORBIDDEN), (StoreUnavailable, HTTPStatus.SERVICE_UNAVAILABLE),
+    (QuotaReached, HTTPStatus.INSUFFICIENT_STORAGE),
+    (StoreError, HTTPStatus.INTERNAL_SERVER_ERROR))
+"""A call's failure as the status ``remote.py`` turns back into it (first match)."""
 
 
 def _log_request(handler: web.RequestHandler) -> None:
