@@ -8,7 +8,8 @@
     ├── StoreError
     │   ├── StoreUnavailable
     │   ├── StoreForbidden
-    │   └── QuotaReached
+    │   ├── QuotaReached
+    │   └── ServiceBusy
     ├── JournalUnavailable
     ├── ProviderError ..................... a model call failed
     │   ├── ProviderConnectionError, ProviderTimeoutError, ProviderAuthError,
@@ -89,6 +90,11 @@ class StoreUnavailable(StoreError):
 
 class QuotaReached(StoreError):
     """A user's storage quota is reached: their write was refused whole (others write on)."""
+
+
+class ServiceBusy(StoreError):
+    """The hub's Themisto service runs as many of a user's calls at once as it allows
+    (429 there; a server's store retries)."""
 
 
 class StoreForbidden(StoreError):

@@ -50,6 +50,7 @@ from tornado.process import fork_processes
 from themisto_ext.errors import (
     FormatError,
     QuotaReached,
+    ServiceBusy,
     StoreError,
     StoreForbidden,
     StoreUnavailable,
@@ -104,10 +105,6 @@ class HubIdentity:
                       read_all=bool(self.read_all_scope) and self.read_all_scope in scopes)
 
 
-class TooBusy(Exception):
-    """A user already has ``calls_per_user`` calls running (429)."""
-
-
 class TokenFileIdentity:
     """Tokens from a file the service's operator writes, for servers JupyterHub did not
     start (one machine's several servers, the benchmarks): a JSON object mapping each
@@ -141,10 +138,10 @@ class Service:
 
     async def run(self, caller: Caller, method: str, body: bytes) -> bytes:
         """``call`` in a worker thread, if ``caller`` has fewer than ``calls_per_user`` of
-        them running (``TooBusy`` otherwise): one user flooding the service holds at most
+        them running (``ServiceBusy`` otherwise): one user flooding the service holds at most
         that many of its threads, and everyone else's calls go on."""
         if self._busy[caller.user] >= self.calls_per_user:
-            raise TooBusy(f"{self.calls_per_user} calls of {caller.user!r} are running "
+            raise ServiceBusy(f"{self.calls_per_user} calls of {caller.user!r} are running "
                           "already; try again")
         self._busy[caller.user] += 1
         try:
@@ -211,14 +208,14 @@ class StoreHandler(_Handler):
     async def post(self, method: str) -> None:
         try:
             result = await self.service.run(self.caller, method, self.request.body)
-        except (TooBusy, FormatError, StoreError) as exc:
+        except (FormatError, StoreError) as exc:
             status = next(s for kind, s in _STATUSES if isinstance(exc, kind))
             raise web.HTTPError(status, str(exc)) from None
         self.answer(result)
 
 
 _STATUSES: tuple[tuple[type[Exception], HTTPStatus], ...] = (
-    (TooBusy, HTTPStatus.TOO_MANY_REQUESTS), (FormatError, HTTPStatus.BAD_REQUEST),
+    (ServiceBusy, HTTPStatus.TOO_MANY_REQUESTS), (FormatError, HTTPStatus.BAD_REQUEST),
     (StoreForbidden, HTTPStatus.FORBIDDEN), (StoreUnavailable, HTTPStatus.SERVICE_UNAVAILABLE),
     (QuotaReached, HTTPStatus.INSUFFICIENT_STORAGE),
     (StoreError, HTTPStatus.INTERNAL_SERVER_ERROR))
