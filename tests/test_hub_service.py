@@ -438,3 +438,27 @@ def test_a_user_flooding_the_service_holds_a_bounded_share_of_it(tmp_path, pg_cl
     finally:
         process.kill()
         process.wait(10)
+
+
+@pytest.mark.parametrize("method,args", [
+    ("apply", {"writes": [{"$": "NewStep", "step": {"step": 1}}], "cursor": None}),
+    ("apply", {"writes": [{"$": "NewStep", "step": {"trajectory_id": "t", "step": "1"}}],
+               "cursor": None}),
+    ("apply", {"writes": [{"$": "NewStep", "step": {"trajectory_id": "t", "step": 1,
+                                                   "execution_time": "slow"}}],
+               "cursor": None}),
+    ("apply", {"writes": [{"$": "NewTrajectory", "trajectory_id": 5, "kernel_id": "k",
+                           "notebook_path": None, "started_at": "x", "source": "kernel"}],
+               "cursor": None}),
+    ("list_trajectories", {"where": {"$": "TrajectoryFilter", "user": [1]}}),
+    ("notebook_rows", {"where": {"$": "ClassFilter", "users": "alice"}}),
+    ("save_prediction", {"prediction": {"id": "p"}}),
+])
+def test_a_call_whose_values_the_store_cannot_take_is_a_format_error(method, args):
+    """Checked before the store sees them: otherwise a KeyError or TypeError inside it,
+    a 500 at the service."""
+    from themisto_ext.errors import FormatError
+    from themisto_ext.store.wire import decode_call
+
+    with pytest.raises(FormatError):
+        decode_call(method, {"args": args})

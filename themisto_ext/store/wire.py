@@ -49,7 +49,7 @@ METHODS: dict[str, dict[str, Any]] = {
     "iter_steps": {"trajectory_id": _STR, "since_step": _INT, "limit": _OPT_INT},
     "iter_step_lines": {"trajectory_id": _STR, "since_step": _INT, "limit": _OPT_INT},
     "delete_trajectory": {"trajectory_id": _STR},
-    "save_prediction": {"prediction": "object"},
+    "save_prediction": {"prediction": "prediction"},
     "predictions": {"trajectory_id": _STR, "since_step": _INT, "target_step": _OPT_INT,
                     "unscored": _BOOL, "until_step": _OPT_INT, "slim": _BOOL},
     "step_summaries": {"trajectory_id": _STR, "since_step": _INT, "limit": _INT},
@@ -116,15 +116,50 @@ def decode(data: Any) -> Any:
     for field in fields:
         if (name, field) in _TUPLES and isinstance(fields[field], list):
             fields[field] = tuple(fields[field])
-    if name == "Applied":
-        fields["switches"] = [s if isinstance(s, RecordingSwitched) else _bad(name)
-                              for s in fields.get("switches", [])]
-    if name == "NewStep" and not isinstance(fields.get("step"), dict):
-        _bad(name)
+    for field in dataclasses.fields(cls):
+        if field.name in fields and not _FIELD_KINDS.get(str(field.type), _any)(
+                fields[field.name]):
+            raise FormatError(f"bad {name}: {field.name} of the wrong kind")
     try:
         return cls(**fields)
     except TypeError as exc:
         raise FormatError(f"bad {name}: {exc}") from None
+
+
+def _any(value: Any) -> bool:
+    return True
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _strs(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+
+
+def _step(value: Any) -> bool:
+    """What the store itself reads of a step (its id, number, time, end): checked here,
+    cheaply; the whole schema (about 1 ms a step) is the kernel's and ingest's to keep."""
+    return (isinstance(value, dict) and isinstance(value.get("trajectory_id"), str)
+            and _int(value.get("step")) and value["step"] >= 0
+            and isinstance(value.get("execution_time", 0) or 0, (int, float))
+            and isinstance(value.get("ended_at") or "", str))
+
+
+_FIELD_KINDS: dict[str, Any] = {
+    "str": lambda v: isinstance(v, str), "str | None": lambda v: v is None or isinstance(v, str),
+    "int": _int, "bool": lambda v: isinstance(v, bool), "Step": _step,
+    "list[Step]": lambda v: isinstance(v, list) and all(map(_step, v)),
+    "list[str]": _strs,
+    "list[RecordingSwitched]": lambda v: isinstance(v, list) and all(
+        isinstance(s, RecordingSwitched) for s in v),
+    "dict[str, str]": lambda v: isinstance(v, dict) and _strs(list(v)) and _strs(
+        list(v.values())),
+    "tuple[str, ...] | None": lambda v: v is None or _strs(v),
+    "str | tuple[str, ...] | None": lambda v: v is None or isinstance(v, str) or _strs(v),
+}
+"""Each dataclass field's annotation (``from __future__``: a string) -> its check."""
 
 
 def step_keys(applied: Applied) -> Applied:
@@ -143,10 +178,6 @@ def with_steps(applied: Applied, writes: list[Any]) -> Applied:
     applied.steps = [sent[key] for key in ((s["trajectory_id"], s["step"])
                                            for s in applied.steps) if key in sent]
     return applied
-
-
-def _bad(name: str) -> Any:
-    raise FormatError(f"bad {name}: a field of the wrong kind")
 
 
 def decode_call(method: str, body: Any) -> dict[str, Any]:
@@ -185,8 +216,11 @@ def _argument(method: str, name: str, kind: Any, value: Any) -> Any:
         ok = value is None or (isinstance(value, list)
                                and all(isinstance(u, str) for u in value))
         value = tuple(value) if ok and value is not None else value
-    elif kind in ("object", "list"):
-        ok = isinstance(value, dict if kind == "object" else list)
+    elif kind == "prediction":  # what the store reads of it
+        ok = (isinstance(value, dict) and _int(value.get("target_step"))
+              and all(isinstance(value.get(k), str) for k in ("id", "trajectory_id", "task")))
+    elif kind == "list":
+        ok = isinstance(value, list)
     else:
         ok = isinstance(value, kind) or (value is None and kind is not Trajectory)
     if not ok:
