@@ -20,7 +20,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "themisto_ext"
 BASE = ("themisto_ext.contract", "themisto_ext.records", "themisto_ext.errors",
         "themisto_ext.trajectory", "themisto_ext.journal", "themisto_ext.redaction",
-        "themisto_ext.version")
+        "themisto_ext.version", "themisto_ext.json_codec")
 
 
 def module_name(path: Path) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from jupyter_events import EventLogger
 from jupyter_events.schema import EventSchema
 
+from themisto_ext import json_codec
 from themisto_ext.records import (
     Context,
     LiveBusMessage,
@@ -59,9 +60,10 @@ def trajectory_event(trajectory: TrajectoryInfo) -> TrajectoryEvent:
 def step_event(step: Step) -> StepEvent:
     live: dict[str, Any] = {name: step.get(name) for name in LIVE_STEP_FIELDS}
     # values captured as data (up to 1,000 each) are for the rules, not the page: the
-    # panel's runtime table shows type, size and repr
+    # panel's runtime table shows type, size and repr (a variable without data is passed
+    # as it is: the event is serialised at once, and copying each took most of its time)
     live["runtime_variables"] = {
-        name: {k: v for k, v in info.items() if k != "data"}
+        name: {k: v for k, v in info.items() if k != "data"} if "data" in info else info
         for name, info in (step.get("runtime_variables") or {}).items()}
     return {"type": "step", "seq": UNNUMBERED, "trajectory_id": step["trajectory_id"],
             "kernel_id": step["kernel_id"], "notebook_path": step.get("notebook_path"),
@@ -156,7 +158,7 @@ class LiveEvents:
         if self.check:
             validator("live-event").validate(data)
         message: LiveBusMessage = {"type": event["type"],
-                                   "event": json.dumps(data, ensure_ascii=False)}
+                                   "event": json_codec.dumps_text(data)}
         self._emitting = True
         try:
             self.logger.emit(schema_id=LIVE_EVENT_SCHEMA_ID, data=dict(message))

@@ -21,7 +21,6 @@ kernel's memory, in order and bounded, and is written when writing works again.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import deque
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from themisto_ext import json_codec
 from themisto_ext.contract import dumps, file_safe
 
 SUFFIX = ".jsonl"
@@ -231,7 +231,7 @@ class JournalChunk:
 def _parse(raw: bytes) -> dict[str, Any] | str:
     """A journal record, or why this line is not one."""
     try:
-        record = json.loads(raw)
+        record = json_codec.loads(raw)
     except RecursionError:
         return "not JSON (nested too deeply)"
     except ValueError as exc:
@@ -281,16 +281,17 @@ def read_from(path: Path, offset: int, window: int = WINDOW,
     offsets: list[int] = []
     skipped: list[Skipped] = []
     position = offset
-    for raw in data[: cut + 1].splitlines(keepends=True):
-        line_start, position = position, position + len(raw)
-        if not raw.strip():
-            continue
-        parsed = _parse(raw)
-        if isinstance(parsed, str):
-            skipped.append(Skipped(line_start, parsed))
-        else:
-            records.append(parsed)
-            offsets.append(line_start)
+    with json_codec.bulk():
+        for raw in data[: cut + 1].splitlines(keepends=True):
+            line_start, position = position, position + len(raw)
+            if not raw.strip():
+                continue
+            parsed = _parse(raw)
+            if isinstance(parsed, str):
+                skipped.append(Skipped(line_start, parsed))
+            else:
+                records.append(parsed)
+                offsets.append(line_start)
     return JournalChunk(records, offset + cut + 1, skipped, offsets)
 
 

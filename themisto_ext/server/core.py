@@ -197,15 +197,9 @@ class Themisto:
     # ------------------------------------------------------------ ingestion
 
     async def ingest_now(self) -> IngestResult:
-        def scan() -> tuple[IngestResult, list[tuple[Scope, Prediction]] | None]:
-            result = self.ingestor.poll()
-            if self.store.embedded:  # scored on the loop (AsyncStore.quick)
-                return result, None
-            return result, score_landed(self._sync_store, result.steps)
-
+        loop = asyncio.get_running_loop()
         async with self._ingest_lock:
-            result, scores = await asyncio.get_running_loop().run_in_executor(
-                self._ingest_thread, scan)
+            result = await loop.run_in_executor(self._ingest_thread, self.ingestor.poll)
         for tid in result.new_trajectories:
             trajectory = await self.store.get_trajectory(tid)
             if trajectory is not None:
@@ -220,6 +214,14 @@ class Themisto:
             if trajectory is not None:
                 scope = Scope.of(trajectory.to_json(), trajectory.id)
                 self.events.publish(recording_event(trajectory.kernel_id, switch.on, scope))
+        # Scored once the steps are out (on a database, a round trip or more per
+        # trajectory that a cell's step need not wait for), in the ingestion thread: in the
+        # loop's shared pool it queued behind the predictions' own store calls. On an
+        # embedded file, on the loop (``AsyncStore.quick``).
+        scores: list[tuple[Scope, Prediction]] | None = None
+        if result.steps and not self.store.embedded:
+            scores = await loop.run_in_executor(self._ingest_thread, score_landed,
+                                                self._sync_store, result.steps)
         if self.settings.live_predictions:
             await self.live.on_ingest(result, scores)
         else:

@@ -10,11 +10,11 @@ a ``FormatError`` (400 at the service), never a store call with a value it canno
 from __future__ import annotations
 
 import dataclasses
-import json
+import functools
+from collections.abc import Callable
 from typing import Any
 
-import orjson
-
+from themisto_ext import json_codec
 from themisto_ext.errors import FormatError
 from themisto_ext.store.base import (
     Applied,
@@ -68,25 +68,17 @@ _WRITES = (NewTrajectory, NewStep, TrajectoryEnded, RecordingSwitched, NotebookM
 
 
 def dumps(data: Any) -> bytes:
-    """JSON bytes of encoded data. orjson: a batch of steps is most of a class's traffic,
-    and the standard library's codec took 62 us a step of the service's one event loop
-    (``benchmarks/multiuser.py --service``). What orjson refuses (a lone surrogate in a
-    string) goes through the standard library, escaped."""
-    try:
-        return orjson.dumps(data)
-    except TypeError:  # orjson.JSONEncodeError
-        return json.dumps(data).encode()
+    """JSON bytes of encoded data (``json_codec``: a batch of steps is most of a class's
+    traffic)."""
+    return json_codec.dumps(data)
 
 
 def loads(data: bytes | str) -> Any:
     """The inverse of ``dumps``; ``FormatError`` for what is not JSON."""
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        try:  # NaN and escaped lone surrogates: JSON as Python writes it
-            return json.loads(data)
-        except ValueError as exc:
-            raise FormatError(f"not JSON: {exc}") from None
+        return json_codec.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise FormatError(f"not JSON: {str(exc)[:200]}") from None
 
 
 def encode(value: Any) -> Any:
@@ -116,14 +108,21 @@ def decode(data: Any) -> Any:
     for field in fields:
         if (name, field) in _TUPLES and isinstance(fields[field], list):
             fields[field] = tuple(fields[field])
-    for field in dataclasses.fields(cls):
-        if field.name in fields and not _FIELD_KINDS.get(str(field.type), _any)(
-                fields[field.name]):
-            raise FormatError(f"bad {name}: {field.name} of the wrong kind")
+    for field, check in _checks(cls):
+        if field in fields and not check(fields[field]):
+            raise FormatError(f"bad {name}: {field} of the wrong kind")
     try:
         return cls(**fields)
     except TypeError as exc:
         raise FormatError(f"bad {name}: {exc}") from None
+
+
+@functools.cache
+def _checks(cls: type) -> tuple[tuple[str, Callable[[Any], bool]], ...]:
+    """Each field of ``cls`` with the check of its annotation (a batch holds thousands of
+    steps: looked up once, not per step)."""
+    return tuple((f.name, _FIELD_KINDS.get(str(f.type), _any))
+                 for f in dataclasses.fields(cls))
 
 
 def _any(value: Any) -> bool:
