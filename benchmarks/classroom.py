@@ -8,8 +8,9 @@ the student's role, polled every 50 ms. Realistic pacing: a cell every 20-60 s p
 student, and now and then (5 % of cells) a Run All of 15 cells 0.1 s apart. Students are
 spread over a few worker processes, each polling its students one after another (so
 what a student waits includes its neighbours' turns: an upper bound on a server of its
-own). Prints cell end (the journal line written) -> step stored, p50/p95/max; the
-cells/s; the CPU and memory of PostgreSQL and of the workers; then the class view's
+own; each student's start, its cursors read and trajectory stored, is done before the
+class and timed apart). Prints cell end (the journal line written) -> step stored,
+p50/p95/max; the cells/s; the CPU and memory of PostgreSQL and of the workers; then the class view's
 first page through a teacher's real server (GET /themisto/api/class).
 """
 
@@ -70,6 +71,13 @@ def worker(users: list[tuple[str, str, str]], root: str, seconds: float, seed: i
                        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00")})
         people.append({"name": name, "store": store, "ingestor": ingestor, "writer": writer,
                        "n": 0, "next": time.monotonic() + rng.uniform(0, 40), "burst": 0})
+    # Each student's server starting: its cursors read and its trajectory stored, once,
+    # before class (a worker does this for its students one after another, which no
+    # server does for another: timed apart, as the start-up it is).
+    began = time.perf_counter()
+    for p in people:
+        p["ingestor"].poll()
+    out.put(("start", time.perf_counter() - began))
     stop = time.monotonic() + seconds
     latencies: list[float] = []
 
@@ -134,6 +142,9 @@ def simulate(cluster: Any, owner_url: str, users: int, seconds: float, processes
              for k in range(processes)]
     for p in procs:
         p.start()
+    started = [queue.get(timeout=600)[1] for _ in procs]
+    print(f"  start: each worker's {users // processes} students' servers read their cursors "
+          f"and stored their trajectory in {max(started):.1f} s (one after another)")
     samples: dict[str, list[float]] = {"pg_cpu": [], "pg_mem": [], "w_cpu": [], "w_mem": []}
     watched = {p.pid: psutil.Process(p.pid) for p in procs}
     postgres: dict[int, psutil.Process] = {}
