@@ -4,6 +4,7 @@ a reader's role reads all and changes nothing of anyone else's; the owner sees a
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 
 import psycopg
@@ -50,10 +51,53 @@ def sql(url: StoreURL, statement: str, params: tuple = ()) -> list[tuple]:
 
 def test_role_names_are_safe_distinct_and_name_nobody():
     names = ("alice", "Alice", "alice ", "a'; DROP ROLE x; --", "x" * 80)
-    roles = {role_name(n) for n in names}
+    roles = {role_name(n, "k" * 64) for n in names}
     assert len(roles) == 5 and all(len(r) <= 63 for r in roles)
     assert all(c.isalnum() or c == "_" for r in roles for c in r)
     assert not any("alice" in r for r in roles)  # pg_roles is readable by every role
+    assert role_name("alice", "k" * 64) != role_name("alice", "j" * 64)
+
+
+def unkeyed(user: str) -> str:
+    """A role's name before the key: anyone could compute it for any name."""
+    return f"themisto_u_{hashlib.sha256(user.encode()).hexdigest()[:20]}"
+
+
+def test_enrolment_cannot_be_tested_from_a_students_role(classroom):
+    # Finding 7 of #40: bob's role name was sha256('bob'), so alice could confirm bob
+    # (or anyone) in pg_roles. Now it is keyed, and the key is the owner's alone.
+    alice_url, _ = classroom["alice"]
+    listed = {name for (name,) in sql(alice_url, "SELECT rolname FROM pg_roles")}
+    bob_role = classroom["roles"].role_of("bob")
+    assert bob_role in listed and unkeyed("bob") not in listed
+    assert not any(unkeyed(u) in listed for u in ("alice", "bob", "teacher"))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        sql(alice_url, "SELECT key FROM themisto_role_key")
+
+
+def test_a_role_made_before_the_key_is_renamed_and_keeps_its_rows(owner):
+    roles = StoreRoles(owner)
+    url, password = roles.ensure("carol")
+    keyed = roles.role_of("carol")
+    store = open_store(url.with_password(password))
+    apply(store, [start("t-carol", kernel="k-carol"), step("t-carol", 1)],
+          "/home/carol/j.jsonl", None, user="carol")
+    store.close()
+    with psycopg.connect(owner.target, password=owner.password, autocommit=True) as conn:
+        # as an earlier version left it: the role under its unkeyed name
+        conn.execute(f'ALTER ROLE "{keyed}" RENAME TO "{unkeyed("carol")}"')
+        conn.execute("UPDATE themisto_roles SET role_name = %s WHERE user_name = 'carol'",
+                     (unkeyed("carol"),))
+    url, password = roles.ensure("carol")
+    assert roles.role_of("carol") == keyed and url.target.startswith(f"postgresql://{keyed}@")
+    store = open_store(url.with_password(password))
+    try:
+        assert [s["step"] for s in store.iter_steps("t-carol")] == [1]
+    finally:
+        store.close()
+    roles.revoke("carol")
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(url.target, password=password).close()
 
 
 def test_a_role_learns_no_other_users_name(classroom):
@@ -113,7 +157,7 @@ def test_a_role_cannot_pose_as_another_user(classroom):
         conn.execute("RESET ROLE")
         # Bob's role is not alice's to take.
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute(f"SET ROLE {role_name('bob')}")
+            conn.execute(f"SET ROLE {classroom['roles'].role_of('bob')}")
 
 
 def test_the_readers_role_reads_all_and_changes_only_its_own(classroom):

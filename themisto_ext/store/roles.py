@@ -12,6 +12,7 @@ server needs it), and with it reads and writes that user's own rows and nothing 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 from typing import Any
 
@@ -36,11 +37,14 @@ none of the ACCESS SHARE locks their reads take. (An advisory lock would not do:
 may take any advisory lock and hold it, and every spawn would wait on it.)"""
 
 
-def role_name(user: str) -> str:
-    """``themisto_u_`` and 20 hex digits of the name's SHA-256: distinct for every user,
-    and no user's name for others to read (every role can list the database's roles in
-    ``pg_roles``: named after users, they would hand every student the class list)."""
-    return f"themisto_u_{hashlib.sha256(user.encode()).hexdigest()[:20]}"
+def role_name(user: str, key: str) -> str:
+    """``themisto_u_`` and 20 hex digits of the name's HMAC-SHA-256 under the database's
+    role key (``schema._ROLE_KEY``): distinct for every user, and no user's name for others
+    to read or test (every role can list the database's roles in ``pg_roles``: named after
+    users, or after an unkeyed hash of their names, they would tell every student who is
+    in the class)."""
+    digest = hmac.new(key.encode(), user.encode(), hashlib.sha256).hexdigest()
+    return f"themisto_u_{digest[:20]}"
 
 
 class StoreRoles:
@@ -57,12 +61,13 @@ class StoreRoles:
     def ensure(self, user: str, *, read_all: bool = False) -> tuple[StoreURL, str]:
         """The user's role exists with a new password, may read every user's rows iff
         ``read_all``; returns the store URL naming that role, and its password."""
-        role = role_name(user)
         password = secrets.token_urlsafe(32)
         try:
             with self._connect() as conn, conn.transaction():
                 conn.execute(SERIALISE)
                 self._grant_group(conn)
+                role = role_name(user, _key(conn))
+                self._rename_earlier(conn, user, role)
                 exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
                                       (role,)).fetchone()
                 # CREATE ROLE's defaults: no superuser, createdb, createrole or
@@ -106,8 +111,28 @@ class StoreRoles:
     def revoke(self, user: str) -> None:
         """The user's role may no longer log in (their rows stay theirs)."""
         with self._connect() as conn:
-            conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(
-                sql.Identifier(role_name(user))))
+            for role in _roles_of(conn, user):
+                conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(sql.Identifier(role)))
+
+    def role_of(self, user: str) -> str | None:
+        """The name of ``user``'s role, None if they have none."""
+        with self._connect() as conn:
+            return next(iter(_roles_of(conn, user)), None)
+
+    @staticmethod
+    def _rename_earlier(conn: psycopg.Connection[Any], user: str, role: str) -> None:
+        """A role made before the key (named by the unkeyed hash) takes its keyed name, its
+        rows staying its user's: the schema's policies look the name up in
+        ``themisto_roles``, renamed with it."""
+        for earlier in _roles_of(conn, user):
+            if earlier == role:
+                continue
+            if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
+                            (role,)).fetchone() is None:
+                conn.execute(sql.SQL("ALTER ROLE {} RENAME TO {}").format(
+                    sql.Identifier(earlier), sql.Identifier(role)))
+            conn.execute("UPDATE themisto_roles SET role_name = %s WHERE role_name = %s",
+                         (role, earlier))
 
     def _connect(self) -> psycopg.Connection[Any]:
         options: dict[str, Any] = {"autocommit": True, "connect_timeout": 10}
@@ -140,6 +165,19 @@ class StoreRoles:
             netloc += f":{parts.port}"
         return StoreURL(POSTGRESQL, urlunsplit((parts.scheme, netloc, parts.path,
                                                 parts.query, "")))
+
+
+def _key(conn: psycopg.Connection[Any]) -> str:
+    row = conn.execute("SELECT key FROM themisto_role_key").fetchone()
+    if row is None:
+        raise StoreError("the database has no role key (schema migration 9)")
+    return str(row[0])
+
+
+def _roles_of(conn: psycopg.Connection[Any], user: str) -> list[str]:
+    return [str(r[0]) for r in conn.execute(
+        "SELECT role_name FROM themisto_roles WHERE user_name = %s ORDER BY role_name",
+        (user,)).fetchall()]
 
 
 def _schema(conn: psycopg.Connection[Any]) -> str:

@@ -257,6 +257,19 @@ so. No quota is set by default (NULL); ``StoreRoles.set_quota`` and the hub's ho
 What the owner writes or deletes is not counted (a user's own deletions give it back)."""
 
 
+_ROLE_KEY = """
+    CREATE TABLE themisto_role_key (
+        id BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (id),
+        key TEXT NOT NULL
+    );
+    INSERT INTO themisto_role_key (key)
+    VALUES (replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
+"""
+"""The key of users' role names (``roles.role_name``): 244 random bits (``gen_random_uuid``
+draws from the server's strong random source), granted to no user's role, so that no one
+but the owner can tell from ``pg_roles`` whose role is whose."""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "trajectories, their steps (full JSON), events, and ingestion cursors",
@@ -369,6 +382,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "user's quota (the service connects as the owner); nothing to do on SQLite",
         "",
         _charge_function("CREATE OR REPLACE FUNCTION", _ROLE_OR_CALLER)),
+    Migration(
+        "PostgreSQL: a secret key for users' role names, readable by the owner only (an "
+        "unkeyed hash of a name let anyone test who is enrolled); nothing to do on SQLite",
+        "",
+        _ROLE_KEY),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
