@@ -12,6 +12,7 @@ import type {
   IInlineCompletionProvider
 } from '@jupyterlab/completer';
 import { NotebookPanel } from '@jupyterlab/notebook';
+import { Debouncer } from '@lumino/polling';
 import {
   nullTranslator,
   type TranslationBundle
@@ -128,8 +129,12 @@ export const COMPLETION_PAUSE_MS = 400;
 export class PausedCompleter {
   constructor(
     private readonly _complete: CellCompleter,
-    private readonly _pause: number = COMPLETION_PAUSE_MS
-  ) {}
+    pause: number = COMPLETION_PAUSE_MS
+  ) {
+    // Every keystroke's request waits on the one pause, which starts again at
+    // each; the requests then see whether a newer one came meanwhile.
+    this._pause = new Debouncer<void>(() => undefined, pause);
+  }
 
   /**
    * What goes at `offset` of the typed cell `text`; `null` when nothing is
@@ -150,7 +155,11 @@ export class PausedCompleter {
     if (!before.trim()) {
       return null;
     }
-    await new Promise(resolve => setTimeout(resolve, this._pause));
+    try {
+      await this._pause.invoke();
+    } catch {
+      return null; // disposed
+    }
     if (asked !== this._asked) {
       return null;
     }
@@ -171,6 +180,7 @@ export class PausedCompleter {
     }
   }
 
+  private readonly _pause: Debouncer<void>;
   private _asked = 0;
   private _sent: AbortController | null = null;
 }
