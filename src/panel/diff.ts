@@ -1,10 +1,12 @@
 /**
- * A small text diff for "predicted vs real output": longest common
- * subsequence on characters, falling back to lines, then to one changed
- * block, so that a 200,000-character output never freezes the page.
+ * A text diff for "predicted vs real output": jsdiff's Myers diff on
+ * characters, falling back to lines, then to one changed block, each bounded
+ * so that a 200,000-character output never freezes the page.
  *
  * This module is pure: it has no JupyterLab dependency so it can be unit tested.
  */
+
+import { diffArrays, diffChars } from 'diff';
 
 /**
  * `delete`: only in the first text (the prediction); `insert`: only in the
@@ -34,8 +36,9 @@ export interface IDiffResult {
 }
 
 /**
- * Default cap on the LCS table (n × m cells): 1e6 cells is 2 MB and a few
- * milliseconds; the table is quadratic, so larger inputs fall back.
+ * Default bound on a diff's work, in compared tokens: Myers' diff costs about
+ * (length of both sides) × (edits), so a side pair may take at most
+ * `maxCells / (n + m)` edits at a level before the next coarser one is tried.
  */
 export const DEFAULT_MAX_CELLS = 1_000_000;
 
@@ -73,15 +76,9 @@ export function diffText(
   const out = new SegmentBuilder();
   out.push('equal', a.slice(0, prefix));
   let granularity: IDiffResult['granularity'] = 'char';
-  if (midA.length * midB.length <= maxCells) {
-    diffChars(midA, midB, out);
-  } else {
-    const linesA = splitLines(midA);
-    const linesB = splitLines(midB);
-    if (linesA.length * linesB.length <= maxCells) {
-      granularity = 'line';
-      diffLines(linesA, linesB, maxCells, out);
-    } else {
+  if (!charDiff(midA, midB, maxCells, out)) {
+    granularity = 'line';
+    if (!lineDiff(splitLines(midA), splitLines(midB), maxCells, out)) {
       granularity = 'block';
       out.push('delete', midA);
       out.push('insert', midB);
@@ -138,97 +135,84 @@ class SegmentBuilder {
   }
 }
 
-function diffChars(a: string, b: string, out: SegmentBuilder): void {
-  // Code points, not UTF-16 units, when there are surrogates: a highlight
-  // must not split an emoji.
-  const surrogates = /[\ud800-\udfff]/;
-  const ta = surrogates.test(a) ? Array.from(a) : a;
-  const tb = surrogates.test(b) ? Array.from(b) : b;
-  lcsWalk(
-    ta.length,
-    tb.length,
-    (i, j) => ta[i] === tb[j],
-    (op, i, j) => out.push(op, op === 'insert' ? tb[j] : ta[i])
-  );
+/**
+ * The edits a diff of sides `n` and `m` tokens long may take within
+ * `maxCells`.
+ */
+function editBound(n: number, m: number, maxCells: number): number {
+  return Math.floor(maxCells / Math.max(1, n + m));
 }
 
-function diffLines(
+/**
+ * `a` against `b` by character (code points: jsdiff never splits an emoji)
+ * into `out`; false, writing nothing, when it would take more edits than
+ * `maxCells` allows.
+ */
+function charDiff(
+  a: string,
+  b: string,
+  maxCells: number,
+  out: SegmentBuilder
+): boolean {
+  if (!a || !b) {
+    out.push('delete', a);
+    out.push('insert', b);
+    return true;
+  }
+  const changes = diffChars(a, b, {
+    maxEditLength: editBound(a.length, b.length, maxCells)
+  });
+  if (!changes) {
+    return false;
+  }
+  for (const change of changes) {
+    out.push(
+      change.added ? 'insert' : change.removed ? 'delete' : 'equal',
+      change.value
+    );
+  }
+  return true;
+}
+
+/**
+ * `a` against `b` by line into `out`, a run of deleted lines followed by
+ * inserted ones refined by character when small enough (a changed number in
+ * a table shows as that number); false, writing nothing, when it would take
+ * more edits than `maxCells` allows.
+ */
+function lineDiff(
   a: string[],
   b: string[],
   maxCells: number,
   out: SegmentBuilder
-): void {
-  // A run of deleted lines followed by inserted ones is refined by character
-  // when small enough: a changed number in a table shows as that number.
+): boolean {
+  const changes = diffArrays(a, b, {
+    maxEditLength: editBound(a.length, b.length, maxCells)
+  });
+  if (!changes) {
+    return false;
+  }
   let deleted = '';
   let inserted = '';
   const flush = (): void => {
-    if (deleted && inserted && deleted.length * inserted.length <= maxCells) {
-      diffChars(deleted, inserted, out);
-    } else {
+    if (!charDiff(deleted, inserted, maxCells, out)) {
       out.push('delete', deleted);
       out.push('insert', inserted);
     }
     deleted = '';
     inserted = '';
   };
-  lcsWalk(
-    a.length,
-    b.length,
-    (i, j) => a[i] === b[j],
-    (op, i, j) => {
-      if (op === 'delete') {
-        deleted += a[i];
-      } else if (op === 'insert') {
-        inserted += b[j];
-      } else {
-        flush();
-        out.push('equal', a[i]);
-      }
-    }
-  );
-  flush();
-}
-
-/**
- * Walk an LCS alignment of two sequences of lengths `n` and `m`, calling
- * `emit` for each token in order (`i` indexes the first, `j` the second).
- */
-function lcsWalk(
-  n: number,
-  m: number,
-  eq: (i: number, j: number) => boolean,
-  emit: (op: DiffOp, i: number, j: number) => void
-): void {
-  const width = m + 1;
-  // lengths[i * width + j]: LCS length of the suffixes from i and j. Values
-  // never exceed min(n, m), hence the narrow array when possible.
-  const size = (n + 1) * width;
-  const lengths =
-    Math.min(n, m) < 0xffff ? new Uint16Array(size) : new Uint32Array(size);
-  for (let i = n - 1; i >= 0; i--) {
-    for (let j = m - 1; j >= 0; j--) {
-      const at = i * width + j;
-      lengths[at] = eq(i, j)
-        ? lengths[at + width + 1] + 1
-        : Math.max(lengths[at + width], lengths[at + 1]);
-    }
-  }
-  let i = 0;
-  let j = 0;
-  while (i < n && j < m) {
-    if (eq(i, j)) {
-      emit('equal', i++, j++);
-    } else if (lengths[(i + 1) * width + j] >= lengths[i * width + j + 1]) {
-      emit('delete', i++, j);
+  for (const change of changes) {
+    const text = change.value.join('');
+    if (change.removed) {
+      deleted += text;
+    } else if (change.added) {
+      inserted += text;
     } else {
-      emit('insert', i, j++);
+      flush();
+      out.push('equal', text);
     }
   }
-  while (i < n) {
-    emit('delete', i++, j);
-  }
-  while (j < m) {
-    emit('insert', i, j++);
-  }
+  flush();
+  return true;
 }
