@@ -1,6 +1,7 @@
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { nullTranslator } from '@jupyterlab/translation';
 import { Signal } from '@lumino/signaling';
+import { Panel, Widget } from '@lumino/widgets';
 
 import { NotebookLive } from '../live/store';
 import { CellMarkers, FOOTER_CLASS, MARKER_CLASS } from '../notebook/markers';
@@ -11,18 +12,17 @@ import { PATH, prediction, scores, step } from './fixtures';
 const trans = nullTranslator.load('themisto_ext');
 
 function fakeCell(id: string, source = '') {
-  const node = document.createElement('div');
-  // JupyterLab's own (empty) footer: ours goes before it.
-  const own = document.createElement('div');
-  own.className = 'jp-CellFooter';
-  node.append(own);
-  return {
+  // A cell's layout as JupyterLab builds it: its parts, its own (empty)
+  // footer last; ours goes before it.
+  const cell = new Panel();
+  cell.addWidget(new Widget());
+  const own = new Widget();
+  own.addClass('jp-CellFooter');
+  cell.addWidget(own);
+  return Object.assign(cell, {
     model: { id, type: 'code', sharedModel: { getSource: () => source } },
-    node,
-    ready: Promise.resolve(),
-    toggleClass: (name: string, on: boolean) => node.classList.toggle(name, on),
-    removeClass: (name: string) => node.classList.remove(name)
-  };
+    ready: Promise.resolve()
+  });
 }
 
 function fakePanel(ids: string[], sources: string[] = []) {
@@ -135,7 +135,9 @@ describe('CellMarkers', () => {
       'step 1 · 12 ms · 93.8 MiB · output prediction: word overlap (ROUGE-L) 0.50 of 1'
     );
     // After the outputs, before JupyterLab's own footer.
-    expect(footer(0)?.nextElementSibling?.className).toBe('jp-CellFooter');
+    expect(
+      footer(0)?.nextElementSibling?.classList.contains('jp-CellFooter')
+    ).toBe(true);
     // Missed because the next cell started first (Run All): the footer says so.
     expect(footer(1)?.textContent).toBe(
       'step 2 · NameError in 10 ms · 1.00 KiB · no output prediction: superseded: the next cell started first'

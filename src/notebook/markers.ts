@@ -17,7 +17,7 @@ import {
   type Message,
   MessageLoop
 } from '@lumino/messaging';
-import { Widget } from '@lumino/widgets';
+import { type PanelLayout, Widget } from '@lumino/widgets';
 
 import { noPredictionReason } from '../live/reasons';
 import type { LiveChange } from '../live/types';
@@ -41,8 +41,8 @@ const MARKED_CLASS = 'themisto-mod-marked';
 const RUN_GRACE_MS = 10000;
 
 interface IDecoration {
-  badge: HTMLElement | null;
-  footer: HTMLElement | null;
+  badge: Widget | null;
+  footer: Widget | null;
   signature: string;
 }
 
@@ -157,7 +157,7 @@ export class CellMarkers implements IDisposable, IMessageHandler {
         ? this._badge(cell, decoration.badge)
         : remove(decoration.badge);
       if (decoration.badge) {
-        const badge = decoration.badge;
+        const badge = decoration.badge.node;
         badge.textContent = view.badge;
         badge.title = view.title;
         badge.dataset.themistoStep = String(view.step);
@@ -176,56 +176,51 @@ export class CellMarkers implements IDisposable, IMessageHandler {
         ? this._footer(cell, decoration.footer)
         : remove(decoration.footer);
       if (decoration.footer) {
-        decoration.footer.textContent = view.footer;
-        decoration.footer.dataset.themistoStep = String(view.step);
-        decoration.footer.dataset.state = view.state;
-        decoration.footer.dataset.earlier = String(view.earlier);
+        const footer = decoration.footer.node;
+        footer.textContent = view.footer;
+        footer.dataset.themistoStep = String(view.step);
+        footer.dataset.state = view.state;
+        footer.dataset.earlier = String(view.earlier);
       }
     }
   }
 
-  private _badge(cell: Cell, held: HTMLElement | null): HTMLElement {
+  private _badge(cell: Cell, held: Widget | null): Widget {
     if (held) {
       return held;
     }
-    const badge = document.createElement('div');
-    badge.className = MARKER_CLASS;
-    badge.setAttribute('role', 'button');
+    const badge = new Widget();
+    badge.addClass(MARKER_CLASS);
+    badge.node.setAttribute('role', 'button');
     // A press on the badge must not select the cell: the active cell's
     // badge sits higher (its toolbar takes the corner), so it would move
     // away before the click lands; the focus stays where it was.
-    badge.addEventListener('mousedown', event => {
+    badge.node.addEventListener('mousedown', event => {
       event.stopPropagation();
       event.preventDefault();
     });
-    badge.addEventListener('click', event => {
+    badge.node.addEventListener('click', event => {
       event.stopPropagation();
-      const step = Number(badge.dataset.themistoStep);
+      const step = Number(badge.node.dataset.themistoStep);
       if (step > 0) {
-        this._review(step, badge.dataset.themistoTrajectory || null);
+        this._review(step, badge.node.dataset.themistoTrajectory || null);
       }
     });
-    cell.node.appendChild(badge);
+    // A child of the cell's own layout, placed by CSS at its corner.
+    whenBuilt(cell, badge, layout => layout.addWidget(badge));
     return badge;
   }
 
-  private _footer(cell: Cell, held: HTMLElement | null): HTMLElement | null {
+  private _footer(cell: Cell, held: Widget | null): Widget {
     if (held) {
       return held;
     }
-    const footer = document.createElement('div');
-    footer.className = FOOTER_CLASS;
-    // After the outputs: JupyterLab builds a cell's DOM when it is first
-    // shown, and keeps its own (empty) footer last.
-    const place = (): void => {
-      const own = cell.node.querySelector(':scope > .jp-CellFooter');
-      cell.node.insertBefore(footer, own);
-    };
-    if (cell.node.querySelector(':scope > .jp-CellFooter')) {
-      place();
-    } else {
-      void cell.ready.then(place);
-    }
+    const footer = new Widget();
+    footer.addClass(FOOTER_CLASS);
+    // After the outputs, before JupyterLab's own (empty) footer.
+    whenBuilt(cell, footer, layout =>
+      layout.insertWidget(ownFooter(layout), footer)
+    );
     return footer;
   }
 
@@ -317,7 +312,36 @@ export class CellMarkers implements IDisposable, IMessageHandler {
   private _disposed = false;
 }
 
-function remove(node: HTMLElement | null): null {
-  node?.remove();
+/**
+ * Where JupyterLab's own footer is in a cell's layout; -1 until the cell's
+ * parts are built (on first showing it: the footer comes last).
+ */
+function ownFooter(layout: PanelLayout): number {
+  return layout.widgets.findIndex(w => w.hasClass('jp-CellFooter'));
+}
+
+/**
+ * `add` our `widget` to `cell`'s layout now if JupyterLab has built the
+ * cell's parts, else once it has (unless either is gone by then).
+ */
+function whenBuilt(
+  cell: Cell,
+  widget: Widget,
+  add: (layout: PanelLayout) => void
+): void {
+  const layout = cell.layout as PanelLayout;
+  if (ownFooter(layout) >= 0) {
+    add(layout);
+    return;
+  }
+  void cell.ready.then(() => {
+    if (!widget.isDisposed && !cell.isDisposed && ownFooter(layout) >= 0) {
+      add(layout);
+    }
+  });
+}
+
+function remove(widget: Widget | null): null {
+  widget?.dispose(); // out of the cell's layout, and its node out of the page
   return null;
 }
