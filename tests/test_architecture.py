@@ -174,3 +174,23 @@ def test_no_module_imports_the_packages_init():
     imports it (for ``__version__``, say) closes a cycle through the whole package."""
     bad = sorted(m for m in modules() if m != "themisto_ext" and "themisto_ext" in imports(m))
     assert bad == []
+
+
+def test_the_store_facades_carry_the_whole_interface():
+    # Each facade wraps the interface's methods generically (store/guarded.py, aio.py):
+    # one the interface gains and a facade lacks fails here, not in a server.
+    from themisto_ext.store.aio import AsyncStore
+    from themisto_ext.store.base import LAZY, WRITES, TrajectoryStore
+    from themisto_ext.store.guarded import GuardedStore
+
+    surface = {name for name, value in vars(TrajectoryStore).items()
+               if callable(value) and not name.startswith("_") and name != "close"}
+    assert WRITES | LAZY <= surface
+    assert {name for name in surface if not hasattr(GuardedStore, name)} == set()
+    # the loop's facade: what handlers and the live scheduler use; the journal's
+    # writes and the CLI's copies run in threads on the store itself, lazy reads in pages
+    in_threads_only = {"apply", "journal_cursors", "forget_journal", "adopt_unowned",
+                       "import_trajectory", "import_step_lines"}
+    assert {name for name in surface - in_threads_only - LAZY
+            if not hasattr(AsyncStore, name)} == set()
+    assert hasattr(AsyncStore, "steps") and hasattr(AsyncStore, "step_lines")

@@ -18,16 +18,29 @@ read whole in the thread, so nothing iterates a cursor on the event loop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Concatenate, ParamSpec, TypeVar
 
-from themisto_ext.records import NotebookRowInfo, Prediction, Step, StepSummary
-from themisto_ext.store.base import Trajectory, TrajectoryFilter, TrajectoryStore
-from themisto_ext.store.roster import ClassFilter
+from themisto_ext.records import Step
+from themisto_ext.store.base import TrajectoryStore
 from themisto_ext.store.sqlite import SQLiteStore
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+def _in_thread(method: Callable[Concatenate[TrajectoryStore, P], T]
+               ) -> Callable[Concatenate[AsyncStore, P], Awaitable[T]]:
+    """``method`` of the interface as the facade has it: awaited, run in a thread."""
+    name = method.__name__
+
+    async def call(self: AsyncStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        result: T = await asyncio.to_thread(getattr(self.sync, name), *args, **kwargs)
+        return result
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = method.__doc__
+    return call
 
 
 class AsyncStore:
@@ -61,38 +74,24 @@ class AsyncStore:
         problem: str | None = getattr(self.sync, "problem", None)
         return problem
 
-    # ------------------------------------------------------------ trajectories
+    # ------------------------------------------------------------ the store's reads and writes
+    # Each is the interface's method, run in a worker thread.
 
-    async def get_trajectory(self, trajectory_id: str) -> Trajectory | None:
-        return await self._call(self.sync.get_trajectory, trajectory_id)
+    get_trajectory = _in_thread(TrajectoryStore.get_trajectory)
+    latest_for_kernel = _in_thread(TrajectoryStore.latest_for_kernel)
+    list_trajectories = _in_thread(TrajectoryStore.list_trajectories)
+    count_trajectories = _in_thread(TrajectoryStore.count_trajectories)
+    events = _in_thread(TrajectoryStore.events)
+    delete_trajectory = _in_thread(TrajectoryStore.delete_trajectory)
+    notebook_rows = _in_thread(TrajectoryStore.notebook_rows)
+    consents = _in_thread(TrajectoryStore.consents)
+    set_consent = _in_thread(TrajectoryStore.set_consent)
+    step_summaries = _in_thread(TrajectoryStore.step_summaries)
+    save_prediction = _in_thread(TrajectoryStore.save_prediction)
+    predictions = _in_thread(TrajectoryStore.predictions)
+    get_prediction = _in_thread(TrajectoryStore.get_prediction)
 
-    async def latest_for_kernel(self, kernel_id: str,
-                                user: str | None = None) -> Trajectory | None:
-        return await self._call(self.sync.latest_for_kernel, kernel_id, user)
-
-    async def list_trajectories(self, where: TrajectoryFilter | None = None,
-                                limit: int = 100, offset: int = 0) -> list[Trajectory]:
-        return await self._call(self.sync.list_trajectories, where, limit, offset)
-
-    async def count_trajectories(self, where: TrajectoryFilter | None = None) -> int:
-        return await self._call(self.sync.count_trajectories, where)
-
-    async def events(self, trajectory_id: str) -> list[dict[str, str]]:
-        return await self._call(self.sync.events, trajectory_id)
-
-    async def delete_trajectory(self, trajectory_id: str) -> bool:
-        return await self._call(self.sync.delete_trajectory, trajectory_id)
-
-    async def notebook_rows(self, where: ClassFilter) -> list[NotebookRowInfo]:
-        return await self._call(self.sync.notebook_rows, where)
-
-    async def consents(self, users: tuple[str, ...] | None = None) -> dict[str, bool]:
-        return await self._call(self.sync.consents, users)
-
-    async def set_consent(self, user: str, consent: bool, at: str) -> None:
-        await self._call(self.sync.set_consent, user, consent, at)
-
-    # ------------------------------------------------------------ steps
+    # ------------------------------------------------------------ lazy reads, a page at once
 
     async def steps(self, trajectory_id: str, since_step: int = 0,
                     limit: int | None = None) -> list[Step]:
@@ -107,25 +106,6 @@ class AsyncStore:
         def page() -> list[tuple[int, str]]:
             return list(self.sync.iter_step_lines(trajectory_id, since_step, limit))
         return await self._call(page)
-
-    async def step_summaries(self, trajectory_id: str, since_step: int = 0,
-                             limit: int = 500) -> list[StepSummary]:
-        return await self._call(self.sync.step_summaries, trajectory_id, since_step, limit)
-
-    # ------------------------------------------------------------ predictions
-
-    async def save_prediction(self, prediction: Prediction) -> bool:
-        return await self._call(self.sync.save_prediction, prediction)
-
-    async def predictions(self, trajectory_id: str, since_step: int = 0,
-                          target_step: int | None = None, unscored: bool = False,
-                          until_step: int | None = None,
-                          slim: bool = False) -> list[Prediction]:
-        return await self._call(self.sync.predictions, trajectory_id, since_step,
-                                target_step, unscored, until_step, slim)
-
-    async def get_prediction(self, prediction_id: str) -> Prediction | None:
-        return await self._call(self.sync.get_prediction, prediction_id)
 
     def close(self) -> None:
         self.sync.close()

@@ -168,6 +168,14 @@ def step_summaries_of(
     return list(summaries.values())
 
 
+WRITES = frozenset({"apply", "forget_journal", "delete_trajectory", "save_prediction",
+                    "set_consent", "adopt_unowned", "import_trajectory", "import_step_lines"})
+"""The methods of ``TrajectoryStore`` that change the store (the others read): the guard
+reopens a store that refused one (``guarded.py``)."""
+LAZY = frozenset({"iter_steps", "iter_step_lines"})
+"""The methods that read lazily, a page at a time as the caller iterates."""
+
+
 class TrajectoryStore(Protocol):
     def apply(self, writes: list[Write], cursor: tuple[str, int] | None) -> Applied:
         """Apply the writes atomically, together with how far their journal was read.

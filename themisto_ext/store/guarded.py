@@ -14,15 +14,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 from themisto_ext.errors import StoreError, StoreUnavailable
-from themisto_ext.records import NotebookRowInfo, Prediction, Step, StepSummary
-from themisto_ext.store.base import Applied, Trajectory, TrajectoryFilter, TrajectoryStore, Write
-from themisto_ext.store.roster import ClassFilter
+from themisto_ext.store.base import LAZY, WRITES, TrajectoryStore
 
 log = logging.getLogger("themisto_ext.store")
 
+P = ParamSpec("P")
 T = TypeVar("T")
 
 RETRY_SECONDS = 5.0
@@ -30,6 +29,20 @@ RETRY_SECONDS = 5.0
 
 _RETIRED_KEPT = 2
 """Stores replaced after a failed write that stay open for the readers still using them."""
+
+
+def _guarded(method: Callable[Concatenate[TrajectoryStore, P], T]
+             ) -> Callable[Concatenate[GuardedStore, P], T]:
+    """``method`` of the interface as the guarded store has it."""
+    name, write, lazy = method.__name__, method.__name__ in WRITES, method.__name__ in LAZY
+
+    def call(self: GuardedStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        result: T = self._call(lambda s: getattr(s, name)(*args, **kwargs), write=write)
+        return self._paged(result) if lazy else result  # type: ignore[arg-type,return-value]
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = method.__doc__
+    return call
 
 
 class GuardedStore:
@@ -91,33 +104,6 @@ class GuardedStore:
             self.problem = None
         return result
 
-    # ------------------------------------------------------------ TrajectoryStore
-
-    def apply(self, writes: list[Write], cursor: tuple[str, int] | None) -> Applied:
-        return self._call(lambda s: s.apply(writes, cursor), write=True)
-
-    def journal_cursors(self, prefix: str = "") -> dict[str, int]:
-        return self._call(lambda s: s.journal_cursors(prefix))
-
-    def forget_journal(self, journal: str) -> None:
-        self._call(lambda s: s.forget_journal(journal), write=True)
-
-    def list_trajectories(self, where: TrajectoryFilter | None = None, limit: int = 100,
-                          offset: int = 0) -> list[Trajectory]:
-        return self._call(lambda s: s.list_trajectories(where, limit, offset))
-
-    def get_trajectory(self, trajectory_id: str) -> Trajectory | None:
-        return self._call(lambda s: s.get_trajectory(trajectory_id))
-
-    def latest_for_kernel(self, kernel_id: str, user: str | None = None) -> Trajectory | None:
-        return self._call(lambda s: s.latest_for_kernel(kernel_id, user))
-
-    def count_trajectories(self, where: TrajectoryFilter | None = None) -> int:
-        return self._call(lambda s: s.count_trajectories(where))
-
-    def events(self, trajectory_id: str) -> list[dict[str, str]]:
-        return self._call(lambda s: s.events(trajectory_id))
-
     def _paged(self, items: Iterator[T]) -> Iterator[T]:
         """A lazy read, guarded to its end: a failure after its first page is reported
         (``problem``, the log) like any other call's, not only raised to the reader. It
@@ -128,51 +114,31 @@ class GuardedStore:
             self._failed(str(exc))
             raise
 
-    def iter_steps(self, trajectory_id: str, since_step: int = 0,
-                   limit: int | None = None) -> Iterator[Step]:
-        return self._paged(self._call(lambda s: s.iter_steps(trajectory_id, since_step, limit)))
+    # ------------------------------------------------------------ TrajectoryStore
+    # Each method is the interface's, called on the store through ``_call`` (a write
+    # when ``base.WRITES`` says so, a lazy read guarded to its end when ``base.LAZY``).
 
-    def iter_step_lines(self, trajectory_id: str, since_step: int = 0,
-                        limit: int | None = None) -> Iterator[tuple[int, str]]:
-        return self._paged(self._call(
-            lambda s: s.iter_step_lines(trajectory_id, since_step, limit)))
-
-    def delete_trajectory(self, trajectory_id: str) -> bool:
-        return self._call(lambda s: s.delete_trajectory(trajectory_id), write=True)
-
-    def notebook_rows(self, where: ClassFilter) -> list[NotebookRowInfo]:
-        return self._call(lambda s: s.notebook_rows(where))
-
-    def consents(self, users: tuple[str, ...] | None = None) -> dict[str, bool]:
-        return self._call(lambda s: s.consents(users))
-
-    def set_consent(self, user: str, consent: bool, at: str) -> None:
-        self._call(lambda s: s.set_consent(user, consent, at), write=True)
-
-    def save_prediction(self, prediction: Prediction) -> bool:
-        return self._call(lambda s: s.save_prediction(prediction), write=True)
-
-    def predictions(self, trajectory_id: str, since_step: int = 0,
-                    target_step: int | None = None, unscored: bool = False,
-                    until_step: int | None = None, slim: bool = False) -> list[Prediction]:
-        return self._call(lambda s: s.predictions(trajectory_id, since_step, target_step,
-                                                  unscored, until_step, slim))
-
-    def step_summaries(self, trajectory_id: str, since_step: int = 0,
-                       limit: int = 500) -> list[StepSummary]:
-        return self._call(lambda s: s.step_summaries(trajectory_id, since_step, limit))
-
-    def get_prediction(self, prediction_id: str) -> Prediction | None:
-        return self._call(lambda s: s.get_prediction(prediction_id))
-
-    def adopt_unowned(self, user: str) -> int:
-        return self._call(lambda s: s.adopt_unowned(user), write=True)
-
-    def import_trajectory(self, trajectory: Trajectory, events: list[dict[str, str]]) -> bool:
-        return self._call(lambda s: s.import_trajectory(trajectory, events), write=True)
-
-    def import_step_lines(self, trajectory_id: str, lines: list[tuple[int, str]]) -> int:
-        return self._call(lambda s: s.import_step_lines(trajectory_id, lines), write=True)
+    apply = _guarded(TrajectoryStore.apply)
+    journal_cursors = _guarded(TrajectoryStore.journal_cursors)
+    forget_journal = _guarded(TrajectoryStore.forget_journal)
+    list_trajectories = _guarded(TrajectoryStore.list_trajectories)
+    get_trajectory = _guarded(TrajectoryStore.get_trajectory)
+    latest_for_kernel = _guarded(TrajectoryStore.latest_for_kernel)
+    count_trajectories = _guarded(TrajectoryStore.count_trajectories)
+    events = _guarded(TrajectoryStore.events)
+    iter_steps = _guarded(TrajectoryStore.iter_steps)
+    iter_step_lines = _guarded(TrajectoryStore.iter_step_lines)
+    delete_trajectory = _guarded(TrajectoryStore.delete_trajectory)
+    notebook_rows = _guarded(TrajectoryStore.notebook_rows)
+    consents = _guarded(TrajectoryStore.consents)
+    set_consent = _guarded(TrajectoryStore.set_consent)
+    save_prediction = _guarded(TrajectoryStore.save_prediction)
+    predictions = _guarded(TrajectoryStore.predictions)
+    step_summaries = _guarded(TrajectoryStore.step_summaries)
+    get_prediction = _guarded(TrajectoryStore.get_prediction)
+    adopt_unowned = _guarded(TrajectoryStore.adopt_unowned)
+    import_trajectory = _guarded(TrajectoryStore.import_trajectory)
+    import_step_lines = _guarded(TrajectoryStore.import_step_lines)
 
     def _retire(self) -> None:
         """Put the store aside for a new one without closing it: a request on another

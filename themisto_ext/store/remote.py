@@ -11,9 +11,10 @@ service's message (a quota reached says so).
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
@@ -24,9 +25,14 @@ from themisto_ext.errors import (
     StoreForbidden,
     StoreUnavailable,
 )
-from themisto_ext.records import NotebookRowInfo, Prediction, Step, StepSummary
-from themisto_ext.store.base import Applied, Trajectory, TrajectoryFilter, Write
-from themisto_ext.store.roster import ClassFilter
+from themisto_ext.records import Step
+from themisto_ext.store.base import (
+    Applied,
+    Trajectory,
+    TrajectoryFilter,
+    TrajectoryStore,
+    Write,
+)
 from themisto_ext.store.url import StoreURL
 from themisto_ext.store.wire import decode, dumps, encode, loads, with_steps
 from themisto_ext.version import __version__
@@ -38,6 +44,29 @@ bounded answers, bounded memory."""
 TIMEOUT = httpx.Timeout(75.0, connect=5.0)
 """Longer than the service's own statement timeout (60 s): its answer, not ours, says
 why a call took too long."""
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _remote(method: Callable[Concatenate[TrajectoryStore, P], T]
+            ) -> Callable[Concatenate[RemoteStore, P], T]:
+    """``method`` of the interface as a call to the service: its arguments by name,
+    defaults filled in (``wire.METHODS`` checks them there), the answer decoded."""
+    name, signature = method.__name__, inspect.signature(method)
+
+    def call(self: RemoteStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        del arguments["self"]
+        result: T = self._call(name, **arguments)
+        return result
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = method.__doc__
+    return call
 
 
 class RemoteStore:
@@ -99,13 +128,6 @@ class RemoteStore:
         applied: Applied = self._call("apply", writes=writes, cursor=cursor)
         return with_steps(applied, writes)  # the service answers with the steps' keys
 
-    def journal_cursors(self, prefix: str = "") -> dict[str, int]:
-        cursors: dict[str, int] = self._call("journal_cursors", prefix=prefix)
-        return cursors
-
-    def forget_journal(self, journal: str) -> None:
-        self._call("forget_journal", journal=journal)
-
     def list_trajectories(self, where: TrajectoryFilter | None = None, limit: int = 100,
                           offset: int = 0) -> list[Trajectory]:
         found: list[Trajectory] = []
@@ -116,22 +138,6 @@ class RemoteStore:
             found += page
             if len(page) < size:
                 break
-        return found
-
-    def get_trajectory(self, trajectory_id: str) -> Trajectory | None:
-        found: Trajectory | None = self._call("get_trajectory", trajectory_id=trajectory_id)
-        return found
-
-    def latest_for_kernel(self, kernel_id: str, user: str | None = None) -> Trajectory | None:
-        found: Trajectory | None = self._call("latest_for_kernel", kernel_id=kernel_id,
-                                              user=user)
-        return found
-
-    def count_trajectories(self, where: TrajectoryFilter | None = None) -> int:
-        return int(self._call("count_trajectories", where=where))
-
-    def events(self, trajectory_id: str) -> list[dict[str, str]]:
-        found: list[dict[str, str]] = self._call("events", trajectory_id=trajectory_id)
         return found
 
     def _pages(self, method: str, trajectory_id: str, since_step: int,
@@ -156,49 +162,25 @@ class RemoteStore:
         return (tuple(line) for line in  # [step, line] in JSON
                 self._pages("iter_step_lines", trajectory_id, since_step, limit))
 
-    def delete_trajectory(self, trajectory_id: str) -> bool:
-        return bool(self._call("delete_trajectory", trajectory_id=trajectory_id))
+    # The rest: each the interface's method, its arguments sent by name.
 
-    def save_prediction(self, prediction: Prediction) -> bool:
-        return bool(self._call("save_prediction", prediction=prediction))
-
-    def predictions(self, trajectory_id: str, since_step: int = 0,
-                    target_step: int | None = None, unscored: bool = False,
-                    until_step: int | None = None, slim: bool = False) -> list[Prediction]:
-        found: list[Prediction] = self._call(
-            "predictions", trajectory_id=trajectory_id, since_step=since_step,
-            target_step=target_step, unscored=unscored, until_step=until_step, slim=slim)
-        return found
-
-    def step_summaries(self, trajectory_id: str, since_step: int = 0,
-                       limit: int = 500) -> list[StepSummary]:
-        found: list[StepSummary] = self._call("step_summaries", trajectory_id=trajectory_id,
-                                              since_step=since_step, limit=limit)
-        return found
-
-    def get_prediction(self, prediction_id: str) -> Prediction | None:
-        found: Prediction | None = self._call("get_prediction", prediction_id=prediction_id)
-        return found
-
-    def notebook_rows(self, where: ClassFilter) -> list[NotebookRowInfo]:
-        found: list[NotebookRowInfo] = self._call("notebook_rows", where=where)
-        return found
-
-    def consents(self, users: tuple[str, ...] | None = None) -> dict[str, bool]:
-        found: dict[str, bool] = self._call("consents", users=users)
-        return found
-
-    def set_consent(self, user: str, consent: bool, at: str) -> None:
-        self._call("set_consent", user=user, consent=consent, at=at)
-
-    def adopt_unowned(self, user: str) -> int:
-        return int(self._call("adopt_unowned", user=user))
-
-    def import_trajectory(self, trajectory: Trajectory, events: list[dict[str, str]]) -> bool:
-        return bool(self._call("import_trajectory", trajectory=trajectory, events=events))
-
-    def import_step_lines(self, trajectory_id: str, lines: list[tuple[int, str]]) -> int:
-        return int(self._call("import_step_lines", trajectory_id=trajectory_id, lines=lines))
+    journal_cursors = _remote(TrajectoryStore.journal_cursors)
+    forget_journal = _remote(TrajectoryStore.forget_journal)
+    get_trajectory = _remote(TrajectoryStore.get_trajectory)
+    latest_for_kernel = _remote(TrajectoryStore.latest_for_kernel)
+    count_trajectories = _remote(TrajectoryStore.count_trajectories)
+    events = _remote(TrajectoryStore.events)
+    delete_trajectory = _remote(TrajectoryStore.delete_trajectory)
+    save_prediction = _remote(TrajectoryStore.save_prediction)
+    predictions = _remote(TrajectoryStore.predictions)
+    step_summaries = _remote(TrajectoryStore.step_summaries)
+    get_prediction = _remote(TrajectoryStore.get_prediction)
+    notebook_rows = _remote(TrajectoryStore.notebook_rows)
+    consents = _remote(TrajectoryStore.consents)
+    set_consent = _remote(TrajectoryStore.set_consent)
+    adopt_unowned = _remote(TrajectoryStore.adopt_unowned)
+    import_trajectory = _remote(TrajectoryStore.import_trajectory)
+    import_step_lines = _remote(TrajectoryStore.import_step_lines)
 
     def close(self) -> None:
         self._client.close()
