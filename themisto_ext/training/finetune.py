@@ -168,40 +168,17 @@ def finetune(config: FinetuneConfig, *, resume: bool = False, command: str = "",
     ``progress(done, total, loss)`` is called after each example."""
     import peft
     import torch
-    import transformers
 
     checkpoint = config.out.with_name(config.out.name + CHECKPOINT_SUFFIX)
-    data_sha, model_sha = file_sha256(config.data), file_sha256(config.model)
-    key = _recipe_key(config, data_sha, model_sha)
-    state: dict[str, Any] | None = None
-    if resume and checkpoint.is_file():
-        state = torch.load(checkpoint, weights_only=False)
-        if state["key"] != key:
-            changed = sorted(k for k in key if state["key"].get(k) != key[k])
-            raise ValueError(f"{checkpoint} was made with other {', '.join(changed)}: "
-                             "start anew without --resume")
-    elif checkpoint.exists() and not resume:
-        raise ValueError(f"{checkpoint} exists: pass --resume to continue it, or remove it")
+    key = _recipe_key(config, file_sha256(config.data), file_sha256(config.model))
+    state = _resumed(checkpoint, key, resume)
 
     conversations = read_pairs(config.data, config.split)
     tokenizer, base = load_base(config.model, config.threads)
     examples, too_long = tokenize(tokenizer, conversations, config.max_tokens)
     if not examples:
         raise ValueError(f"every pair is longer than --max-tokens {config.max_tokens}")
-    layers = base.config.num_hidden_layers
-    lora = peft.LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=0.0,
-                           target_modules=[m.split(".")[-1] for m in TARGETS],
-                           layers_to_transform=list(range(max(0, layers - config.layers),
-                                                          layers)))
-    torch.manual_seed(config.seed)
-    model = peft.get_peft_model(base, lora)
-    trained = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trained, lr=config.learning_rate, weight_decay=0.0)
-    done = Progress()
-    if state is not None:
-        peft.set_peft_model_state_dict(model, state["weights"])
-        optimizer.load_state_dict(state["optimizer"])
-        done = Progress(**state["progress"])
+    model, optimizer, done = _adapted(config, base, state)
     sequence = order(len(examples), config.seed, config.epochs)
     model.train()
     started = time.monotonic() - done.seconds
@@ -234,10 +211,7 @@ def finetune(config: FinetuneConfig, *, resume: bool = False, command: str = "",
             done.position += 1
             done.tokens += len(example.ids)
             if len(since_step) == config.accumulate or done.position == len(sequence):
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-                done.losses.append(sum(since_step) / len(since_step))
-                done.optimizer_steps += 1
+                _step(optimizer, since_step, done)
                 since_step = []
                 if done.optimizer_steps % config.save_every == 0:
                     save()
@@ -247,10 +221,7 @@ def finetune(config: FinetuneConfig, *, resume: bool = False, command: str = "",
         save()
         raise
     if since_step:  # a budget stop inside an accumulation: keep what was computed
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        done.losses.append(sum(since_step) / len(since_step))
-        done.optimizer_steps += 1
+        _step(optimizer, since_step, done)
     done.seconds = time.monotonic() - started
     if stopped == "finished":
         checkpoint.unlink(missing_ok=True)  # nothing left to resume
@@ -260,16 +231,77 @@ def finetune(config: FinetuneConfig, *, resume: bool = False, command: str = "",
     with warnings.catch_warnings():  # "no config file beside the GGUF": none is needed
         warnings.simplefilter("ignore")
         state_dict = peft.get_peft_model_state_dict(model)
-    weights = {name: tensor.detach().cpu().numpy() for name, tensor in state_dict.items()}
     config.out.parent.mkdir(parents=True, exist_ok=True)
-    write_adapter(config.out, weights, alpha=config.alpha,
-                  name=f"themisto-lora-{config.model.stem}")
-    recipe = {
+    write_adapter(config.out, {name: tensor.detach().cpu().numpy()
+                               for name, tensor in state_dict.items()},
+                  alpha=config.alpha, name=f"themisto-lora-{config.model.stem}")
+    recipe = _recipe(config, key, command, pairs=len(conversations), too_long=too_long,
+                     done=done, distinct=len(set(sequence[:done.position])), stopped=stopped)
+    config.out.with_name(config.out.stem + RECIPE_SUFFIX).write_text(
+        json.dumps(recipe, indent=1) + "\n", encoding="utf-8")
+    return recipe
+
+
+def _resumed(checkpoint: Path, key: dict[str, Any], resume: bool) -> dict[str, Any] | None:
+    """The checkpoint's state to go on from (``--resume``), None to start anew; refuses a
+    checkpoint of another recipe, and one left over without ``--resume``."""
+    import torch
+
+    if resume and checkpoint.is_file():
+        state: dict[str, Any] = torch.load(checkpoint, weights_only=False)
+        if state["key"] != key:
+            changed = sorted(k for k in key if state["key"].get(k) != key[k])
+            raise ValueError(f"{checkpoint} was made with other {', '.join(changed)}: "
+                             "start anew without --resume")
+        return state
+    if checkpoint.exists() and not resume:
+        raise ValueError(f"{checkpoint} exists: pass --resume to continue it, or remove it")
+    return None
+
+
+def _adapted(config: FinetuneConfig, base: Any,
+             state: dict[str, Any] | None) -> tuple[Any, Any, Progress]:
+    """The base model with LoRA on its last ``config.layers`` layers, its optimizer and
+    progress: fresh (seeded), or as the checkpoint's ``state`` left them."""
+    import peft
+    import torch
+
+    layers = base.config.num_hidden_layers
+    lora = peft.LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=0.0,
+                           target_modules=[m.split(".")[-1] for m in TARGETS],
+                           layers_to_transform=list(range(max(0, layers - config.layers),
+                                                          layers)))
+    torch.manual_seed(config.seed)
+    model = peft.get_peft_model(base, lora)
+    trained = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trained, lr=config.learning_rate, weight_decay=0.0)
+    if state is None:
+        return model, optimizer, Progress()
+    peft.set_peft_model_state_dict(model, state["weights"])
+    optimizer.load_state_dict(state["optimizer"])
+    return model, optimizer, Progress(**state["progress"])
+
+
+def _step(optimizer: Any, losses: list[float], done: Progress) -> None:
+    """One optimizer step over the accumulated examples, their mean loss recorded."""
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    done.losses.append(sum(losses) / len(losses))
+    done.optimizer_steps += 1
+
+
+def _recipe(config: FinetuneConfig, key: dict[str, Any], command: str, *, pairs: int,
+            too_long: int, done: Progress, distinct: int, stopped: str) -> dict[str, Any]:
+    """What ``ADAPTER.json`` says of a run: its inputs, what it trained, the software."""
+    import peft
+    import torch
+    import transformers
+
+    return {
         "adapter": config.out.name, "adapter_sha256": file_sha256(config.out),
         "command": command, "base_model": config.model.name, **key,
-        "pairs": len(conversations), "pairs_too_long": too_long,
-        "pairs_trained": done.position, "distinct_pairs_trained":
-            len(set(sequence[:done.position])),
+        "pairs": pairs, "pairs_too_long": too_long,
+        "pairs_trained": done.position, "distinct_pairs_trained": distinct,
         "tokens_trained": done.tokens, "optimizer_steps": done.optimizer_steps,
         "minutes": round(done.seconds / 60, 2), "stopped": stopped,
         "loss_first": round(done.losses[0], 4) if done.losses else None,
@@ -280,6 +312,3 @@ def finetune(config: FinetuneConfig, *, resume: bool = False, command: str = "",
         "torch": torch.__version__, "transformers": transformers.__version__,
         "peft": peft.__version__,
     }
-    config.out.with_name(config.out.stem + RECIPE_SUFFIX).write_text(
-        json.dumps(recipe, indent=1) + "\n", encoding="utf-8")
-    return recipe
