@@ -244,65 +244,16 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
         summary["tasks"].append({"task": name, "examples": len(task.examples),
                                  "common": len(task.common), "clusters": distinct,
                                  "stratified": strata is not None, "histories": histories})
-        for predictor, agreement in histories.items():
-            if agreement["equal"] < agreement["examples"]:
-                summary["warnings"].append(
-                    f"{name}: {predictor}'s contexts showed different history cells on "
-                    f"{agreement['examples'] - agreement['equal']} of {agreement['examples']} "
-                    "examples (results of an older bench, or a prompt that did not fit): its "
-                    "context differences there mix runtime state with history")
+        summary["warnings"] += _history_warnings(name, histories)
         if not task.common:
             summary["warnings"].append(f"{name}: no example was answered by every condition")
             continue
-        if unit == "trajectory" and distinct < MIN_CLUSTERS:
-            summary["warnings"].append(
-                f"{name}: only {distinct} trajectories; intervals resampling fewer than "
-                f"{MIN_CLUSTERS} undercover (simulated 95% intervals held the true mean 85% of the "
-                "time with 6 trajectories, 90% with 10): read them as rough")
-        left_out = len(task.examples) - len(task.common)
-        if left_out:
-            summary["warnings"].append(
-                f"{name}: {left_out} of {len(task.examples)} examples are left out of every "
-                "condition's numbers because some condition failed on them or did not run them")
-        for predictor, context in task.conditions:
-            for metric in task_metrics(task.task):
-                ci = bootstrap_ci(task.scores((predictor, context), metric),
-                                  resamples=resamples, confidence=CONFIDENCE, clusters=clusters,
-                                  strata=strata, seed=derived_seed(seed, "mean", name, predictor,
-                                                                   context, metric))
-                summary["means"].append({
-                    "task": name, "predictor": predictor, "context": context, "metric": metric,
-                    "mean": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "n": ci.n,
-                    "clusters": ci.clusters})
+        summary["warnings"] += _coverage_warnings(name, task, unit, distinct)
+        summary["means"] += _means(task, name, clusters, strata, resamples, seed)
         summary["tasks"][-1].update(_reproducible_means(task, summary, unit, resamples, seed))
         summary["garbage"] += _garbage_rates(task, clusters, strata, resamples, seed)
         summary["sources"] += _sources(task, unit, resamples, seed)
-        for kind, treatment, control in _comparison_pairs(task, specs or ()):
-            if task.answers(treatment) == task.answers(control):
-                summary["skipped"].append({
-                    "task": name, "kind": kind, "predictor": treatment[0],
-                    "treatment": treatment[1], "control_predictor": control[0],
-                    "control": control[1], "reason": "the same answers on every example"
-                    + (" under both contexts" if kind == "context" else "")})
-                continue
-            is_primary = specs is None or any(s.matches(treatment, control) for s in specs)
-            for metric in task_metrics(task.task):
-                entry = _compare(task, kind, treatment, control, metric, clusters, strata,
-                                 resamples, seed)
-                entry["primary"] = specs is not None and is_primary
-                summary["comparisons"].append(entry)
-                flat = degenerate(task.scores(treatment, metric), task.scores(control, metric))
-                entry["degenerate"] = flat
-                mc = entry.get("mcnemar")
-                for test, cannot_reject in ((entry, flat), (mc, mc is not None and
-                                            mc["only_treatment"] + mc["only_control"] == 0)):
-                    if test is None:
-                        continue
-                    test["p_adjusted"] = None
-                    if is_primary and not cannot_reject:
-                        tests.append((test, "p"))
-                    elif cannot_reject:
-                        summary["degenerate_tests"] += 1
+        _comparisons(task, name, specs, clusters, strata, resamples, seed, summary, tests)
     for (entry, key), adjusted in zip(tests, holm([e[k] for e, k in tests]), strict=True):
         entry[f"{key}_adjusted"] = adjusted
     summary["tests"] = len(tests)
@@ -311,6 +262,82 @@ def build_summary(results: Path, *, resamples: int = 10_000, seed: int = 0,
             "every candidate target was taken (fewer candidates than --n): the intervals are "
             "about trajectories like these, not about sampling within them")
     return summary
+
+
+def _history_warnings(name: str, histories: dict[str, dict[str, int]]) -> list[str]:
+    return [f"{name}: {predictor}'s contexts showed different history cells on "
+            f"{agreement['examples'] - agreement['equal']} of {agreement['examples']} "
+            "examples (results of an older bench, or a prompt that did not fit): its "
+            "context differences there mix runtime state with history"
+            for predictor, agreement in histories.items()
+            if agreement["equal"] < agreement["examples"]]
+
+
+def _coverage_warnings(name: str, task: _Task, unit: str, distinct: int) -> list[str]:
+    """What limits how far a task's numbers reach: few trajectories, examples left out."""
+    warnings = []
+    if unit == "trajectory" and distinct < MIN_CLUSTERS:
+        warnings.append(
+            f"{name}: only {distinct} trajectories; intervals resampling fewer than "
+            f"{MIN_CLUSTERS} undercover (simulated 95% intervals held the true mean 85% of the "
+            "time with 6 trajectories, 90% with 10): read them as rough")
+    left_out = len(task.examples) - len(task.common)
+    if left_out:
+        warnings.append(
+            f"{name}: {left_out} of {len(task.examples)} examples are left out of every "
+            "condition's numbers because some condition failed on them or did not run them")
+    return warnings
+
+
+def _means(task: _Task, name: str, clusters: Sequence[str] | None,
+           strata: Sequence[str] | None, resamples: int, seed: int) -> list[dict[str, Any]]:
+    """Each condition's mean of each metric, with its interval."""
+    rows = []
+    for predictor, context in task.conditions:
+        for metric in task_metrics(task.task):
+            ci = bootstrap_ci(task.scores((predictor, context), metric),
+                              resamples=resamples, confidence=CONFIDENCE, clusters=clusters,
+                              strata=strata, seed=derived_seed(seed, "mean", name, predictor,
+                                                               context, metric))
+            rows.append({
+                "task": name, "predictor": predictor, "context": context, "metric": metric,
+                "mean": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "n": ci.n,
+                "clusters": ci.clusters})
+    return rows
+
+
+def _comparisons(task: _Task, name: str, specs: Sequence[Primary] | None,
+                 clusters: Sequence[str] | None, strata: Sequence[str] | None,
+                 resamples: int, seed: int, summary: dict[str, Any],
+                 tests: list[tuple[dict[str, Any], str]]) -> None:
+    """A task's paired comparisons into ``summary``; the tests Holm's correction covers
+    (the primary ones that can reject) into ``tests``."""
+    for kind, treatment, control in _comparison_pairs(task, specs or ()):
+        if task.answers(treatment) == task.answers(control):
+            summary["skipped"].append({
+                "task": name, "kind": kind, "predictor": treatment[0],
+                "treatment": treatment[1], "control_predictor": control[0],
+                "control": control[1], "reason": "the same answers on every example"
+                + (" under both contexts" if kind == "context" else "")})
+            continue
+        is_primary = specs is None or any(s.matches(treatment, control) for s in specs)
+        for metric in task_metrics(task.task):
+            entry = _compare(task, kind, treatment, control, metric, clusters, strata,
+                             resamples, seed)
+            entry["primary"] = specs is not None and is_primary
+            summary["comparisons"].append(entry)
+            flat = degenerate(task.scores(treatment, metric), task.scores(control, metric))
+            entry["degenerate"] = flat
+            mc = entry.get("mcnemar")
+            for test, cannot_reject in ((entry, flat), (mc, mc is not None and
+                                        mc["only_treatment"] + mc["only_control"] == 0)):
+                if test is None:
+                    continue
+                test["p_adjusted"] = None
+                if is_primary and not cannot_reject:
+                    tests.append((test, "p"))
+                elif cannot_reject:
+                    summary["degenerate_tests"] += 1
 
 
 def _garbage_rates(task: _Task, clusters: Sequence[str] | None, strata: Sequence[str] | None,
