@@ -9,10 +9,10 @@ infinities when reading, lone surrogates and integers past 64 bits both ways (th
 standard library then does the work), and writes NaN as ``null`` (which a browser's
 ``JSON.parse`` and PostgreSQL's ``jsonb`` can read, and ``NaN`` they cannot).
 
-Reading thousands of steps at once (a journal's window, a call to the service) builds
-about a hundred objects a step, and Python's cyclic garbage collector, counting them,
-ran full collections of the whole process over and over: two thirds of the time of
-reading a step went to it (``bulk``).
+Reading thousands of steps at once (a journal's window) builds about a hundred objects
+a step, and Python's cyclic garbage collector, counting them, ran full collections of
+the whole process over and over: two thirds of the time of reading a step went to it
+(``bulk``).
 """
 
 from __future__ import annotations

@@ -48,7 +48,6 @@ from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
 from tornado.process import fork_processes
 
-from themisto_ext import json_codec
 from themisto_ext.errors import (
     FormatError,
     QuotaReached,
@@ -158,8 +157,7 @@ class Service:
         """``method`` for ``caller`` with the request's body, answered as JSON; in a worker
         thread: a database round trip, and decoding a batch of steps, which would hold up
         the event loop's other requests."""
-        with json_codec.bulk():
-            args = decode_call(method, loads(body or b"null"))
+        args = decode_call(method, loads(body or b"null"))
         CHARGED_USER.set(caller.user)  # this thread's copy of the context: this call only
         result = getattr(CallerStore(self.store, self.owners, caller), method)(**args)
         if isinstance(result, Applied):
@@ -299,8 +297,10 @@ def main(argv: list[str] | None = None) -> None:
         # first supervises them (a dead one is started again) and they end with it.
         fork_processes(args.processes)
         _end_with_parent()
-    # What start-up made lives as long as the process: out of the collector's way, as a
-    # batch's objects pass through (``json_codec.bulk``).
+    # What start-up made lives as long as the process: out of the collector's way. (The
+    # collector is not paused while a call's batch is read, as a server's journal reads
+    # are: its deferred work then landed at once on the reads this process serves, the
+    # paced probe's p95 542-598 ms against 349-384 ms without, for no more steps/s.)
     gc.freeze()
     store = GuardedStore(opener)
     identify: Identify = (TokenFileIdentity(args.tokens_file) if args.tokens_file
