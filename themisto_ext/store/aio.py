@@ -18,6 +18,7 @@ read whole in the thread, so nothing iterates a cursor on the event loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Concatenate, ParamSpec, TypeVar
 
@@ -34,12 +35,10 @@ def _in_thread(method: Callable[Concatenate[TrajectoryStore, P], T]
     """``method`` of the interface as the facade has it: awaited, run in a thread."""
     name = method.__name__
 
+    @functools.wraps(method)
     async def call(self: AsyncStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        result: T = await asyncio.to_thread(getattr(self.sync, name), *args, **kwargs)
-        return result
+        return await self._call(getattr(self.sync, name), *args, **kwargs)
 
-    call.__name__ = call.__qualname__ = name
-    call.__doc__ = method.__doc__
     return call
 
 

@@ -11,6 +11,7 @@ every step meanwhile; they are ingested once the store can be written again.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -36,12 +37,11 @@ def _guarded(method: Callable[Concatenate[TrajectoryStore, P], T]
     """``method`` of the interface as the guarded store has it."""
     name, write, lazy = method.__name__, method.__name__ in WRITES, method.__name__ in LAZY
 
+    @functools.wraps(method)
     def call(self: GuardedStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
         result: T = self._call(lambda s: getattr(s, name)(*args, **kwargs), write=write)
         return self._paged(result) if lazy else result  # type: ignore[arg-type,return-value]
 
-    call.__name__ = call.__qualname__ = name
-    call.__doc__ = method.__doc__
     return call
 
 

@@ -11,6 +11,7 @@ service's message (a quota reached says so).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 from collections.abc import Callable, Iterator
@@ -56,6 +57,7 @@ def _remote(method: Callable[Concatenate[TrajectoryStore, P], T]
     defaults filled in (``wire.METHODS`` checks them there), the answer decoded."""
     name, signature = method.__name__, inspect.signature(method)
 
+    @functools.wraps(method)
     def call(self: RemoteStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
@@ -64,8 +66,6 @@ def _remote(method: Callable[Concatenate[TrajectoryStore, P], T]
         result: T = self._call(name, **arguments)
         return result
 
-    call.__name__ = call.__qualname__ = name
-    call.__doc__ = method.__doc__
     return call
 
 

@@ -200,7 +200,7 @@ def _argument(method: str, name: str, kind: Any, value: Any) -> Any:
         ok = isinstance(value, str)
     elif kind in (_INT, _OPT_INT):
         ok = (value is None and kind == _OPT_INT) or (
-            isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+            _int(value) and value >= 0)
     elif kind == _OPT_STR:
         ok = value is None or isinstance(value, str)
     elif kind == _BOOL:
