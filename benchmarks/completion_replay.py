@@ -14,7 +14,8 @@ it. Then the cell runs, so the next cell's completions see its state.
 
 Reported per context: pauses asked, accepted share, exact share (the whole rest of the
 line), characters saved (accepted characters / characters typed after the first pause),
-p50/p95 seconds from the pause to the answer, the model process's CPU seconds; then
+p50/p95 seconds from the pause to the first words shown (the reply is streamed, as the
+front end asks) and to the whole answer, the model process's CPU seconds; then
 ``full - none`` on accepted, paired on the same pauses, with a 95 % bootstrap interval that
 resamples whole notebooks. The last line is JSON with every figure.
 """
@@ -123,13 +124,19 @@ def type_line(client: httpx.Client, kernel: str, line: str, notebook: str,
         if at <= cursor or at >= len(line):
             continue  # passed by an accepted suggestion, or nothing left to type
         began = time.perf_counter()
-        answer = client.post("/themisto/api/completions", json={
-            "kernel_id": kernel, "beginning": line[:at]}).json()
+        first, answer = None, {}
+        with client.stream("POST", "/themisto/api/completions", json={
+                "kernel_id": kernel, "beginning": line[:at], "stream": True}) as reply:
+            for text in reply.iter_lines():
+                if text.strip():
+                    answer = json.loads(text)
+                    first = first or time.perf_counter() - began  # the first words shown
         seconds = time.perf_counter() - began
         suggestion = answer.get("completion") or ""
         rest = line[at:]
         accepted = bool(suggestion.strip()) and rest.startswith(suggestion)
         rows.append({"notebook": notebook, "cell": cell, "at": at, "seconds": seconds,
+                     "first_seconds": first if first is not None else seconds,
                      "accepted": accepted, "exact": accepted and suggestion == rest,
                      "saved": len(suggestion) if accepted else 0,
                      "typed_after_first_pause": len(line) - pauses[0],
@@ -144,6 +151,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return {"pauses": 0}
     lines = {(r["notebook"], r["cell"]): r["typed_after_first_pause"] for r in rows}
     seconds = sorted(r["seconds"] for r in rows)
+    first = sorted(r["first_seconds"] for r in rows)
     accepted = bootstrap_ci([float(r["accepted"]) for r in rows],
                             clusters=[r["notebook"] for r in rows])
     return {"pauses": len(rows), "accepted": accepted.mean,
@@ -152,6 +160,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "chars_saved": sum(r["saved"] for r in rows) / max(1, sum(lines.values())),
             "p50_s": seconds[len(seconds) // 2],
             "p95_s": seconds[min(len(seconds) - 1, int(0.95 * len(seconds)))],
+            "first_p50_s": first[len(first) // 2],
+            "first_p95_s": first[min(len(first) - 1, int(0.95 * len(first)))],
             "model_cpu_seconds": rows[0]["model_cpu_seconds_total"],
             "clusters": accepted.clusters}
 
@@ -181,7 +191,9 @@ def main() -> None:
         print(f"{context:>8}: {figures['pauses']} pauses, accepted {figures['accepted']:.1%} "
               f"[{figures['accepted_ci'][0]:.1%}, {figures['accepted_ci'][1]:.1%}], exact "
               f"{figures['exact']:.1%}, characters saved {figures['chars_saved']:.1%}, "
-              f"p50 {figures['p50_s']:.2f} s, p95 {figures['p95_s']:.2f} s, model CPU "
+              f"first words p50 {figures['first_p50_s']:.2f} s, p95 "
+              f"{figures['first_p95_s']:.2f} s, whole p50 {figures['p50_s']:.2f} s, p95 "
+              f"{figures['p95_s']:.2f} s, model CPU "
               f"{figures['model_cpu_seconds']} s", flush=True)
     if "none" in results and "full" in results:
         key = [(r["notebook"], r["cell"], r["at"]) for r in results["none"]]

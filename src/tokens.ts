@@ -155,11 +155,15 @@ export interface IThemistoClient {
 
   /**
    * What goes at the cursor of a code cell being typed, as the server's
-   * completer writes it (nothing is stored); `signal` aborts the request.
+   * completer writes it (nothing is stored); `signal` aborts the request,
+   * which stops the model on the server too. With `onText`, streamed: it
+   * takes the text so far each time the model's grows, before the answer
+   * (which alone decides: it may be `null` after streamed text).
    */
   completeCell(
     body: ICompletionRequest,
-    signal?: AbortSignal
+    signal?: AbortSignal,
+    onText?: (text: string) => void
   ): Promise<ICellCompletion>;
 
   /**

@@ -118,6 +118,14 @@ class ApiContract:
                 raise ContractViolation(
                     f"{method} {template} {status}: body does not match the spec: "
                     + "; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]))
+        elif media == "application/x-ndjson" and "schema" in content.get(media, {}):
+            line_schema = _validator(f"{pointer}/content/application~1x-ndjson/schema")
+            for number, line in enumerate(body.decode("utf-8").splitlines(), 1):
+                errors = list(line_schema.iter_errors(json.loads(line)))
+                if errors:
+                    raise ContractViolation(
+                        f"{method} {template} {status}: line {number} does not match the "
+                        f"spec: {errors[0].message}")
         elif content and media not in content and status != 204:
             raise ContractViolation(f"{method} {template} {status}: content type {media!r}, "
                                     f"documented {sorted(content)}")

@@ -5,11 +5,14 @@ jupyter_server, kernel and llama.cpp)."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import pytest
 from test_server import start_kernel, wait_for_steps
 
+from themisto_ext.prediction.clients.base import Completion
 from themisto_ext.prediction.clients.local import models
+from themisto_ext.prediction.completion import fill, one_argument
 from themisto_ext.prediction.prompts.code import build_infill, build_next_cell, notebook_script
 
 CODE_MODEL = "qwen2.5-coder-0.5b"
@@ -44,6 +47,60 @@ def test_the_notebook_is_a_script_and_the_state_comments():
     assert full.before.startswith(nxt.before) and nxt.stop and not nxt.line
     # the oldest cells go first when the budget cuts; the newest stays whole
     assert notebook_script(history, 40) == "# In[2]:\ndf = make()\ndf.shape\n# Out: (5, 2)\n\n"
+
+
+def test_a_suggestion_is_the_argument_at_the_cursor():
+    assert one_argument("x = rng.", "rand(5), 'B': rng.rand(5)})") == "rand(5),"
+    assert one_argument("people['wei", "ght_kg']") == "ght_kg']"
+    # commas in strings and in brackets the suggestion opens do not end it; a bracket
+    # typed before the cursor may close first
+    assert one_argument("f('a", "b, c', d)") == "b, c',"
+    assert one_argument("s = 'it\\'s", ", here'") == ", here'"
+    assert one_argument("f(x", ") + g(a, b)") == ") + g(a, b)"
+    assert one_argument("f(x", "), y") == "),"
+    assert one_argument("d = {", "'a': 1, 'b': 2}") == "'a': 1,"
+    # in a comment nothing ends it
+    assert one_argument("y = x", " + 1  # a, b") == " + 1  # a, b"
+    assert one_argument("# see a", ", b and c") == ", b and c"
+
+
+class Streaming:
+    """A code model's infill as the local predictor gives it: pieces streamed to
+    ``on_text`` one by one (each after the event loop's turn), cancellable between them."""
+
+    name = "hybrid"
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces, self.written, self.cancelled = pieces, "", False
+
+    async def infill(self, request, session, on_text=None) -> Completion:
+        import asyncio
+
+        try:
+            for piece in self.pieces:
+                await asyncio.sleep(0.01)
+                self.written += piece
+                if on_text is not None:
+                    on_text(self.written)
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        return Completion(text=self.written, model="m", latency=0.0)
+
+
+async def test_the_model_stops_once_the_argument_is_complete():
+    history = [step(1, "import numpy as np\nrng = np.random.RandomState(0)")]
+    model = Streaming(["rand", "(5", "),", " 'B'", ": rng", ".rand", "(5)})\n"])
+    seen: list[str] = []
+    done = await fill(model, history, "df = pd.DataFrame({'A': rng.", "", "full", None,
+                      seen.append)
+    assert done.completion == "rand(5)," and done.reason is None
+    assert seen == ["rand", "rand(5", "rand(5),"]
+    assert model.cancelled and model.written == "rand(5),"  # nothing written past it
+    # without a comma the whole line, and the model is not stopped
+    model = Streaming(["sum", "()", "\n"])
+    done = await fill(model, history, "total = rng.rand(3).", "", "full", None)
+    assert done.completion == "sum()" and not model.cancelled
 
 
 @pytest.fixture
@@ -203,5 +260,66 @@ async def test_a_request_the_browser_gives_up_stops_its_model(
         # and the model is free for the next keystroke's request
         done = await complete(jp_fetch, kernel_id, "sorted(val")
         assert done["completion"], done
+    finally:
+        client.stop_channels()
+
+
+async def test_a_completion_streams_as_the_model_writes(
+        jp_fetch, jp_serverapp, http_server_client, jp_base_url, jp_auth_header, api_contract):
+    """``stream: true``: NDJSON lines of the text so far, sent as the model writes (before
+    the answer is complete), then the answer with ``done``; each line as documented."""
+    import time
+
+    import httpx
+
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    try:
+        await client.execute_interactive(
+            "import pandas as pd\nnames = ['height_cm', 'weight_kg']\n"
+            "people = pd.DataFrame([[170, 65], [182, 80]], columns=names)", timeout=60)
+        await wait_for_steps(jp_fetch, kernel_id, 1)
+        url = http_server_client.get_url(f"{jp_base_url}themisto/api/completions")
+        typed = "bmi = people['weight_kg'] / (people['"
+        chunks: list[tuple[float, bytes]] = []
+        async with httpx.AsyncClient(headers=dict(jp_auth_header), timeout=300) as http, \
+                http.stream("POST", url, json={"kernel_id": kernel_id, "beginning": typed,
+                                               "stream": True}) as reply:
+            assert reply.status_code == 200
+            media = reply.headers["content-type"]
+            async for chunk in reply.aiter_bytes():
+                chunks.append((time.monotonic(), chunk))
+        body = b"".join(chunk for _, chunk in chunks)
+        api_contract.check(url, "POST", 200, media, body)  # each line as openapi.yaml says
+        lines = [json.loads(line) for line in body.decode().splitlines()]
+        *partial, final = lines
+        assert final["done"] is True and final["reason"] is None, final
+        assert final["completion"].startswith("height_cm"), final
+        assert partial, "nothing was streamed before the answer"
+        texts = [p["completion"] for p in partial]
+        assert all(b.startswith(a) and a != b for a, b in pairwise(texts)), texts
+        assert final["completion"].startswith(texts[-1]), (texts, final)
+        # sent as written, not held back with the answer
+        assert not chunks[0][1].decode().rstrip("\n").endswith("true}"), chunks
+    finally:
+        client.stop_channels()
+
+
+async def test_a_streamed_request_with_nothing_to_complete_is_one_line(jp_fetch, jp_serverapp):
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    try:
+        await client.execute_interactive("x = 1", timeout=60)
+        await wait_for_steps(jp_fetch, kernel_id, 1)
+        r = await jp_fetch("themisto", "api", "completions", method="POST", body=json.dumps(
+            {"kernel_id": kernel_id, "beginning": "   ", "stream": True}))
+        assert r.headers["Content-Type"].startswith("application/x-ndjson")
+        (line,) = r.body.decode().splitlines()
+        assert json.loads(line) == {"completion": None, "predictor": None,
+                                    "reason": "nothing typed before the cursor",
+                                    "trajectory_id": json.loads(line)["trajectory_id"],
+                                    "after_step": 1, "done": True}
+        with pytest.raises(Exception) as bad:
+            await jp_fetch("themisto", "api", "completions", method="POST", body=json.dumps(
+                {"kernel_id": kernel_id, "beginning": "x", "stream": "yes"}))
+        assert bad.value.code == 400 and b"stream" in bad.value.response.body
     finally:
         client.stop_channels()

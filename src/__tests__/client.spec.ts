@@ -378,6 +378,73 @@ describe('ThemistoClient: live data', () => {
     expect(query.get('until_step')).toBe('6');
     expect(query.get('slim')).toBe('true');
   });
+  it('reads a streamed completion line by line, across chunk ends', async () => {
+    const lines = [
+      { completion: 'ght', done: false },
+      { completion: "ght_kg'] # é", done: false },
+      {
+        completion: "ght_kg'] # é",
+        predictor: 'hybrid',
+        reason: null,
+        trajectory_id: 't',
+        after_step: 1,
+        done: true
+      }
+    ];
+    const text = lines.map(line => JSON.stringify(line) + '\n').join('');
+    const encoded = new TextEncoder().encode(text);
+    // a body read in chunks that cut lines (and a character) anywhere, as
+    // a browser's fetch reads one (jsdom has no ReadableStream)
+    const chunks: Uint8Array[] = [];
+    for (let at = 0; at < encoded.length; at += 7) {
+      chunks.push(encoded.slice(at, at + 7));
+    }
+    const reader = {
+      read: async () =>
+        chunks.length
+          ? { done: false, value: chunks.shift() }
+          : { done: true, value: undefined }
+    };
+    const { client, calls } = makeClient(
+      () =>
+        ({
+          ok: true,
+          status: 200,
+          body: { getReader: () => reader }
+        }) as unknown as Response
+    );
+    const seen: string[] = [];
+    await expect(
+      client.completeCell(
+        { kernel_id: 'k', beginning: "people['wei" },
+        undefined,
+        t => seen.push(t)
+      )
+    ).resolves.toEqual({ completion: "ght_kg'] # é", reason: null });
+    expect(seen).toEqual(['ght', "ght_kg'] # é"]);
+    expect(JSON.parse(calls[0].body!)).toEqual({
+      kernel_id: 'k',
+      beginning: "people['wei",
+      stream: true
+    });
+  });
+
+  it('fails a streamed completion that ends without its answer', async () => {
+    const { client } = makeClient(
+      () =>
+        new Response('{"completion": "x", "done": false}\n', {
+          status: 200,
+          headers: { 'Content-Type': 'application/x-ndjson' }
+        })
+    );
+    await expect(
+      client.completeCell(
+        { kernel_id: 'k', beginning: 'x' },
+        undefined,
+        () => undefined
+      )
+    ).rejects.toThrow('without its answer');
+  });
 });
 
 describe('exportFilename', () => {

@@ -9,7 +9,12 @@ import {
 } from '../live/reasons';
 import { NotebookLive } from '../live/store';
 import { cellView } from '../notebook/cellview';
-import { ghostText, latestNextCell, PausedCompleter } from '../notebook/inline';
+import {
+  ghostText,
+  latestNextCell,
+  PausedCompleter,
+  StreamedSuggestions
+} from '../notebook/inline';
 import { downsample, scorePlot } from '../panel/svgplot';
 import { sortVariables } from '../panel/variables';
 import { PredictionSettings } from '../settings';
@@ -114,6 +119,91 @@ describe('the completer of a cell being typed', () => {
     await expect(
       completer('tail()').rest('k', 'df.', 3, 'df.head()')
     ).resolves.toBe('tail()');
+  });
+});
+
+describe('a completion streamed as the model writes', () => {
+  it('hands over the text so far, only while no newer keystroke came', async () => {
+    const partials: string[] = [];
+    let grow: (text: string) => void = () => undefined;
+    let finish: (text: string) => void = () => undefined;
+    const c = new PausedCompleter(
+      (_kernel, _before, _after, _signal, onText) => {
+        grow = onText;
+        return new Promise(resolve => (finish = resolve));
+      },
+      5
+    );
+    const answer = c.rest('k', 'df.', 3, 'df.head()', t => partials.push(t));
+    await new Promise(resolve => setTimeout(resolve, 30)); // the pause
+    grow('he');
+    grow('head()'); // the cell just run: not shown
+    grow('describe');
+    void c.rest('k', 'df.d', 4, null); // a newer keystroke
+    grow('describe()');
+    finish('describe()');
+    await expect(answer).resolves.toBeNull();
+    expect(partials).toEqual(['he', 'describe']);
+  });
+
+  it('shows the first words, streams the growth, then the answer', async () => {
+    const suggestions = new StreamedSuggestions();
+    let grow: (text: string) => void = () => undefined;
+    let finish: (text: string | null) => void = () => undefined;
+    const listed = suggestions.offer(onText => {
+      grow = onText;
+      return new Promise(resolve => (finish = resolve));
+    });
+    grow('groupby(');
+    const { items } = await listed;
+    expect(items).toEqual([
+      { insertText: 'groupby(', isIncomplete: true, token: '1' }
+    ]);
+    const seen: [string, boolean | undefined][] = [];
+    const reading = (async () => {
+      for await (const { response } of suggestions.stream('1')) {
+        seen.push([response.insertText, response.isIncomplete]);
+      }
+    })();
+    grow("groupby('city'");
+    await new Promise(resolve => setTimeout(resolve, 0));
+    grow("groupby('city')");
+    finish("groupby('city').size()");
+    await reading;
+    expect(seen[seen.length - 1]).toEqual(["groupby('city').size()", false]);
+    expect(seen.slice(0, -1).every(([, incomplete]) => incomplete)).toBe(true);
+    // a token is streamed once; an unknown one streams nothing
+    const again = [];
+    for await (const update of suggestions.stream('1')) {
+      again.push(update);
+    }
+    expect(again).toEqual([]);
+  });
+
+  it('withdraws streamed text the answer does not keep', async () => {
+    const suggestions = new StreamedSuggestions();
+    let finish: (text: string | null) => void = () => undefined;
+    const listed = suggestions.offer(onText => {
+      onText('x = 21');
+      return new Promise(resolve => (finish = resolve));
+    });
+    const { items } = await listed;
+    finish(null); // (the model wrote the cell just run)
+    const seen: string[] = [];
+    for await (const { response } of suggestions.stream(items[0].token!)) {
+      seen.push(response.insertText);
+    }
+    expect(seen).toEqual(['']);
+  });
+
+  it('lists a whole answer that came before any text', async () => {
+    const suggestions = new StreamedSuggestions();
+    await expect(suggestions.offer(async () => 'sum()')).resolves.toEqual({
+      items: [{ insertText: 'sum()' }]
+    });
+    await expect(suggestions.offer(async () => null)).resolves.toEqual({
+      items: []
+    });
   });
 });
 

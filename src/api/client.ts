@@ -26,6 +26,7 @@ import type {
 } from './model';
 import {
   asRecord,
+  toCellCompletion,
   toClassPage,
   toFullPrediction,
   toKernelRecording,
@@ -42,7 +43,7 @@ import type {
   Prediction,
   StepSummary
 } from './records';
-import { apiJson, apiRequest, apiUrl, type Query } from './request';
+import { apiJson, apiLines, apiRequest, apiUrl, type Query } from './request';
 
 export { ThemistoApiError } from './errors';
 export { API_NAMESPACE } from './request';
@@ -211,14 +212,40 @@ export class ThemistoClient implements IThemistoClient {
 
   async completeCell(
     body: ICompletionRequest,
-    signal?: AbortSignal
+    signal?: AbortSignal,
+    onText?: (text: string) => void
   ): Promise<ICellCompletion> {
-    const reply = asRecord(await this._post(['completions'], body, signal));
-    return {
-      completion:
-        typeof reply.completion === 'string' ? reply.completion : null,
-      reason: typeof reply.reason === 'string' ? reply.reason : null
-    };
+    if (!onText) {
+      return toCellCompletion(
+        asRecord(await this._post(['completions'], body, signal))
+      );
+    }
+    let answer: ICellCompletion | null = null;
+    await apiLines(
+      this.serverSettings,
+      apiUrl(this.serverSettings, ['completions']),
+      {
+        method: 'POST',
+        body: JSON.stringify({ ...body, stream: true }),
+        headers: { 'Content-Type': 'application/json' },
+        signal
+      },
+      line => {
+        const record = asRecord(line);
+        if (record.done === true) {
+          answer = toCellCompletion(record);
+        } else if (answer === null && typeof record.completion === 'string') {
+          onText(record.completion);
+        }
+      }
+    );
+    if (answer === null) {
+      throw new ThemistoApiError(
+        200,
+        'The completion ended without its answer'
+      );
+    }
+    return answer;
   }
 
   async getMe(): Promise<IMe> {

@@ -11,6 +11,7 @@
  * This module is pure: it has no JupyterLab dependency so it can be unit tested.
  */
 import type {
+  ICellCompletion,
   IClassPage,
   IKernelRecording,
   IMe,
@@ -547,6 +548,16 @@ function predictionHead(payload: Json): {
     predictor: str(payload.predictor, '?'),
     target_step: payload.target_step,
     cell_id: strOrNull(payload.cell_id)
+  };
+}
+
+/**
+ * `POST themisto/api/completions`' answer (the last line when streamed).
+ */
+export function toCellCompletion(record: Json): ICellCompletion {
+  return {
+    completion: strOrNull(record.completion),
+    reason: strOrNull(record.reason)
   };
 }
 

@@ -87,3 +87,51 @@ export async function apiJson(
     );
   }
 }
+
+/**
+ * Send a request whose reply is NDJSON and hand each line, parsed, to
+ * `onLine` as it arrives (the whole body at once where the response cannot
+ * be read as a stream).
+ */
+export async function apiLines(
+  settings: ServerConnection.ISettings,
+  url: string,
+  init: RequestInit,
+  onLine: (line: unknown) => void
+): Promise<void> {
+  const response = await apiRequest(settings, url, init);
+  const parse = (line: string): void => {
+    if (line.trim() === '') {
+      return;
+    }
+    try {
+      onLine(JSON.parse(line) as unknown);
+    } catch (error) {
+      if (error instanceof SyntaxError) {
+        throw new ThemistoApiError(
+          response.status,
+          'Invalid JSON line from the Themisto server'
+        );
+      }
+      throw error;
+    }
+  };
+  const reader = response.body?.getReader?.();
+  if (!reader) {
+    (await response.text()).split('\n').forEach(parse);
+    return;
+  }
+  const decoder = new TextDecoder();
+  let pending = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    pending += decoder.decode(value, { stream: !done });
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    lines.forEach(parse);
+    if (done) {
+      parse(pending);
+      return;
+    }
+  }
+}

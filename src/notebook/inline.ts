@@ -3,15 +3,17 @@
  * the last cell run; in any code cell, and where the typed text leaves the
  * prediction, what goes at the cursor as the server's completer writes it
  * from the text before and after the cursor (a model the server names for
- * that: `completer`).
+ * that: `completer`), shown at the model's first words and streamed on.
  */
 import type {
   CompletionHandler,
   IInlineCompletionContext,
+  IInlineCompletionItem,
   IInlineCompletionList,
   IInlineCompletionProvider
 } from '@jupyterlab/completer';
 import { NotebookPanel } from '@jupyterlab/notebook';
+import { PromiseDelegate } from '@lumino/coreutils';
 import { Debouncer } from '@lumino/polling';
 import {
   nullTranslator,
@@ -106,13 +108,15 @@ export function ghostText(
 /**
  * Asks the server what goes at the cursor of a cell (`before` and `after`
  * it): the text to insert, or `null`. `signal` aborts the request, which
- * stops the model on the server too.
+ * stops the model on the server too; `onText` takes the text so far as the
+ * model writes it.
  */
 export type CellCompleter = (
   kernelId: string,
   before: string,
   after: string,
-  signal: AbortSignal
+  signal: AbortSignal,
+  onText: (text: string) => void
 ) => Promise<string | null>;
 
 /**
@@ -139,13 +143,15 @@ export class PausedCompleter {
   /**
    * What goes at `offset` of the typed cell `text`; `null` when nothing is
    * typed before the cursor, a newer keystroke came, the completer has none
-   * or failed, or the cell would be `ran`, the cell just run.
+   * or failed, or the cell would be `ran`, the cell just run. `onText` takes
+   * that text so far as the model writes it, while no newer keystroke came.
    */
   async rest(
     kernelId: string,
     text: string,
     offset: number,
-    ran: string | null
+    ran: string | null,
+    onText: (rest: string) => void = () => undefined
   ): Promise<string | null> {
     const asked = ++this._asked;
     this._sent?.abort();
@@ -165,12 +171,23 @@ export class PausedCompleter {
     }
     const sent = new AbortController();
     this._sent = sent;
+    const allowed = (rest: string | null): rest is string =>
+      asked === this._asked &&
+      !!rest &&
+      (before + rest + after).trim() !== ran?.trim();
     try {
-      const rest = await this._complete(kernelId, before, after, sent.signal);
-      if (asked !== this._asked || !rest) {
-        return null;
-      }
-      return (before + rest + after).trim() !== ran?.trim() ? rest : null;
+      const rest = await this._complete(
+        kernelId,
+        before,
+        after,
+        sent.signal,
+        partial => {
+          if (allowed(partial)) {
+            onText(partial);
+          }
+        }
+      );
+      return allowed(rest) ? rest : null;
     } catch {
       return null; // a failed or aborted completion shows nothing
     } finally {
@@ -236,15 +253,109 @@ export class NextCellInlineProvider implements IInlineCompletionProvider {
     }
     // any code cell, or typing that leaves the prediction: the completer
     const kernelId = store?.kernelId;
-    const rest =
-      this._completer && kernelId && this._live.predictors?.completer
-        ? await this._completer.rest(
-            kernelId,
-            request.text,
-            request.offset,
-            ran
-          )
-        : null;
+    if (!this._completer || !kernelId || !this._live.predictors?.completer) {
+      return { items: [] };
+    }
+    const completer = this._completer;
+    return this._suggestions.offer(onText =>
+      completer.rest(kernelId, request.text, request.offset, ran, onText)
+    );
+  }
+
+  stream(token: string): AsyncGenerator<{ response: IInlineCompletionItem }> {
+    return this._suggestions.stream(token);
+  }
+
+  private readonly _suggestions = new StreamedSuggestions();
+}
+
+/**
+ * Suggestions shown at a model's first words and streamed on (JupyterLab's
+ * inline completer calls `stream` with the token of an incomplete item).
+ */
+export class StreamedSuggestions {
+  /**
+   * The list for `fetch`: once `ask` hands over its first text, that text as
+   * an incomplete item; when it answers first, the answer (none: empty).
+   */
+  async offer(
+    ask: (onText: (text: string) => void) => Promise<string | null>
+  ): Promise<IInlineCompletionList> {
+    this._streams.clear(); // an older suggestion's stream is nobody's now
+    const written = new Written();
+    const changed = written.changed; // (before asking: it may write at once)
+    const answer = ask(text => written.set(text));
+    const first = await Promise.race([answer, changed]);
+    if (first === undefined && written.text) {
+      const token = String(++this._tokens);
+      this._streams.set(token, { written, answer });
+      return {
+        items: [{ insertText: written.text, isIncomplete: true, token }]
+      };
+    }
+    const rest = await answer;
     return { items: rest ? [{ insertText: rest }] : [] };
   }
+
+  /**
+   * The rest of a suggestion `offer` showed at its first words: its text so
+   * far each time it grows, then the answer (empty: withdrawn).
+   */
+  async *stream(
+    token: string
+  ): AsyncGenerator<{ response: IInlineCompletionItem }> {
+    const streamed = this._streams.get(token);
+    this._streams.delete(token);
+    if (!streamed) {
+      return;
+    }
+    const { written, answer } = streamed;
+    let shown = written.text;
+    for (;;) {
+      // (it may have grown while the last update was being shown)
+      if (written.text !== shown) {
+        shown = written.text;
+        yield { response: { insertText: shown, isIncomplete: true } };
+        continue;
+      }
+      const ended = await Promise.race([
+        answer.then(rest => ({ rest })),
+        written.changed.then(() => null)
+      ]);
+      if (ended) {
+        if ((ended.rest ?? '') !== shown) {
+          yield {
+            response: { insertText: ended.rest ?? '', isIncomplete: false }
+          };
+        }
+        return;
+      }
+    }
+  }
+
+  private readonly _streams = new Map<
+    string,
+    { written: Written; answer: Promise<string | null> }
+  >();
+  private _tokens = 0;
+}
+
+/**
+ * A streamed suggestion's text so far; `changed` settles at its next change.
+ */
+class Written {
+  text = '';
+
+  get changed(): Promise<undefined> {
+    return this._next.promise;
+  }
+
+  set(text: string): void {
+    this.text = text;
+    const next = this._next;
+    this._next = new PromiseDelegate<undefined>();
+    next.resolve(undefined);
+  }
+
+  private _next = new PromiseDelegate<undefined>();
 }

@@ -220,11 +220,12 @@ export const inlinePlugin: JupyterFrontEndPlugin<void> = {
         live,
         settings,
         (translator ?? nullTranslator).load('themisto_ext'),
-        async (kernelId, beginning, after, signal) =>
+        async (kernelId, beginning, after, signal, onText) =>
           (
             await client.completeCell(
               { kernel_id: kernelId, beginning, after },
-              signal
+              signal,
+              onText
             )
           ).completion
       )

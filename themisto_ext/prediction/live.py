@@ -39,7 +39,7 @@ from themisto_ext.events import (
     writing_event,
 )
 from themisto_ext.ingest import IngestResult
-from themisto_ext.prediction.clients.base import Predictor
+from themisto_ext.prediction.clients.base import Predictor, TextSink
 from themisto_ext.prediction.completion import NO_WRITER, CellCompletion, complete_cell, writer
 from themisto_ext.prediction.prompts.build import cell_limit
 from themisto_ext.prediction.prompts.postprocess import partial_answer
@@ -266,13 +266,14 @@ class LivePredictions:
         speculation.job = self._start(self._speculate(speculation))
         return None
 
-    async def complete(self, trajectory_id: str, beginning: str,
-                       after_step: int, after: str = "") -> CellCompletion:
+    async def complete(self, trajectory_id: str, beginning: str, after_step: int,
+                       after: str = "", on_text: TextSink | None = None) -> CellCompletion:
         """What goes at the cursor of a cell typed after step ``after_step``: ``beginning``
         before it, ``after`` after it (``completion.py``), under ``full`` where this server
-        predicts with it. A newer completion of the trajectory (the next keystroke's)
-        cancels this one: its model stops at its next token, and this answers none.
-        Cancelling the call (the browser gave up the request) stops the model too."""
+        predicts with it; ``on_text`` takes a code model's text so far as it writes it. A
+        newer completion of the trajectory (the next keystroke's) cancels this one: its
+        model stops at its next token, and this answers none. Cancelling the call (the
+        browser gave up the request) stops the model too."""
         model = writer(self.predictors)
         if model is None:
             return CellCompletion(None, None, NO_WRITER)
@@ -281,7 +282,7 @@ class LivePredictions:
             self._replaced.add(older)
             older.cancel()
         job = asyncio.ensure_future(self._complete(model, trajectory_id, beginning,
-                                                   after_step, after))
+                                                   after_step, after, on_text))
         self._completing[trajectory_id] = job
         try:
             return await job
@@ -295,7 +296,8 @@ class LivePredictions:
                 del self._completing[trajectory_id]
 
     async def _complete(self, model: Predictor, trajectory_id: str, beginning: str,
-                        after_step: int, after: str) -> CellCompletion:
+                        after_step: int, after: str,
+                        on_text: TextSink | None) -> CellCompletion:
         context: Context = "full" if "full" in self.contexts or not self.contexts \
             else self.contexts[0]
         budget = self.budgets.get(model.name, self.budget_chars)
@@ -304,7 +306,7 @@ class LivePredictions:
                                    beginning, context,
                                    scope=Scope(trajectory_id), target_step=after_step + 1,
                                    budget_chars=budget, session=f"{trajectory_id}:{context}",
-                                   after=after)
+                                   after=after, on_text=on_text)
 
     def warm(self, trajectory_id: str | None, steps: int) -> int:
         """A notebook opened: the model sessions of its trajectory read the trajectory so

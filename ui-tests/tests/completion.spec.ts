@@ -7,32 +7,45 @@ const LIVE = { timeout: 30000 };
 /**
  * The server's completer as scripted here: `GET predictors` names
  * `completer`, and `POST completions` answers what `answer` gives for the
- * text before and after the cursor (null: none). Returns the (before, after)
- * pairs asked, in order. The server side is tested with real models in
- * tests/test_code_completion.py and tests/test_live_hybrid_model.py.
+ * text before and after the cursor (null: none), streamed when asked so.
+ * Returns the (before, after, streamed) triples asked, in order. The server
+ * side is tested with real models in tests/test_code_completion.py and
+ * tests/test_live_hybrid_model.py.
  */
 async function scriptCompleter(
   page: IJupyterLabPageFixture,
   completer: string,
   answer: (before: string, after: string) => string | null
-): Promise<[string, string][]> {
-  const asked: [string, string][] = [];
+): Promise<[string, string, boolean][]> {
+  const asked: [string, string, boolean][] = [];
   await page.route(/\/themisto\/api\/predictors/, async route => {
     const real = await (await route.fetch()).json();
     await route.fulfill({ json: { ...real, completer } });
   });
   await page.route(/\/themisto\/api\/completions/, async route => {
     const body = route.request().postDataJSON();
-    asked.push([body.beginning, body.after]);
+    asked.push([body.beginning, body.after, body.stream === true]);
     const completion = answer(body.beginning, body.after);
+    const reply = {
+      completion,
+      predictor: completer,
+      reason: completion === null ? 'scripted' : null,
+      trajectory_id: 't',
+      after_step: 1
+    };
+    if (!body.stream) {
+      await route.fulfill({ json: reply });
+      return;
+    }
+    // streamed as the server does: the text so far as it grows, then the answer
+    const lines = [];
+    for (let end = 1; completion && end < completion.length; end += 2) {
+      lines.push({ completion: completion.slice(0, end), done: false });
+    }
+    lines.push({ ...reply, done: true });
     await route.fulfill({
-      json: {
-        completion,
-        predictor: completer,
-        reason: completion === null ? 'scripted' : null,
-        trajectory_id: 't',
-        after_step: 1
-      }
+      contentType: 'application/x-ndjson',
+      body: lines.map(line => JSON.stringify(line) + '\n').join('')
     });
   });
   return asked;
@@ -92,7 +105,7 @@ test.describe('Inline completion of a cell being typed', () => {
     await page.keyboard.press('ArrowUp');
     await page.keyboard.type('y = x', { delay: 50 });
     await expect(page.locator('.jp-GhostText')).toHaveText(' + 1', LIVE);
-    expect(asked).toContainEqual(['y = x', '\nprint(y)']);
+    expect(asked).toContainEqual(['y = x', '\nprint(y)', true]); // streamed
     await page.keyboard.press('Tab');
     await expect
       .poll(() => cellSource(page, 0))

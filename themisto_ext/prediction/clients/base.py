@@ -39,6 +39,11 @@ __all__ = [
 ]
 
 
+TextSink = Callable[[str], None]
+"""Takes a model's answer so far each time a streamed piece arrives (from the start again
+after a retry)."""
+
+
 @dataclass
 class Completion:
     """A model's answer with what the API reported about it."""
@@ -77,7 +82,7 @@ class PredictionRequest:
     speculative: bool = False
     """Made from a cell's text before the cell runs: a newer speculation of the session
     supersedes it, but it never supersedes a prediction of a cell that ran."""
-    on_text: Callable[[str], None] | None = None
+    on_text: TextSink | None = None
     """Called on the event loop with the answer's raw text so far as a model writes it
     (streamed); predictors that answer at once never call it."""
     beginning: str | None = None

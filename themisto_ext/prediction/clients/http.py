@@ -19,7 +19,6 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
@@ -36,6 +35,7 @@ from themisto_ext.prediction.clients.base import (
     ProviderResponseError,
     ProviderServerError,
     ProviderTimeoutError,
+    TextSink,
 )
 from themisto_ext.prediction.prompts import Prompt
 
@@ -46,9 +46,6 @@ MAX_BACKOFF = 30.0
 REDACTED = "***"
 
 _P = TypeVar("_P", bound="HTTPProvider")
-TextSink = Callable[[str], None]
-"""Called with the answer's text so far each time a streamed piece arrives (from the start
-again after a retry)."""
 
 
 @dataclass

@@ -47,7 +47,12 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from themisto_ext.prediction.clients.base import Completion, PredictionRequest, Predictor
+from themisto_ext.prediction.clients.base import (
+    Completion,
+    PredictionRequest,
+    Predictor,
+    TextSink,
+)
 from themisto_ext.prediction.clients.baseline import determined, visible_state
 from themisto_ext.prediction.clients.nextcell import next_cell
 from themisto_ext.prediction.clients.references import copy_previous
@@ -98,9 +103,10 @@ class HybridPredictor:
         being typed (``completion.py``), whatever ``writes_cells`` says of next cells."""
         return bool(getattr(self._model, "fills_code", False))
 
-    async def infill(self, request: Infill, session: str | None) -> Completion:
+    async def infill(self, request: Infill, session: str | None,
+                     on_text: TextSink | None = None) -> Completion:
         infill = self._model.infill  # type: ignore[attr-defined]
-        done: Completion = await infill(request, session)
+        done: Completion = await infill(request, session, on_text)
         return done
 
     @property

@@ -31,6 +31,8 @@ API_PREFIX = "/themisto/api"
 MAX_DEPTH = 32
 """Deepest JSON body accepted: the API's bodies are flat; deeper ones are refused with 400."""
 API_VERSION = "1"
+NDJSON = "application/x-ndjson; charset=utf-8"
+"""Replies of a JSON object per line: exports, streamed completions."""
 AUTH_RESOURCE = "themisto"
 
 

@@ -5,15 +5,17 @@ completion of a cell being typed."""
 from __future__ import annotations
 
 import asyncio
+import json
 from http import HTTPStatus
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
+from tornado.iostream import StreamClosedError
 
 from themisto_ext.prediction.completion import CellCompletion, writer
 from themisto_ext.prediction.prompts import TASKS
-from themisto_ext.server.api.base import ThemistoHandler, bad_request
+from themisto_ext.server.api.base import NDJSON, ThemistoHandler, bad_request
 from themisto_ext.store import Trajectory
 
 
@@ -131,11 +133,14 @@ MAX_BEGINNING = 20_000
 
 
 class CompletionsHandler(ThemistoHandler):
-    """``POST /completions {kernel_id, beginning, after?}``: what goes at the cursor of a
-    cell being typed (``beginning`` before it, ``after`` after it), by the server's
-    completer (``completer`` in ``GET /predictors``; ``prediction/completion.py``). Answers
-    ``{completion, predictor, reason, trajectory_id, after_step}``: ``completion`` null
-    with the ``reason`` when there is none. Nothing is stored."""
+    """``POST /completions {kernel_id, beginning, after?, stream?}``: what goes at the
+    cursor of a cell being typed (``beginning`` before it, ``after`` after it), by the
+    server's completer (``completer`` in ``GET /predictors``; ``prediction/completion.py``).
+    Answers ``{completion, predictor, reason, trajectory_id, after_step}``: ``completion``
+    null with the ``reason`` when there is none. With ``stream: true``, NDJSON: a line
+    ``{completion, done: false}`` each time a code model's text so far grows, then that
+    answer with ``done: true`` (which alone decides: it may withdraw what was streamed).
+    Nothing is stored."""
 
     _job: asyncio.Future[CellCompletion] | None = None
 
@@ -158,21 +163,74 @@ class CompletionsHandler(ThemistoHandler):
             raise bad_request("after", "must be the cell's text after the cursor")
         if len(after) > MAX_BEGINNING:
             raise bad_request("after", f"longer than {MAX_BEGINNING} characters")
+        stream = body.get("stream", False)
+        if not isinstance(stream, bool):
+            raise bad_request("stream", "must be true or false")
         trajectory = await kernel_trajectory(self, kernel_id)
+        reply = {"trajectory_id": trajectory.id, "after_step": trajectory.steps}
         if not beginning.strip():  # nothing typed yet but blanks: nothing to complete
-            self.send_json({"completion": None, "predictor": None,
-                            "reason": "nothing typed before the cursor", "trajectory_id":
-                            trajectory.id, "after_step": trajectory.steps})
+            self._answer(stream, {"completion": None, "predictor": None,
+                                  "reason": "nothing typed before the cursor", **reply})
             return
+        written = _Written() if stream else None
         self._job = asyncio.ensure_future(self.themisto.live.complete(
             trajectory.id, self.themisto.mask_cell(beginning), trajectory.steps,
-            self.themisto.mask_cell(after)))
+            self.themisto.mask_cell(after), None if written is None else written.put))
+        if written is not None and not await self._stream(self._job, written):
+            return
         try:
             done = await self._job
         except asyncio.CancelledError:
             if self._job.cancelled():  # the browser gave up (the next keystroke): no reply
                 return
             raise
-        self.send_json({"completion": done.completion, "predictor": done.predictor,
-                        "reason": done.reason, "trajectory_id": trajectory.id,
-                        "after_step": trajectory.steps})
+        self._answer(stream, {"completion": done.completion, "predictor": done.predictor,
+                              "reason": done.reason, **reply})
+
+    def _answer(self, stream: bool, answer: dict[str, Any]) -> None:
+        if not stream:
+            self.send_json(answer)
+            return
+        self._ndjson()
+        self.finish(json.dumps({**answer, "done": True}, ensure_ascii=False) + "\n",
+                    set_content_type=NDJSON)  # (APIHandler's finish would say JSON)
+
+    def _ndjson(self) -> None:
+        if not self._headers_written:
+            self.set_header("Content-Type", NDJSON)
+            self.set_header("Cache-Control", "no-store")
+
+    async def _stream(self, job: asyncio.Future[CellCompletion], written: _Written) -> bool:
+        """Sends each text so far while ``job`` runs; False once the browser has gone."""
+        sent = ""
+        while not job.done():
+            grew = asyncio.ensure_future(written.grew.wait())
+            either: set[asyncio.Future[Any]] = {job, grew}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            grew.cancel()
+            written.grew.clear()
+            if written.text == sent or job.done():
+                continue  # the final line carries the last text
+            sent = written.text
+            self._ndjson()
+            self.write(json.dumps({"completion": sent, "done": False}, ensure_ascii=False)
+                       + "\n")
+            try:
+                await self.flush()
+            except StreamClosedError:
+                job.cancel()
+                return False
+        return True
+
+
+class _Written:
+    """A streamed completion's latest text; ``grew`` is set each time it changes (the
+    stream sends the latest, not every token: a slow reader skips what it missed)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.grew = asyncio.Event()
+
+    def put(self, text: str) -> None:
+        self.text = text
+        self.grew.set()

@@ -9,14 +9,13 @@ from http import HTTPStatus
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from themisto_ext.server.api.base import API_VERSION, ThemistoHandler, bad_request
+from themisto_ext.server.api.base import API_VERSION, NDJSON, ThemistoHandler, bad_request
 from themisto_ext.store import Trajectory, TrajectoryFilter
 from themisto_ext.trajectory import with_user
 from themisto_ext.version import __version__
 
 EXPORT_PAGE = 2000
 """Steps an export reads at once (held in memory, then written and flushed)."""
-NDJSON = "application/x-ndjson; charset=utf-8"
 _FILENAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,120}\.jsonl")
 """Matched whole (``fullmatch``: a ``$`` would let a final line break into the header)."""
 
