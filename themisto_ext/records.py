@@ -282,16 +282,31 @@ class EventEnvelope(TypedDict):
     seq: int
 
 
+class ScopedEvent(EventEnvelope):
+    """An event about one trajectory (the schema's ``EventScope``)."""
+
+    trajectory_id: str
+    kernel_id: str | None
+    notebook_path: str | None
+
+
+class PredictorEvent(ScopedEvent):
+    """An event about one predictor's job for a step: started, writing."""
+
+    task: Task
+    context: Context
+    predictor: str
+    target_step: int
+    cell_id: str | None
+
+
 class HeartbeatEvent(EventEnvelope):
     type: Literal["heartbeat"]
     every: float
 
 
-class TrajectoryEvent(EventEnvelope):
+class TrajectoryEvent(ScopedEvent):
     type: Literal["trajectory"]
-    trajectory_id: str
-    kernel_id: str | None
-    notebook_path: str | None
     trajectory: TrajectoryInfo
 
 
@@ -309,11 +324,8 @@ class LiveStep(TypedDict):
     error: StepError | None
 
 
-class StepEvent(EventEnvelope):
+class StepEvent(ScopedEvent):
     type: Literal["step"]
-    trajectory_id: str
-    kernel_id: str | None
-    notebook_path: str | None
     step: LiveStep
 
 
@@ -326,44 +338,22 @@ class RecordingEvent(EventEnvelope):
     reason: str | None
 
 
-class PredictingEvent(EventEnvelope):
+class PredictingEvent(PredictorEvent):
     type: Literal["predicting"]
-    trajectory_id: str
-    kernel_id: str | None
-    notebook_path: str | None
-    task: Task
-    context: Context
-    predictor: str
-    target_step: int
-    cell_id: str | None
 
 
-class WritingEvent(EventEnvelope):
+class WritingEvent(PredictorEvent):
     type: Literal["writing"]
-    trajectory_id: str
-    kernel_id: str | None
-    notebook_path: str | None
-    task: Task
-    context: Context
-    predictor: str
-    target_step: int
-    cell_id: str | None
     text: str
 
 
-class PredictionEvent(EventEnvelope):
+class PredictionEvent(ScopedEvent):
     type: Literal["prediction"]
-    trajectory_id: str
-    kernel_id: str | None
-    notebook_path: str | None
     prediction: Prediction
 
 
-class ScoredEvent(EventEnvelope):
+class ScoredEvent(ScopedEvent):
     type: Literal["scored"]
-    trajectory_id: str
-    kernel_id: str | None
-    notebook_path: str | None
     prediction_id: str
     task: Task
     target_step: int
@@ -371,13 +361,10 @@ class ScoredEvent(EventEnvelope):
     scores: Scores | None
 
 
-class SpeculatedEvent(EventEnvelope):
+class SpeculatedEvent(ScopedEvent):
     """The output predicted for a cell not run yet, shown before the run."""
 
     type: Literal["speculated"]
-    trajectory_id: str
-    kernel_id: str | None
-    notebook_path: str | None
     code_hash: str
     prediction: Prediction
 
