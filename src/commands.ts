@@ -81,6 +81,13 @@ function errorText(error: unknown): string {
 }
 
 /**
+ * Say that a command failed (for a while: the user may be typing).
+ */
+function failed(message: string): void {
+  Notification.error(message, { autoClose: 5000 });
+}
+
+/**
  * Register the notebook commands: export, predict now, toggle recording.
  */
 export function addCommands(
@@ -114,12 +121,11 @@ export function addCommands(
           { autoClose: 5000 }
         );
       } catch (error) {
-        Notification.error(
+        failed(
           trans.__(
             'Themisto could not export the trajectory: %1',
             errorText(error)
-          ),
-          { autoClose: 5000 }
+          )
         );
       }
     }
@@ -138,12 +144,11 @@ export function addCommands(
       try {
         await live.requestPrediction('next-cell', store ? { store } : {});
       } catch (error) {
-        Notification.error(
+        failed(
           trans.__(
             'Themisto could not ask for a prediction: %1',
             errorText(error)
-          ),
-          { autoClose: 5000 }
+          )
         );
       }
     }
@@ -168,9 +173,8 @@ export function addCommands(
           { autoClose: 3000 }
         );
       } catch (error) {
-        Notification.error(
-          trans.__('Themisto could not switch recording: %1', errorText(error)),
-          { autoClose: 5000 }
+        failed(
+          trans.__('Themisto could not switch recording: %1', errorText(error))
         );
       }
     }

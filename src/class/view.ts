@@ -90,10 +90,41 @@ export class ClassView extends Widget {
   private _render(): VirtualElement[] {
     const trans = this._trans;
     const page = this._page;
-    const state = this._state;
     const rows = page?.rows ?? [];
     const predictors = scoredPredictors(rows);
-    const predictor = state.predictor || predictors[0] || '';
+    const predictor = this._state.predictor || predictors[0] || '';
+    const optedOut = page?.optedOut.length
+      ? h.p(
+          {
+            className: 'themisto-ClassView-optedOut',
+            dataset: { 'themisto-opted-out': page.optedOut.join(',') }
+          },
+          trans.__(
+            'Opted out (nothing recorded or shown): %1',
+            page.optedOut.join(', ')
+          )
+        )
+      : null;
+    return [
+      h.h2({ className: 'themisto-ClassView-title' }, trans.__('Class')),
+      this._filters(rows, predictors, predictor),
+      this._summary(page, rows),
+      optedOut,
+      this._table(rows, predictor),
+      this._pager(page)
+    ].filter((e): e is VirtualElement => e !== null);
+  }
+
+  /**
+   * The filters (notebook, dates, whose scores), Refresh and Export.
+   */
+  private _filters(
+    rows: NotebookRow[],
+    predictors: string[],
+    predictor: string
+  ): VirtualElement {
+    const trans = this._trans;
+    const state = this._state;
     const input = (
       name: string,
       type: string,
@@ -110,7 +141,7 @@ export class ClassView extends Widget {
             change((event.target as HTMLInputElement).value)
         })
       );
-    const filters = h.div(
+    return h.div(
       { className: 'themisto-ClassView-filters' },
       input('notebook', 'search', state.notebook, trans.__('Notebook'), v =>
         this._set({ notebook: v, offset: 0 }, true)
@@ -152,7 +183,18 @@ export class ClassView extends Widget {
         }
       )
     );
-    const summary = h.p(
+  }
+
+  /**
+   * How many users and notebooks, the rows shown, or why there are none.
+   */
+  private _summary(
+    page: IClassPage | null,
+    rows: NotebookRow[]
+  ): VirtualElement {
+    const trans = this._trans;
+    const state = this._state;
+    return h.p(
       { className: 'themisto-ClassView-summary' },
       this._status === 'error'
         ? trans.__('The class could not be read: %1', this._error)
@@ -167,26 +209,6 @@ export class ClassView extends Widget {
           : trans.__('Reading the class…'),
       this._notice ? ` ${this._notice}` : ''
     );
-    const optedOut = page?.optedOut.length
-      ? h.p(
-          {
-            className: 'themisto-ClassView-optedOut',
-            dataset: { 'themisto-opted-out': page.optedOut.join(',') }
-          },
-          trans.__(
-            'Opted out (nothing recorded or shown): %1',
-            page.optedOut.join(', ')
-          )
-        )
-      : null;
-    return [
-      h.h2({ className: 'themisto-ClassView-title' }, trans.__('Class')),
-      filters,
-      summary,
-      optedOut,
-      this._table(rows, predictor),
-      this._pager(page)
-    ].filter((e): e is VirtualElement => e !== null);
   }
 
   private _table(rows: NotebookRow[], predictor: string): VirtualElement {

@@ -108,6 +108,59 @@ export function cellView(
   options: ICellViewOptions,
   trans: TranslationBundle
 ): ICellView {
+  const judged = judge(summary, options, trans);
+  const { state, first } = judged;
+  const value = first ? first[options.score] : null;
+  const badge =
+    state === 'scored'
+      ? `${SHORT_SCORE[options.score]} ${formatScore(value)}`
+      : state === 'predicting' || state === 'scoring'
+        ? '…'
+        : '—';
+  const earlier = options.earlier === true;
+  const said = tooltip(summary, judged, trans);
+  const title = earlier
+    ? trans.__(
+        'From an earlier kernel session: this cell has not run since the kernel restarted.'
+      ) +
+      '\n' +
+      said
+    : said;
+  return {
+    step: summary.step,
+    state,
+    badge,
+    earlier,
+    title,
+    value,
+    footer: footer(summary, options, judged, value, trans).join(' · ')
+  };
+}
+
+/**
+ * What became of a cell's output predictions.
+ */
+interface IJudged {
+  state: CellState;
+  /**
+   * Why there is no prediction (`none`, `missed`, `error`).
+   */
+  reason: string;
+  /**
+   * The first shown prediction's scores.
+   */
+  first: PredictionSummary['scores'];
+  /**
+   * A line per shown prediction: its scores, error or "scoring…".
+   */
+  lines: string[];
+}
+
+function judge(
+  summary: StepSummary,
+  options: ICellViewOptions,
+  trans: TranslationBundle
+): IJudged {
   const answered = shown(summary.predictions, 'output', options.combos);
   // A copy of the previous output repeats what the user saw: a reference
   // (reviewed in the panel), not a prediction to badge the cell with; an
@@ -117,8 +170,7 @@ export function cellView(
   const outputs = answered.filter(p => !quiet(p));
   const copied = answered.some(p => quiet(p) && isCopy(p));
   const abstained = answered.some(p => quiet(p) && !isCopy(p));
-  const scored = outputs.filter(p => p.scores);
-  const first = scored[0]?.scores ?? null;
+  const first = outputs.filter(p => p.scores)[0]?.scores ?? null;
   const lines = outputs.map(p =>
     p.scores
       ? trans.__(
@@ -131,66 +183,83 @@ export function cellView(
         ? `${comboLabel(p)}: ${errorReason(p.error, trans)}`
         : trans.__('%1: scoring…', comboLabel(p))
   );
-  let state: CellState;
-  let reason = '';
+  const judged = (state: CellState, reason = ''): IJudged => ({
+    state,
+    reason,
+    first,
+    lines
+  });
   if (first) {
-    state = 'scored';
-  } else if (
+    return judged('scored');
+  }
+  if (
     (copied || abstained) &&
     !options.predicting &&
     outputs.every(p => p.error)
   ) {
-    state = copied ? 'copy' : 'abstained';
-  } else if (options.predicting && !options.earlier) {
-    state = 'predicting';
-  } else if (outputs.some(p => !p.error)) {
+    return judged(copied ? 'copy' : 'abstained');
+  }
+  if (options.predicting && !options.earlier) {
+    return judged('predicting');
+  }
+  if (outputs.some(p => !p.error)) {
     // Answered; its score comes once the step is scored (not "predicting…":
     // the prediction has ended).
-    state = 'scoring';
-  } else if (outputs.length > 0) {
-    const failed = outputs.find(p => p.error);
-    state = isMissed(failed?.error) ? 'missed' : 'error';
-    reason = failed?.error ? errorReason(failed.error, trans) : '';
-  } else {
-    state = 'none';
-    reason = options.noPrediction;
+    return judged('scoring');
   }
-  const value = first ? first[options.score] : null;
-  const scoreText = first
-    ? `${SHORT_SCORE[options.score]} ${formatScore(value)}`
-    : '';
-  const badge =
-    state === 'scored'
-      ? scoreText
-      : state === 'predicting' || state === 'scoring'
-        ? '…'
-        : '—';
-  const earlier = options.earlier === true;
-  const said =
-    state === 'none'
-      ? trans.__('No output prediction: %1', reason)
-      : state === 'copy'
-        ? trans.__(
-            'No output prediction: only a copy of the previous output, a reference (click to review step %1)',
-            summary.step
-          )
-        : state === 'abstained'
-          ? trans.__(
-              'No output prediction: the predictor abstained, having no confident answer (click to review step %1)',
-              summary.step
-            )
-          : [trans.__('Predicted output vs real output'), ...lines].join('\n') +
-            '\n' +
-            trans.__('Click to review step %1', summary.step);
-  const title = earlier
-    ? trans.__(
-        'From an earlier kernel session: this cell has not run since the kernel restarted.'
-      ) +
-      '\n' +
-      said
-    : said;
+  if (outputs.length > 0) {
+    const failed = outputs.find(p => p.error);
+    return judged(
+      isMissed(failed?.error) ? 'missed' : 'error',
+      failed?.error ? errorReason(failed.error, trans) : ''
+    );
+  }
+  return judged('none', options.noPrediction);
+}
+
+/**
+ * The badge's tooltip: the predictions' scores, or why there is none.
+ */
+function tooltip(
+  summary: StepSummary,
+  { state, reason, lines }: IJudged,
+  trans: TranslationBundle
+): string {
+  switch (state) {
+    case 'none':
+      return trans.__('No output prediction: %1', reason);
+    case 'copy':
+      return trans.__(
+        'No output prediction: only a copy of the previous output, a reference (click to review step %1)',
+        summary.step
+      );
+    case 'abstained':
+      return trans.__(
+        'No output prediction: the predictor abstained, having no confident answer (click to review step %1)',
+        summary.step
+      );
+    default:
+      return (
+        [trans.__('Predicted output vs real output'), ...lines].join('\n') +
+        '\n' +
+        trans.__('Click to review step %1', summary.step)
+      );
+  }
+}
+
+/**
+ * The footer's parts: the step, its time and memory, its output prediction
+ * in words (or why it has none), and a next cell that failed.
+ */
+function footer(
+  summary: StepSummary,
+  options: ICellViewOptions,
+  { state, reason }: IJudged,
+  value: number | null,
+  trans: TranslationBundle
+): string[] {
   const parts = [
-    ...(earlier ? [trans.__('earlier kernel')] : []),
+    ...(options.earlier ? [trans.__('earlier kernel')] : []),
     trans.__('step %1', summary.step),
     summary.error
       ? trans.__(
@@ -234,15 +303,7 @@ export function cellView(
       trans.__('code not predicted: %1', errorReason(missedCode.error, trans))
     );
   }
-  return {
-    step: summary.step,
-    state,
-    badge,
-    earlier,
-    title,
-    value,
-    footer: parts.join(' · ')
-  };
+  return parts;
 }
 
 /**

@@ -47,9 +47,24 @@ export function headerView(
       )
     ];
   }
-  const banners: VirtualElement[] = [];
+  return [
+    headerLine(store, state, actions, trans),
+    ...banners(store, state, actions, trans)
+  ];
+}
+
+/**
+ * A banner for every state that explains an empty or read-only panel.
+ */
+function banners(
+  store: INotebookLive,
+  state: IHeaderState,
+  actions: IHeaderActions,
+  trans: TranslationBundle
+): VirtualElement[] {
+  const shown: VirtualElement[] = [];
   const banner = (kind: string, ...content: h.Child[]): void => {
-    banners.push(
+    shown.push(
       h('div', { className: 'themisto-Banner', dataset: { kind } }, ...content)
     );
   };
@@ -103,6 +118,20 @@ export function headerView(
   if (store.connection === 'retrying') {
     banner('reconnecting', trans.__('Reconnecting to the live stream…'));
   }
+  return shown;
+}
+
+/**
+ * The notebook's name, its step count, the stream's state and "Predict next
+ * cell".
+ */
+function headerLine(
+  store: INotebookLive,
+  state: IHeaderState,
+  actions: IHeaderActions,
+  trans: TranslationBundle
+): VirtualElement {
+  const replay = store.replayOf;
   const shown = replay ? (replay.notebookPath ?? store.path) : store.path;
   const name = shown.split('/').pop() ?? shown;
   const connection = replay
@@ -115,41 +144,36 @@ export function headerView(
           ? trans.__('paused')
           : trans.__('connecting…');
   const steps = store.stepCount;
-  return [
+  return h(
+    'div',
+    { className: 'themisto-Header-line' },
     h(
-      'div',
-      { className: 'themisto-Header-line' },
-      h(
-        'span',
-        {
-          className: 'themisto-Header-name',
-          title: shown,
-          dataset: replay ? { 'replay-of': replay.user } : {}
-        },
-        name
-      ),
-      h(
-        'span',
-        { className: 'themisto-Header-steps', dataset: { steps: `${steps}` } },
-        trans._n('%1 step', '%1 steps', steps)
-      ),
-      h(
-        'span',
-        {
-          className: 'themisto-Header-connection',
-          dataset: { connection: store.connection }
-        },
-        connection
-      ),
-      button(trans.__('Predict next cell'), () => actions.predictNow(), {
-        className: 'themisto-PredictNow',
-        title: trans.__('Predict the next cell now'),
-        disabled:
-          !!replay ||
-          !store.kernelId ||
-          state.predictors?.predictors.length === 0
-      })
+      'span',
+      {
+        className: 'themisto-Header-name',
+        title: shown,
+        dataset: replay ? { 'replay-of': replay.user } : {}
+      },
+      name
     ),
-    ...banners
-  ];
+    h(
+      'span',
+      { className: 'themisto-Header-steps', dataset: { steps: `${steps}` } },
+      trans._n('%1 step', '%1 steps', steps)
+    ),
+    h(
+      'span',
+      {
+        className: 'themisto-Header-connection',
+        dataset: { connection: store.connection }
+      },
+      connection
+    ),
+    button(trans.__('Predict next cell'), () => actions.predictNow(), {
+      className: 'themisto-PredictNow',
+      title: trans.__('Predict the next cell now'),
+      disabled:
+        !!replay || !store.kernelId || state.predictors?.predictors.length === 0
+    })
+  );
 }

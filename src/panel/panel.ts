@@ -22,7 +22,7 @@ import { Widget } from '@lumino/widgets';
 
 import type { ScoreName } from '../api/model';
 import type { Prediction, PredictionTask } from '../api/records';
-import type { IStepDetail, LiveChange } from '../live/types';
+import type { ICombo, IStepDetail, LiveChange } from '../live/types';
 import { visibleCombos } from '../settings';
 import type {
   INotebookLive,
@@ -398,25 +398,7 @@ export class PredictionPanel extends Widget {
     store: INotebookLive | null,
     view: PanelView
   ): VirtualElement[] {
-    const trans = this._trans;
-    const model = this.model;
-    const header = h.div(
-      { className: 'themisto-Header' },
-      headerView(
-        store,
-        {
-          predictors: this._live.predictors,
-          predictorsError: this._live.predictorsError,
-          autoPredict: this._settings.settings.autoPredict
-        },
-        {
-          predictNow: () => this._request('next-cell'),
-          toggleRecording: () => void this._actions.toggleRecording(),
-          refreshPredictors: () => void this._live.refreshPredictors()
-        },
-        trans
-      )
-    );
+    const header = h.div({ className: 'themisto-Header' }, this._header(store));
     if (!store) {
       return [header];
     }
@@ -425,7 +407,98 @@ export class PredictionPanel extends Widget {
       store.seenCombos,
       this._settings.settings
     );
+    return [
+      header,
+      h.div(
+        { className: 'themisto-ReviewBar' },
+        reviewBar(
+          view,
+          this.model.lastStep(),
+          {
+            previous: () => this.showPrevious(),
+            next: () => this.showNext(),
+            live: () => this.showLive()
+          },
+          this._trans
+        )
+      ),
+      this._stepView(store, view, combos),
+      ...this._summaries(store, view, combos)
+    ];
+  }
+
+  /**
+   * The notebook's recording and predictors, and what can be asked of them.
+   */
+  private _header(store: INotebookLive | null): VirtualElement[] {
+    return headerView(
+      store,
+      {
+        predictors: this._live.predictors,
+        predictorsError: this._live.predictorsError,
+        autoPredict: this._settings.settings.autoPredict
+      },
+      {
+        predictNow: () => this._request('next-cell'),
+        toggleRecording: () => void this._actions.toggleRecording(),
+        refreshPredictors: () => void this._live.refreshPredictors()
+      },
+      this._trans
+    );
+  }
+
+  /**
+   * The step shown (live: the latest; review: the one chosen): its output
+   * and next-cell predictions and the runtime after it.
+   */
+  private _stepView(
+    store: INotebookLive,
+    view: PanelView,
+    combos: ICombo[]
+  ): VirtualElement {
+    const { model, _trans: trans } = this;
     const detail = model.detail;
+    const step =
+      view.mode === 'review'
+        ? (detail?.whole ?? (view.current ? store.getStep(view.step) : null))
+        : store.latestStep;
+    const loading = view.mode === 'review' && !step && !detail;
+    return h.div(
+      {
+        className: 'themisto-StepView',
+        dataset:
+          view.mode === 'review'
+            ? { 'themisto-view-step': String(view.step) }
+            : {}
+      },
+      this._tasks.render('output', store, combos, view, detail),
+      this._tasks.render('next-cell', store, combos, view, detail),
+      section(
+        'themisto-RuntimeSection',
+        step
+          ? trans.__('Runtime after step %1', step.step)
+          : trans.__('Runtime'),
+        [
+          variablesView(
+            loading ? 'loading' : step,
+            model.sort,
+            (by: SortKey) => model.set({ sort: nextSort(model.sort, by) }),
+            trans
+          )
+        ]
+      )
+    );
+  }
+
+  /**
+   * The session's scoreboard and its scores over steps.
+   */
+  private _summaries(
+    store: INotebookLive,
+    view: PanelView,
+    combos: ICombo[]
+  ): VirtualElement[] {
+    const { model, _trans: trans } = this;
     const show = (step: number) => this.showStep(step, store.trajectoryId);
     const keys = new Set(combos.map(key));
     const rows = store.scoreRows.filter(row => keys.has(key(row)));
@@ -433,55 +506,11 @@ export class PredictionPanel extends Widget {
       const points = store.series(row.task, row);
       return points.length ? points[points.length - 1].step : null;
     };
-    const step =
-      view.mode === 'review'
-        ? (detail?.whole ?? (view.current ? store.getStep(view.step) : null))
-        : store.latestStep;
-    const loading = view.mode === 'review' && !step && !detail;
     const series = combos.map(combo => ({
       label: comboLabel(combo),
       points: store.series(model.plotTask, combo)
     }));
     return [
-      header,
-      h.div(
-        { className: 'themisto-ReviewBar' },
-        reviewBar(
-          view,
-          model.lastStep(),
-          {
-            previous: () => this.showPrevious(),
-            next: () => this.showNext(),
-            live: () => this.showLive()
-          },
-          trans
-        )
-      ),
-      h.div(
-        {
-          className: 'themisto-StepView',
-          dataset:
-            view.mode === 'review'
-              ? { 'themisto-view-step': String(view.step) }
-              : {}
-        },
-        this._tasks.render('output', store, combos, view, detail),
-        this._tasks.render('next-cell', store, combos, view, detail),
-        section(
-          'themisto-RuntimeSection',
-          step
-            ? trans.__('Runtime after step %1', step.step)
-            : trans.__('Runtime'),
-          [
-            variablesView(
-              loading ? 'loading' : step,
-              model.sort,
-              (by: SortKey) => model.set({ sort: nextSort(model.sort, by) }),
-              trans
-            )
-          ]
-        )
-      ),
       section('themisto-ScoreSection', trans.__('Scoreboard'), [
         scoreboard(rows, trans, latest, show)
       ]),

@@ -73,21 +73,17 @@ const PAD = { left: 28, right: 8, top: 8, bottom: 18 };
 const MAX_POINTS = 150;
 
 /**
- * The plot of one score for several series; its colours come from the
- * `themisto-Series-N` classes (theme variables in the style sheet).
+ * Where a plot's steps and scores go: its steps' range and the coordinates
+ * of a step and of a score (0 at the bottom, 1 at the top).
  */
-export function scorePlot(
-  series: IPlotSeries[],
-  score: ScoreName,
-  title: string,
-  options: {
-    shown?: number | null;
-    onStep?: (step: number) => void;
-    stepLabel?: (step: number) => string;
-  } = {}
-): SVGSVGElement {
-  const stepLabel = options.stepLabel ?? ((step: number) => `step ${step}`);
-  const lines = series.map(s => downsample(s.points, score, MAX_POINTS));
+interface IScale {
+  minStep: number;
+  maxStep: number;
+  x(step: number): number;
+  y(value: number): number;
+}
+
+function scale(lines: { step: number }[][]): IScale {
   let minStep = Infinity;
   let maxStep = -Infinity;
   for (const line of lines) {
@@ -103,62 +99,45 @@ export function scorePlot(
   const span = Math.max(1, maxStep - minStep);
   const innerW = WIDTH - PAD.left - PAD.right;
   const innerH = HEIGHT - PAD.top - PAD.bottom;
-  const x = (step: number): number =>
-    PAD.left + ((step - minStep) / span) * innerW;
-  const y = (value: number): number => PAD.top + (1 - value) * innerH;
+  return {
+    minStep,
+    maxStep,
+    x: step => PAD.left + ((step - minStep) / span) * innerW,
+    y: value => PAD.top + (1 - value) * innerH
+  };
+}
 
+/**
+ * The plot of one score for several series; its colours come from the
+ * `themisto-Series-N` classes (theme variables in the style sheet).
+ */
+export function scorePlot(
+  series: IPlotSeries[],
+  score: ScoreName,
+  title: string,
+  options: {
+    shown?: number | null;
+    onStep?: (step: number) => void;
+    stepLabel?: (step: number) => string;
+  } = {}
+): SVGSVGElement {
+  const stepLabel = options.stepLabel ?? ((step: number) => `step ${step}`);
+  const lines = series.map(s => downsample(s.points, score, MAX_POINTS));
+  const at = scale(lines);
   const root = svg('svg', {
     class: 'themisto-Plot',
     viewBox: `0 0 ${WIDTH} ${HEIGHT}`,
     role: 'img',
     'aria-label': title
   });
-  root.append(svg('title', {}, title));
-  for (const tick of [0, 0.5, 1]) {
-    root.append(
-      svg('line', {
-        class: 'themisto-Plot-grid',
-        x1: PAD.left,
-        x2: WIDTH - PAD.right,
-        y1: y(tick),
-        y2: y(tick)
-      }),
-      svg(
-        'text',
-        {
-          class: 'themisto-Plot-label',
-          x: PAD.left - 4,
-          y: y(tick) + 3,
-          'text-anchor': 'end'
-        },
-        tick.toFixed(1)
-      )
-    );
-  }
-  root.append(
-    svg(
-      'text',
-      { class: 'themisto-Plot-label', x: PAD.left, y: HEIGHT - 4 },
-      stepLabel(minStep)
-    ),
-    svg(
-      'text',
-      {
-        class: 'themisto-Plot-label',
-        x: WIDTH - PAD.right,
-        y: HEIGHT - 4,
-        'text-anchor': 'end'
-      },
-      stepLabel(maxStep)
-    )
-  );
+  root.append(svg('title', {}, title), ...axes(at, stepLabel));
   const shown = options.shown ?? null;
-  if (shown !== null && shown >= minStep && shown <= maxStep) {
+  if (shown !== null && shown >= at.minStep && shown <= at.maxStep) {
     root.append(
       svg('line', {
         class: 'themisto-Plot-shown',
-        x1: x(shown),
-        x2: x(shown),
+        x1: at.x(shown),
+        x2: at.x(shown),
         y1: PAD.top,
         y2: HEIGHT - PAD.bottom
       })
@@ -166,7 +145,9 @@ export function scorePlot(
   }
   lines.forEach((points, index) => {
     const cls = `themisto-Series-${index % 6}`;
-    const coords = points.map(p => `${x(p.step)},${y(p.value)}`).join(' ');
+    const coords = points
+      .map(p => `${at.x(p.step)},${at.y(p.value)}`)
+      .join(' ');
     if (points.length > 1) {
       root.append(
         svg('polyline', { class: `themisto-Plot-line ${cls}`, points: coords })
@@ -179,8 +160,8 @@ export function scorePlot(
         'circle',
         {
           class: `themisto-Plot-dot ${cls}`,
-          cx: x(point.step),
-          cy: y(point.value),
+          cx: at.x(point.step),
+          cy: at.y(point.value),
           r: 2.5,
           'data-step': point.step
         },
@@ -198,4 +179,51 @@ export function scorePlot(
     }
   });
   return root;
+}
+
+/**
+ * The grid lines at 0, 0.5 and 1 with their labels, and the first and last
+ * steps.
+ */
+function axes(at: IScale, stepLabel: (step: number) => string): SVGElement[] {
+  const out: SVGElement[] = [];
+  for (const tick of [0, 0.5, 1]) {
+    out.push(
+      svg('line', {
+        class: 'themisto-Plot-grid',
+        x1: PAD.left,
+        x2: WIDTH - PAD.right,
+        y1: at.y(tick),
+        y2: at.y(tick)
+      }),
+      svg(
+        'text',
+        {
+          class: 'themisto-Plot-label',
+          x: PAD.left - 4,
+          y: at.y(tick) + 3,
+          'text-anchor': 'end'
+        },
+        tick.toFixed(1)
+      )
+    );
+  }
+  out.push(
+    svg(
+      'text',
+      { class: 'themisto-Plot-label', x: PAD.left, y: HEIGHT - 4 },
+      stepLabel(at.minStep)
+    ),
+    svg(
+      'text',
+      {
+        class: 'themisto-Plot-label',
+        x: WIDTH - PAD.right,
+        y: HEIGHT - 4,
+        'text-anchor': 'end'
+      },
+      stepLabel(at.maxStep)
+    )
+  );
+  return out;
 }

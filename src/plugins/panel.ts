@@ -30,7 +30,12 @@ import { focusNotebook } from '../notebook/focus';
 import { toggleNotebookRecording } from '../notebook/recording';
 import { PredictionPanel } from '../panel/panel';
 /* eslint-enable jupyter/prefer-lazy-imports */
-import { IPredictionSettings, IThemistoClient, IThemistoLive } from '../tokens';
+import {
+  type INotebookLive,
+  IPredictionSettings,
+  IThemistoClient,
+  IThemistoLive
+} from '../tokens';
 
 export const PANEL_ID = 'themisto-prediction-panel';
 
@@ -207,36 +212,7 @@ function addPanelCommands(
       }
     }
   });
-  commands.addCommand(CommandIDs.reviewPrevious, {
-    label: trans.__('Review Previous Step'),
-    caption: trans.__('Show the step before in the prediction panel'),
-    describedBy: NO_ARGS,
-    isEnabled: hasStore,
-    execute: () => {
-      panel.showPrevious();
-      reveal();
-    }
-  });
-  commands.addCommand(CommandIDs.reviewNext, {
-    label: trans.__('Review Next Step'),
-    caption: trans.__('Show the step after in the prediction panel'),
-    describedBy: NO_ARGS,
-    isEnabled: reviewing,
-    execute: () => {
-      panel.showNext();
-      reveal();
-    }
-  });
-  commands.addCommand(CommandIDs.reviewLive, {
-    label: trans.__('Back to Live Predictions'),
-    caption: trans.__('Follow the notebook live in the prediction panel'),
-    describedBy: NO_ARGS,
-    isEnabled: reviewing,
-    execute: () => {
-      panel.showLive();
-      reveal();
-    }
-  });
+  addMoves(commands, panel, hasStore, reviewing, reveal, trans);
   commands.addCommand(CommandIDs.reviewActiveCell, {
     label: trans.__("Review the Active Cell's Step"),
     caption: trans.__(
@@ -245,17 +221,75 @@ function addPanelCommands(
     describedBy: NO_ARGS,
     isEnabled: hasStore,
     execute: () => {
-      const notebook = tracker.currentWidget;
-      const cell = notebook?.content.activeCell;
-      const store = notebook ? live.store(notebook.context.path) : null;
-      if (notebook && store) {
-        store.recognize(codeCells(notebook.content));
-      }
-      const found = cell ? store?.cellStep(cell.model.id) : null;
+      const found = activeCellStep(tracker, live);
       if (found) {
         panel.showStep(found.summary.step, found.trajectoryId);
         reveal();
       }
     }
   });
+}
+
+/**
+ * Step back and forth, and back to live: each shows the panel.
+ */
+function addMoves(
+  commands: JupyterFrontEnd['commands'],
+  panel: PredictionPanel,
+  hasStore: () => boolean,
+  reviewing: () => boolean,
+  reveal: () => void,
+  trans: TranslationBundle
+): void {
+  const moves: [string, string, string, () => boolean, () => void][] = [
+    [
+      CommandIDs.reviewPrevious,
+      trans.__('Review Previous Step'),
+      trans.__('Show the step before in the prediction panel'),
+      hasStore,
+      () => panel.showPrevious()
+    ],
+    [
+      CommandIDs.reviewNext,
+      trans.__('Review Next Step'),
+      trans.__('Show the step after in the prediction panel'),
+      reviewing,
+      () => panel.showNext()
+    ],
+    [
+      CommandIDs.reviewLive,
+      trans.__('Back to Live Predictions'),
+      trans.__('Follow the notebook live in the prediction panel'),
+      reviewing,
+      () => panel.showLive()
+    ]
+  ];
+  for (const [id, label, caption, isEnabled, move] of moves) {
+    commands.addCommand(id, {
+      label,
+      caption,
+      describedBy: NO_ARGS,
+      isEnabled,
+      execute: () => {
+        move();
+        reveal();
+      }
+    });
+  }
+}
+
+/**
+ * The latest step of the active cell of the current notebook, if it ran.
+ */
+function activeCellStep(
+  tracker: INotebookTracker,
+  live: IThemistoLive
+): ReturnType<INotebookLive['cellStep']> {
+  const notebook = tracker.currentWidget;
+  const cell = notebook?.content.activeCell;
+  const store = notebook ? live.store(notebook.context.path) : null;
+  if (notebook && store) {
+    store.recognize(codeCells(notebook.content));
+  }
+  return cell && store ? store.cellStep(cell.model.id) : null;
 }

@@ -57,131 +57,195 @@ export const peoplePlugin: JupyterFrontEndPlugin<void> = {
     translator: ITranslator | null
   ): void => {
     const trans = (translator ?? nullTranslator).load('themisto_ext');
-    let me: IMe | null = null;
-    const optedOut = new Widget();
-    optedOut.addClass('themisto-OptedOut');
-    // The status bar shows the item only while opted out: told of each change.
-    const shownChanged = new Signal<Widget, void>(optedOut);
-    const learned = (value: IMe): void => {
-      me = value;
-      optedOut.node.textContent = value.consent
-        ? ''
-        : trans.__('Themisto: not recording you');
-      optedOut.node.title = trans.__(
-        'You opted out: nothing is recorded. Click to let Themisto record your work again.'
-      );
-      optedOut.node.dataset.consent = String(value.consent);
-      shownChanged.emit();
-      app.commands.notifyCommandChanged();
-    };
-    // The settings editor's "Record my work" follows the server's choice (the
-    // one source of truth, shared by every browser) and changes it.
-    let settings: ISettingRegistry.ISettings | null = null;
-    const mirror = (): void => {
-      if (settings && me && settings.get('recordMe').composite !== me.consent) {
-        void settings.set('recordMe', me.consent);
-      }
-    };
-    const learnedAll = (value: IMe): void => {
-      learned(value);
-      mirror();
-    };
-    settingRegistry
-      ?.load(peoplePlugin.id)
-      .then(loaded => {
-        settings = loaded;
-        mirror();
-        loaded.changed.connect(() => {
-          const wanted = loaded.get('recordMe').composite !== false;
-          if (me && wanted !== me.consent) {
-            client
-              .setConsent(wanted)
-              .then(learnedAll, (error: unknown) =>
-                Notification.error(
-                  trans.__('Could not change it: %1', String(error))
-                )
-              );
-          }
-        });
-      })
-      .catch(() => undefined);
-    client.getMe().then(learnedAll, () => undefined);
-    optedOut.node.onclick = () =>
-      void app.commands.execute(PeopleCommandIDs.toggleConsent);
+    const consent = new Consent(app, client, trans);
+    if (settingRegistry) {
+      consent.follow(settingRegistry);
+    }
+    client.getMe().then(
+      me => consent.learned(me),
+      () => undefined
+    );
     statusBar?.registerStatusItem(peoplePlugin.id, {
-      item: optedOut,
+      item: consent.optedOut,
       align: 'left',
       rank: 101,
-      isActive: () => me?.consent === false,
-      activeStateChanged: shownChanged
+      isActive: () => consent.me?.consent === false,
+      activeStateChanged: consent.shownChanged
     });
-
-    app.commands.addCommand(PeopleCommandIDs.toggleConsent, {
-      label: trans.__('Record My Work'),
-      describedBy: NO_ARGS,
-      caption: trans.__(
-        'Whether Themisto records your notebooks (off: nothing is recorded)'
-      ),
-      isToggled: () => me?.consent !== false,
-      execute: async () => {
-        const on = me?.consent === false;
-        if (
-          !on &&
-          !(await confirmed(
-            trans.__('Stop recording your work?'),
-            trans.__(
-              'From now on nothing of yours is recorded or predicted, in any notebook, until you switch this on again. What was recorded stays until you delete it.'
-            ),
-            trans.__('Stop recording')
-          ))
-        ) {
-          return;
-        }
-        try {
-          learnedAll(await client.setConsent(on));
-          await live.refreshKernel();
-        } catch (error) {
-          Notification.error(
-            trans.__('Could not change it: %1', String(error))
-          );
-        }
-      }
-    });
-    app.commands.addCommand(PeopleCommandIDs.deleteMyData, {
-      label: trans.__('Delete My Recorded Data…'),
-      describedBy: NO_ARGS,
-      caption: trans.__(
-        'Delete every trajectory and prediction Themisto recorded of you'
-      ),
-      execute: async () => {
-        if (
-          !(await confirmed(
-            trans.__('Delete everything Themisto recorded of you?'),
-            trans.__(
-              'All your trajectories, their steps, outputs, runtime state and predictions are deleted from the store and from the journals. This cannot be undone. Nobody else’s data is touched.'
-            ),
-            trans.__('Delete my data')
-          ))
-        ) {
-          return;
-        }
-        try {
-          const done = await client.deleteMyData();
-          Notification.success(
-            trans.__('Deleted %1 trajectories of yours.', done.trajectories),
-            { autoClose: 5000 }
-          );
-        } catch (error) {
-          Notification.error(trans.__('Could not delete: %1', String(error)));
-        }
-      }
-    });
-    addClassView(app, client, live, trans, () => me?.readAll === true);
+    addConsentCommand(app, client, live, consent, trans);
+    addDeleteCommand(app, client, trans);
+    addClassView(app, client, live, trans, () => consent.me?.readAll === true);
     for (const command of Object.values(PeopleCommandIDs)) {
       palette?.addItem({ command, category: PALETTE_CATEGORY });
     }
   }
 };
+
+/**
+ * The user's consent as the server holds it (the one source of truth, shared
+ * by every browser): mirrored into the settings editor's "Record my work",
+ * which changes it, and shown in the status bar while opted out.
+ */
+class Consent {
+  constructor(
+    private readonly _app: JupyterFrontEnd,
+    private readonly _client: IThemistoClient,
+    private readonly _trans: TranslationBundle
+  ) {
+    this.optedOut.addClass('themisto-OptedOut');
+    this.optedOut.node.onclick = () =>
+      void _app.commands.execute(PeopleCommandIDs.toggleConsent);
+  }
+
+  /**
+   * What the server said of the user last (null: not asked yet).
+   */
+  me: IMe | null = null;
+
+  /**
+   * The status bar item, shown only while opted out.
+   */
+  readonly optedOut = new Widget();
+
+  /**
+   * Told of each change of whether the status bar item is shown.
+   */
+  readonly shownChanged = new Signal<Widget, void>(this.optedOut);
+
+  /**
+   * The server's answer about the user, shown everywhere it is.
+   */
+  learned(me: IMe): void {
+    const trans = this._trans;
+    this.me = me;
+    const node = this.optedOut.node;
+    node.textContent = me.consent
+      ? ''
+      : trans.__('Themisto: not recording you');
+    node.title = trans.__(
+      'You opted out: nothing is recorded. Click to let Themisto record your work again.'
+    );
+    node.dataset.consent = String(me.consent);
+    this.shownChanged.emit();
+    this._app.commands.notifyCommandChanged();
+    this._mirror();
+  }
+
+  /**
+   * Keep the settings editor's "Record my work" and the server's consent
+   * the same, whichever changes.
+   */
+  follow(registry: ISettingRegistry): void {
+    registry
+      .load(peoplePlugin.id)
+      .then(loaded => {
+        this._settings = loaded;
+        this._mirror();
+        loaded.changed.connect(() => {
+          const wanted = loaded.get('recordMe').composite !== false;
+          if (this.me && wanted !== this.me.consent) {
+            this._client.setConsent(wanted).then(
+              me => this.learned(me),
+              (error: unknown) =>
+                Notification.error(
+                  this._trans.__('Could not change it: %1', String(error))
+                )
+            );
+          }
+        });
+      })
+      .catch(() => undefined);
+  }
+
+  private _mirror(): void {
+    const { _settings: settings, me } = this;
+    if (settings && me && settings.get('recordMe').composite !== me.consent) {
+      void settings.set('recordMe', me.consent);
+    }
+  }
+
+  private _settings: ISettingRegistry.ISettings | null = null;
+}
+
+/**
+ * "Record My Work": switching it off asks first.
+ */
+function addConsentCommand(
+  app: JupyterFrontEnd,
+  client: IThemistoClient,
+  live: IThemistoLive,
+  consent: Consent,
+  trans: TranslationBundle
+): void {
+  app.commands.addCommand(PeopleCommandIDs.toggleConsent, {
+    label: trans.__('Record My Work'),
+    describedBy: NO_ARGS,
+    caption: trans.__(
+      'Whether Themisto records your notebooks (off: nothing is recorded)'
+    ),
+    isToggled: () => consent.me?.consent !== false,
+    execute: async () => {
+      const on = consent.me?.consent === false;
+      if (
+        !on &&
+        !(await confirmed(
+          trans.__('Stop recording your work?'),
+          trans.__(
+            'From now on nothing of yours is recorded or predicted, in any notebook, until you switch this on again. What was recorded stays until you delete it.'
+          ),
+          trans.__('Stop recording')
+        ))
+      ) {
+        return;
+      }
+      try {
+        consent.learned(await client.setConsent(on));
+        await live.refreshKernel();
+      } catch (error) {
+        Notification.error(trans.__('Could not change it: %1', String(error)));
+      }
+    }
+  });
+}
+
+/**
+ * "Delete My Recorded Data…", after a confirmation.
+ */
+function addDeleteCommand(
+  app: JupyterFrontEnd,
+  client: IThemistoClient,
+  trans: TranslationBundle
+): void {
+  app.commands.addCommand(PeopleCommandIDs.deleteMyData, {
+    label: trans.__('Delete My Recorded Data…'),
+    describedBy: NO_ARGS,
+    caption: trans.__(
+      'Delete every trajectory and prediction Themisto recorded of you'
+    ),
+    execute: async () => {
+      if (
+        !(await confirmed(
+          trans.__('Delete everything Themisto recorded of you?'),
+          trans.__(
+            'All your trajectories, their steps, outputs, runtime state and predictions are deleted from the store and from the journals. This cannot be undone. Nobody else’s data is touched.'
+          ),
+          trans.__('Delete my data')
+        ))
+      ) {
+        return;
+      }
+      try {
+        const done = await client.deleteMyData();
+        Notification.success(
+          trans.__('Deleted %1 trajectories of yours.', done.trajectories),
+          { autoClose: 5000 }
+        );
+      } catch (error) {
+        Notification.error(trans.__('Could not delete: %1', String(error)));
+      }
+    }
+  });
+}
 
 /**
  * Whether the user confirmed a warning dialog with its `action` button.
