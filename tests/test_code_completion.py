@@ -4,7 +4,9 @@ jupyter_server, kernel and llama.cpp)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from itertools import pairwise
 
 import pytest
@@ -264,6 +266,22 @@ async def test_a_request_the_browser_gives_up_stops_its_model(
         client.stop_channels()
 
 
+PEOPLE = ("import pandas as pd\nnames = ['height_cm', 'weight_kg']\n"
+          "people = pd.DataFrame([[170, 65], [182, 80]], columns=names)")
+
+
+@contextlib.asynccontextmanager
+async def kernel_after(jp_fetch, jp_serverapp, code: str) -> AsyncIterator[str]:
+    """A kernel of the server that has run and recorded ``code`` (its id)."""
+    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
+    try:
+        await client.execute_interactive(code, timeout=60)
+        await wait_for_steps(jp_fetch, kernel_id, 1)
+        yield kernel_id
+    finally:
+        client.stop_channels()
+
+
 async def test_a_completion_streams_as_the_model_writes(
         jp_fetch, jp_serverapp, http_server_client, jp_base_url, jp_auth_header, api_contract):
     """``stream: true``: NDJSON lines of the text so far, sent as the model writes (before
@@ -272,12 +290,7 @@ async def test_a_completion_streams_as_the_model_writes(
 
     import httpx
 
-    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
-    try:
-        await client.execute_interactive(
-            "import pandas as pd\nnames = ['height_cm', 'weight_kg']\n"
-            "people = pd.DataFrame([[170, 65], [182, 80]], columns=names)", timeout=60)
-        await wait_for_steps(jp_fetch, kernel_id, 1)
+    async with kernel_after(jp_fetch, jp_serverapp, PEOPLE) as kernel_id:
         url = http_server_client.get_url(f"{jp_base_url}themisto/api/completions")
         typed = "bmi = people['weight_kg'] / (people['"
         chunks: list[tuple[float, bytes]] = []
@@ -300,15 +313,10 @@ async def test_a_completion_streams_as_the_model_writes(
         assert final["completion"].startswith(texts[-1]), (texts, final)
         # sent as written, not held back with the answer
         assert not chunks[0][1].decode().rstrip("\n").endswith("true}"), chunks
-    finally:
-        client.stop_channels()
 
 
 async def test_a_streamed_request_with_nothing_to_complete_is_one_line(jp_fetch, jp_serverapp):
-    kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
-    try:
-        await client.execute_interactive("x = 1", timeout=60)
-        await wait_for_steps(jp_fetch, kernel_id, 1)
+    async with kernel_after(jp_fetch, jp_serverapp, "x = 1") as kernel_id:
         r = await jp_fetch("themisto", "api", "completions", method="POST", body=json.dumps(
             {"kernel_id": kernel_id, "beginning": "   ", "stream": True}))
         assert r.headers["Content-Type"].startswith("application/x-ndjson")
@@ -321,5 +329,3 @@ async def test_a_streamed_request_with_nothing_to_complete_is_one_line(jp_fetch,
             await jp_fetch("themisto", "api", "completions", method="POST", body=json.dumps(
                 {"kernel_id": kernel_id, "beginning": "x", "stream": "yes"}))
         assert bad.value.code == 400 and b"stream" in bad.value.response.body
-    finally:
-        client.stop_channels()
