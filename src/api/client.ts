@@ -82,11 +82,7 @@ export class ThemistoClient implements IThemistoClient {
   ): Promise<IKernelRecording> {
     const body: IRecordingUpdate = { recording };
     const model = check(
-      await this._json(['kernels', kernelId], {
-        method: 'PUT',
-        body: JSON.stringify(body),
-        headers: { 'Content-Type': 'application/json' }
-      }),
+      await this._json(['kernels', kernelId], jsonInit('PUT', body)),
       toKernelRecording
     );
     this._recordingChanged.emit(model);
@@ -224,12 +220,7 @@ export class ThemistoClient implements IThemistoClient {
     await apiLines(
       this.serverSettings,
       apiUrl(this.serverSettings, ['completions']),
-      {
-        method: 'POST',
-        body: JSON.stringify({ ...body, stream: true }),
-        headers: { 'Content-Type': 'application/json' },
-        signal
-      },
+      jsonInit('POST', { ...body, stream: true }, signal),
       line => {
         const record = asRecord(line);
         if (record.done === true) {
@@ -253,14 +244,7 @@ export class ThemistoClient implements IThemistoClient {
   }
 
   async setConsent(consent: boolean): Promise<IMe> {
-    return check(
-      await this._json(['me'], {
-        method: 'PUT',
-        body: JSON.stringify({ consent }),
-        headers: { 'Content-Type': 'application/json' }
-      }),
-      toMe
-    );
+    return check(await this._json(['me'], jsonInit('PUT', { consent })), toMe);
   }
 
   async deleteMyData(): Promise<{ trajectories: number; journals: number }> {
@@ -320,12 +304,7 @@ export class ThemistoClient implements IThemistoClient {
     body: object,
     signal?: AbortSignal
   ): Promise<unknown> {
-    return this._json(path, {
-      method: 'POST',
-      body: JSON.stringify(body),
-      headers: { 'Content-Type': 'application/json' },
-      signal
-    });
+    return this._json(path, jsonInit('POST', body, signal));
   }
 
   private _json(path: string[], init: RequestInit): Promise<unknown> {
@@ -339,6 +318,22 @@ export class ThemistoClient implements IThemistoClient {
   private _recordingChanged = new Signal<IThemistoClient, IKernelRecording>(
     this
   );
+}
+
+/**
+ * A request sending `body` as JSON.
+ */
+function jsonInit(
+  method: 'POST' | 'PUT',
+  body: object,
+  signal?: AbortSignal
+): RequestInit {
+  return {
+    method,
+    body: JSON.stringify(body),
+    headers: { 'Content-Type': 'application/json' },
+    signal
+  };
 }
 
 /**

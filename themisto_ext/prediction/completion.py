@@ -63,10 +63,12 @@ def continuation(cell: str, beginning: str) -> str | None:
     return rest if rest.strip() else None
 
 
-def _written(before: str, raw: str) -> str:
-    """A code model's text as it is inserted: the argument at the cursor, without the line
-    break it stopped at."""
-    return one_argument(before, raw.rstrip("\n"))
+def _inserted(before: str, raw: str) -> tuple[str, bool]:
+    """A code model's text as it is inserted (the argument at the cursor, without the line
+    break it stopped at), and whether that argument is complete in it."""
+    line = raw.rstrip("\n")
+    end = _argument_end(before, line)
+    return (line, False) if end is None else (line[:end], True)
 
 
 def one_argument(before: str, text: str) -> str:
@@ -136,14 +138,12 @@ class _Streamed:
         self.job: asyncio.Future[Any] | None = None
 
     def __call__(self, raw: str) -> None:
-        line = raw.rstrip("\n")
-        end = _argument_end(self._before, line)
-        text = line if end is None else line[:end]
+        text, complete = _inserted(self._before, raw)
         if text.strip() and text != self.shown:
             self.shown = text
             if self._on_text is not None:
                 self._on_text(text)
-        if end is not None and not self.complete and self.job is not None:
+        if complete and not self.complete and self.job is not None:
             self.complete = True
             self.job.cancel()  # the model stops at its next token
 
@@ -164,7 +164,7 @@ async def fill(predictor: Any, history: Sequence[Step], before: str, after: str,
         raise
     try:
         # cancelled here only once the argument was complete
-        text = streamed.shown if job.cancelled() else _written(before, job.result().text)
+        text = streamed.shown if job.cancelled() else _inserted(before, job.result().text)[0]
     except PredictionSuperseded as exc:
         return CellCompletion(None, name, str(exc))
     except ProviderError as exc:

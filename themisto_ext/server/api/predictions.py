@@ -167,6 +167,9 @@ class CompletionsHandler(ThemistoHandler):
         if not isinstance(stream, bool):
             raise bad_request("stream", "must be true or false")
         trajectory = await kernel_trajectory(self, kernel_id)
+        if stream:
+            self.set_header("Content-Type", NDJSON)
+            self.set_header("Cache-Control", "no-store")
         reply = {"trajectory_id": trajectory.id, "after_step": trajectory.steps}
         if not beginning.strip():  # nothing typed yet but blanks: nothing to complete
             self._answer(stream, {"completion": None, "predictor": None,
@@ -191,14 +194,8 @@ class CompletionsHandler(ThemistoHandler):
         if not stream:
             self.send_json(answer)
             return
-        self._ndjson()
         self.finish(json.dumps({**answer, "done": True}, ensure_ascii=False) + "\n",
                     set_content_type=NDJSON)  # (APIHandler's finish would say JSON)
-
-    def _ndjson(self) -> None:
-        if not self._headers_written:
-            self.set_header("Content-Type", NDJSON)
-            self.set_header("Cache-Control", "no-store")
 
     async def _stream(self, job: asyncio.Future[CellCompletion], written: _Written) -> bool:
         """Sends each text so far while ``job`` runs; False once the browser has gone."""
@@ -212,7 +209,6 @@ class CompletionsHandler(ThemistoHandler):
             if written.text == sent or job.done():
                 continue  # the final line carries the last text
             sent = written.text
-            self._ndjson()
             self.write(json.dumps({"completion": sent, "done": False}, ensure_ascii=False)
                        + "\n")
             try:
