@@ -22,7 +22,6 @@ import {
 import { statusPlugin } from './plugins/status';
 
 export { ThemistoApiError, ThemistoClient } from './api/client';
-export type { IKernelRecording } from './api/model';
 export type * from './api/records';
 export type { INotebookLive } from './tokens';
 export { IPredictionSettings, IThemistoClient, IThemistoLive } from './tokens';

@@ -7,7 +7,7 @@
  *
  * This module is pure: it has no JupyterLab dependency so it can be unit tested.
  */
-import type { IPredictorsInfo } from './api/model';
+import type { PredictorsInfo } from './api/records';
 
 type Json = { [key: string]: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -18,7 +18,7 @@ type Json = { [key: string]: any }; // eslint-disable-line @typescript-eslint/no
  */
 export function withServerChoices(
   schema: Json,
-  info: IPredictorsInfo,
+  info: PredictorsInfo,
   chosen: { predictors?: unknown; contexts?: unknown } = {}
 ): Json {
   const copy = JSON.parse(JSON.stringify(schema)) as Json;

@@ -7,28 +7,29 @@ import { Token } from '@lumino/coreutils';
 import type { ISignal } from '@lumino/signaling';
 
 import type {
-  ICellCompletion,
-  IClassPage,
   IClassQuery,
   ICompletionRequest,
-  IHistoryPage,
-  IKernelRecording,
-  IMe,
   IPredictionRequest,
-  IPredictorsInfo,
-  ISpeculationReply,
   ISpeculationRequest,
   IStepsPage,
   ITrajectoryFilter,
-  ITrajectorySummary,
   ScoreName
 } from './api/model';
 import type {
+  CellCompletion,
+  Forgotten,
+  ClassPage,
+  HistoryPage,
+  KernelRecording,
   LiveEvent,
   LivePrediction,
   LiveStep,
+  Me,
   Prediction,
-  PredictionTask
+  PredictionTask,
+  PredictorsInfo,
+  SpeculationReply,
+  Trajectory
 } from './api/records';
 import type { ICellSource } from './live/cellmatch';
 import type {
@@ -55,57 +56,55 @@ export interface IThemistoClient {
    * Emitted after any caller switched a kernel's recording on or off, with
    * the server's reply.
    */
-  readonly recordingChanged: ISignal<IThemistoClient, IKernelRecording>;
+  readonly recordingChanged: ISignal<IThemistoClient, KernelRecording>;
 
   /**
    * Get the recording state and step count of a kernel.
    */
-  getKernel(kernelId: string): Promise<IKernelRecording>;
+  getKernel(kernelId: string): Promise<KernelRecording>;
 
   /**
    * Start or stop recording a kernel.
    */
-  setRecording(kernelId: string, recording: boolean): Promise<IKernelRecording>;
+  setRecording(kernelId: string, recording: boolean): Promise<KernelRecording>;
 
   /**
    * The server's predictors and contexts.
    */
-  getPredictors(): Promise<IPredictorsInfo>;
+  getPredictors(): Promise<PredictorsInfo>;
 
   /**
    * The server's user: whether they consent to being recorded, the capture
    * level, whether they may read everyone's trajectories.
    */
-  getMe(): Promise<IMe>;
+  getMe(): Promise<Me>;
 
   /**
    * Consent to being recorded, or withdraw it (nothing is recorded then).
    */
-  setConsent(consent: boolean): Promise<IMe>;
+  setConsent(consent: boolean): Promise<Me>;
 
   /**
    * Delete everything the user recorded (trajectories, predictions,
    * journals), nothing of anyone else's.
    */
-  deleteMyData(): Promise<{ trajectories: number; journals: number }>;
+  deleteMyData(): Promise<Forgotten>;
 
   /**
    * A page of the class roster: every user's notebooks (own only without
    * the read-all right) and who opted out.
    */
-  getClass(query?: IClassQuery): Promise<IClassPage>;
+  getClass(query?: IClassQuery): Promise<ClassPage>;
 
   /**
    * The latest trajectory matching a filter, or `null` when none does.
    */
-  latestTrajectory(
-    filter: ITrajectoryFilter
-  ): Promise<ITrajectorySummary | null>;
+  latestTrajectory(filter: ITrajectoryFilter): Promise<Trajectory | null>;
 
   /**
    * The trajectories matching a filter, oldest first (at most 1,000).
    */
-  listTrajectories(filter: ITrajectoryFilter): Promise<ITrajectorySummary[]>;
+  listTrajectories(filter: ITrajectoryFilter): Promise<Trajectory[]>;
 
   /**
    * A page of a trajectory's steps after `sinceStep`.
@@ -124,7 +123,7 @@ export interface IThemistoClient {
     trajectoryId: string,
     sinceStep: number,
     limit: number
-  ): Promise<IHistoryPage>;
+  ): Promise<HistoryPage>;
 
   /**
    * A trajectory's predictions of target steps after `sinceStep` (up to
@@ -151,7 +150,7 @@ export interface IThemistoClient {
    * Announce a code cell's text before it runs: the server predicts its
    * output now and uses that prediction if the cell runs with this text.
    */
-  speculate(body: ISpeculationRequest): Promise<ISpeculationReply>;
+  speculate(body: ISpeculationRequest): Promise<SpeculationReply>;
 
   /**
    * What goes at the cursor of a code cell being typed, as the server's
@@ -164,7 +163,7 @@ export interface IThemistoClient {
     body: ICompletionRequest,
     signal?: AbortSignal,
     onText?: (text: string) => void
-  ): Promise<ICellCompletion>;
+  ): Promise<CellCompletion>;
 
   /**
    * Read trajectories as JSONL (authenticated by header; the caller streams
@@ -364,7 +363,7 @@ export interface IThemistoLive {
    * notebook is activated): its steps, outputs, predictions and runtime, as
    * the prediction panel shows an open notebook's.
    */
-  replay(trajectory: ITrajectorySummary): Promise<INotebookLive>;
+  replay(trajectory: Trajectory): Promise<INotebookLive>;
 
   /**
    * Emitted when the active notebook (hence `current`) changes.
@@ -384,7 +383,7 @@ export interface IThemistoLive {
   /**
    * The server's predictors and contexts; `null` until known.
    */
-  readonly predictors: IPredictorsInfo | null;
+  readonly predictors: PredictorsInfo | null;
 
   /**
    * Why the predictors could not be read, if they could not.

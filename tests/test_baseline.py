@@ -14,7 +14,7 @@ from themisto_ext.prediction.clients.baseline import (
     determined,
     determined_output,
 )
-from themisto_ext.prediction.prompts import Prompt, Task
+from themisto_ext.prediction.prompts import PredictionTask, Prompt
 from themisto_ext.trajectory import validate_step
 
 FRAME_REPR = "        age  income\n0        23   41000\n...\n[100000 rows x 2 columns]"
@@ -72,12 +72,13 @@ HISTORY = [
 ]
 
 
-def request(task: Task, history: list[dict[str, Any]], target: str | None) -> PredictionRequest:
+def request(task: PredictionTask, history: list[dict[str, Any]],
+            target: str | None) -> PredictionRequest:
     prompt = Prompt(task=task, context="full", system="", prefix="", suffix="")
     return PredictionRequest(task=task, history=history, target_code=target, prompt=prompt)
 
 
-def predict(task: Task, history: list[dict[str, Any]], target: str | None = None) -> str:
+def predict(task: PredictionTask, history: list[dict[str, Any]], target: str | None = None) -> str:
     predictor = BaselinePredictor()
     completion = asyncio.run(predictor.predict(request(task, history, target)))
     asyncio.run(predictor.aclose())

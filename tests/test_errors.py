@@ -20,7 +20,7 @@ from themisto_ext.errors import (
     ThemistoError,
 )
 from themisto_ext.prediction.run import missed_record, prediction_error
-from themisto_ext.records import ErrorCode, Scope, schema, validator
+from themisto_ext.records import PredictionErrorCode, Scope, schema, validator
 
 PACKAGE = Path(errors.__file__).parent
 SIGNALS = {
@@ -121,7 +121,7 @@ def test_a_prediction_error_carries_its_closed_code(error: ThemistoError, code: 
 
 def test_the_codes_are_the_schemas():
     enum = schema("prediction")["$defs"]["error_code"]["enum"]
-    assert sorted(enum) == sorted(ErrorCode.__args__)  # type: ignore[attr-defined]
+    assert sorted(enum) == sorted(PredictionErrorCode.__args__)  # type: ignore[attr-defined]
 
 
 def test_a_record_stored_before_codes_existed_is_still_valid():

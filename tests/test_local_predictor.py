@@ -28,7 +28,7 @@ from themisto_ext.prediction.clients.local import (
     models,
 )
 from themisto_ext.prediction.clients.openai import OpenAIProvider
-from themisto_ext.prediction.prompts import Prompt, Task
+from themisto_ext.prediction.prompts import PredictionTask, Prompt
 from themisto_ext.prediction.prompts.build import build_prompt, demonstrations, system_text
 from themisto_ext.prediction.prompts.postprocess import postprocess
 from themisto_ext.prediction.run import predict
@@ -53,7 +53,7 @@ def cells(topic: str, first: int, count: int) -> str:
 
 
 def request(prefix: str, suffix: str, session: str | None,
-            task: Task = "output") -> PredictionRequest:
+            task: PredictionTask = "output") -> PredictionRequest:
     prompt = Prompt(task=task, context="full", system=SYSTEM, prefix=prefix, suffix=suffix)
     return PredictionRequest(
         task=task, history=[], target_code=suffix, prompt=prompt, session=session
@@ -194,7 +194,7 @@ async def test_an_output_prediction_is_not_superseded_by_a_next_cell_one(predict
     await asyncio.sleep(0)
     await wait_until(lambda: predictor.queued == 0)
 
-    def queue(suffix: str, task: Task) -> asyncio.Task[Completion]:
+    def queue(suffix: str, task: PredictionTask) -> asyncio.Task[Completion]:
         return asyncio.create_task(predictor.predict(request(topic, suffix, "mix", task)))
 
     output = queue(target(10), "output")

@@ -31,12 +31,12 @@ from themisto_ext.prediction.clients.local import (
     default_model_path,
 )
 from themisto_ext.prediction.clients.local.process import FAULT_ENV
-from themisto_ext.prediction.prompts import Prompt, Task
+from themisto_ext.prediction.prompts import PredictionTask, Prompt
 
 STORY = "Write a very long story about a notebook, at least 250 words."
 
 
-def request(text: str, session: str | None = None, task: Task = "next-cell",
+def request(text: str, session: str | None = None, task: PredictionTask = "next-cell",
             on_text=None) -> PredictionRequest:
     prompt = Prompt(task=task, context="none", system="You write.", prefix="", suffix=text)
     return PredictionRequest(task=task, history=[], target_code=None, prompt=prompt,

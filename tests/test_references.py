@@ -19,10 +19,10 @@ from themisto_ext.prediction.clients.baseline import visible_state
 from themisto_ext.prediction.prompts.build import demonstration_answers
 from themisto_ext.prediction.run import predict
 from themisto_ext.prediction.scoring import scored
-from themisto_ext.records import Context, Scope, Task
+from themisto_ext.records import PredictionContext, PredictionTask, Scope
 
 
-def run(spec: str, task: Task, context: Context, history: list[dict[str, Any]],
+def run(spec: str, task: PredictionTask, context: PredictionContext, history: list[dict[str, Any]],
         target: str | None) -> dict[str, Any]:
     async def go() -> Any:
         predictor = make_predictor(spec)
@@ -129,7 +129,7 @@ def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
                step(3, "print('shown')", {"x": VARIABLES["n"]})]
     history[2]["output"] = "shown\n"
 
-    async def go(task: Task, context: Context, code: str | None, steps: list,
+    async def go(task: PredictionTask, context: PredictionContext, code: str | None, steps: list,
                  answer: str) -> dict:
         with FakeLLM(answer=answer) as llm:
             hybrid = HybridPredictor(make_predictor("openai:m", base_url=llm.openai_url))
@@ -140,8 +140,8 @@ def test_hybrid_uses_a_rule_where_one_applies_and_the_model_where_none_does():
                 await hybrid.aclose()
             return {**record, "asked": len(llm.requests)}  # type: ignore[dict-item]
 
-    def hybrid(task: Task, context: Context, code: str | None, steps: list = history,
-               answer: str = "The output:\n<output>\n7\n</output>") -> dict:
+    def hybrid(task: PredictionTask, context: PredictionContext, code: str | None,
+               steps: list = history, answer: str = "The output:\n<output>\n7\n</output>") -> dict:
         return asyncio.run(go(task, context, code, steps, answer))
 
     # the baseline's rules determine everything this cell shows (the state has x = 1000)
@@ -269,7 +269,7 @@ def test_hybrid_over_a_named_model_asks_it_for_the_next_cells_no_rule_predicts()
 
     history = [step(1, "import numpy as np"), step(2, "x = 6", {"x": VARIABLES["n"]})]
 
-    async def go(steps: list, answer: str, task: Task = "next-cell",
+    async def go(steps: list, answer: str, task: PredictionTask = "next-cell",
                  code: str | None = None) -> dict:
         with FakeLLM(answer=answer) as llm:
             hybrid = make_predictor("hybrid:openai:m", base_url=llm.openai_url)

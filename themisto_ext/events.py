@@ -17,22 +17,22 @@ from jupyter_events.schema import EventSchema
 
 from themisto_ext import json_codec
 from themisto_ext.records import (
-    Context,
     LiveBusMessage,
     LiveEvent,
     LiveStep,
     PredictingEvent,
     Prediction,
+    PredictionContext,
     PredictionEvent,
+    PredictionTask,
     RecordingEvent,
     Scope,
     ScoredEvent,
     SpeculatedEvent,
     Step,
     StepEvent,
-    Task,
+    Trajectory,
     TrajectoryEvent,
-    TrajectoryInfo,
     WritingEvent,
     code_hash,
     schema,
@@ -51,7 +51,7 @@ UNNUMBERED = 0
 """An event's ``seq`` until ``LiveEvents.publish`` numbers it."""
 
 
-def trajectory_event(trajectory: TrajectoryInfo) -> TrajectoryEvent:
+def trajectory_event(trajectory: Trajectory) -> TrajectoryEvent:
     return {"type": "trajectory", "seq": UNNUMBERED, "trajectory_id": trajectory["id"],
             "kernel_id": trajectory["kernel_id"], "notebook_path": trajectory["notebook_path"],
             "trajectory": trajectory}
@@ -77,7 +77,7 @@ def recording_event(kernel_id: str, recording: bool, scope: Scope | None,
             "notebook_path": scope.notebook_path if scope else None}
 
 
-def predicting_event(scope: Scope, task: Task, context: Context, predictor: str,
+def predicting_event(scope: Scope, task: PredictionTask, context: PredictionContext, predictor: str,
                      target_step: int, cell_id: str | None) -> PredictingEvent:
     return {"type": "predicting", "seq": UNNUMBERED, "trajectory_id": scope.trajectory_id,
             "kernel_id": scope.kernel_id, "notebook_path": scope.notebook_path,
@@ -85,7 +85,7 @@ def predicting_event(scope: Scope, task: Task, context: Context, predictor: str,
             "target_step": target_step, "cell_id": cell_id}
 
 
-def writing_event(scope: Scope, task: Task, context: Context, predictor: str,
+def writing_event(scope: Scope, task: PredictionTask, context: PredictionContext, predictor: str,
                   target_step: int, cell_id: str | None, text: str) -> WritingEvent:
     """A prediction's answer so far, as the model writes it (``text`` read as the whole
     answer will be: ``prompts.postprocess.partial_answer``)."""

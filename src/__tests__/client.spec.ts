@@ -5,7 +5,14 @@ import {
   ThemistoApiError,
   ThemistoClient
 } from '../api/client';
-import { prediction, step } from './fixtures';
+import {
+  fullStep,
+  localModel,
+  prediction,
+  predictorsInfo,
+  trajectory
+} from './fixtures';
+import type { Trajectory } from '../api/records';
 
 interface ICall {
   url: string;
@@ -143,16 +150,27 @@ function makeApi(
 
 describe('ThemistoClient: live data', () => {
   it('reads the predictors', async () => {
-    const { api, calls } = makeApi(() =>
+    const info = predictorsInfo({
+      local_models: [localModel('hybrid', 'running')]
+    });
+    const { api, calls } = makeApi(() => json(200, info));
+    await expect(api.getPredictors()).resolves.toEqual(info);
+    expect(calls[0].url.pathname).toBe('/base/themisto/api/predictors');
+  });
+
+  it('refuses a reply that breaks its schema, saying where', async () => {
+    const { api } = makeApi(() =>
       json(200, { predictors: ['baseline'], contexts: ['none'], live: true })
     );
-    await expect(api.getPredictors()).resolves.toEqual({
-      predictors: ['baseline'],
-      contexts: ['none'],
-      live: true,
-      localModels: []
-    });
-    expect(calls[0].url.pathname).toBe('/base/themisto/api/predictors');
+    await expect(api.getPredictors()).rejects.toThrow(
+      "PredictorsInfo: must have required property 'speculation'"
+    );
+    const bad = makeApi(() =>
+      json(200, { ...predictorsInfo(), local_models: [{ predictor: 'x' }] })
+    ).api;
+    await expect(bad.getPredictors()).rejects.toThrow(
+      'PredictorsInfo/local_models/0'
+    );
   });
 
   it('reports a server without predictions as an error', async () => {
@@ -163,31 +181,18 @@ describe('ThemistoClient: live data', () => {
   it('finds the latest trajectory of a notebook from the total', async () => {
     const { api, calls } = makeApi(call =>
       call.url.searchParams.get('offset') === '2'
-        ? json(200, {
-            trajectories: [{ id: 'last', kernel_id: 'k', steps: 9 }],
-            total: 3
-          })
-        : json(200, {
-            trajectories: [{ id: 'first', kernel_id: 'k', steps: 1 }],
-            total: 3
-          })
+        ? json(200, page([trajectory({ id: 'last', steps: 9 })], 3, 2))
+        : json(200, page([trajectory({ id: 'first', steps: 1 })], 3, 0))
     );
     await expect(
       api.latestTrajectory({ notebook: 'a b.ipynb' })
-    ).resolves.toEqual({
-      id: 'last',
-      kernel_id: 'k',
-      steps: 9,
-      started_at: ''
-    });
+    ).resolves.toEqual(trajectory({ id: 'last', steps: 9 }));
     expect(calls[0].url.searchParams.get('notebook')).toBe('a b.ipynb');
     expect(calls[1].url.searchParams.get('offset')).toBe('2');
   });
 
   it('knows a notebook without trajectories', async () => {
-    const { api, calls } = makeApi(() =>
-      json(200, { trajectories: [], total: 0 })
-    );
+    const { api, calls } = makeApi(() => json(200, page([], 0, 0)));
     await expect(api.latestTrajectory({ kernel: 'k 1' })).resolves.toBeNull();
     expect(calls[0].url.searchParams.get('kernel')).toBe('k 1');
     expect(calls).toHaveLength(1);
@@ -195,14 +200,10 @@ describe('ThemistoClient: live data', () => {
 
   it('lists the trajectories of a kernel', async () => {
     const { api, calls } = makeApi(() =>
-      json(200, {
-        trajectories: [
-          { id: 'a', kernel_id: 'k', steps: 2 },
-          { kernel_id: 'k' },
-          { id: 'b', kernel_id: 'k', steps: 0 }
-        ],
-        total: 2
-      })
+      json(
+        200,
+        page([trajectory({ id: 'a' }), trajectory({ id: 'b', steps: 0 })], 2, 0)
+      )
     );
     const list = await api.listTrajectories({ kernel: 'k' });
     expect(list.map(t => t.id)).toEqual(['a', 'b']);
@@ -214,14 +215,16 @@ describe('ThemistoClient: live data', () => {
       call.url.pathname.endsWith('/steps')
         ? json(200, {
             trajectory_id: 't1',
-            steps: [step(1), { bad: true }],
+            steps: [fullStep(1), fullStep(2)],
             next_since_step: null
           })
-        : json(200, { predictions: [prediction('output', 1), {}] })
+        : json(200, { predictions: [prediction('output', 1)] })
     );
-    const page = await api.getSteps('t/1', 0, 100);
-    expect(page.steps.map(s => s.step)).toEqual([1]);
-    expect(page.nextSinceStep).toBeNull();
+    const steps = await api.getSteps('t/1', 0, 100);
+    // as the live stream carries them: no outputs, no hash
+    expect(steps.steps.map(s => s.step)).toEqual([1, 2]);
+    expect(steps.steps[0]).not.toHaveProperty('outputs');
+    expect(steps.next_since_step).toBeNull();
     expect(calls[0].url.pathname).toBe(
       '/base/themisto/api/trajectories/t%2F1/steps'
     );
@@ -251,7 +254,12 @@ describe('ThemistoClient: live data', () => {
 
   it('posts prediction requests', async () => {
     const { api, calls } = makeApi(() =>
-      json(202, { accepted: true, target_step: 4 })
+      json(202, {
+        accepted: true,
+        trajectory_id: 't',
+        target_step: 4,
+        predictions: 2
+      })
     );
     await expect(
       api.requestPrediction({ kernel_id: 'k', task: 'next-cell' })
@@ -278,7 +286,8 @@ describe('ThemistoClient: live data', () => {
     ).resolves.toEqual({
       accepted: false,
       reason: 'the kernel is running a cell',
-      targetStep: 5
+      trajectory_id: 't',
+      target_step: 5
     });
     expect(calls[0].method).toBe('POST');
     expect(calls[0].url.pathname).toBe('/base/themisto/api/speculations');
@@ -334,24 +343,24 @@ describe('ThemistoClient: live data', () => {
                     id: 'p',
                     task: 'output',
                     predictor: 'baseline',
+                    model: null,
                     context: 'full',
                     scores: null,
                     error: {
                       type: 'PredictionSuperseded',
                       message: 'the next cell started first'
-                    }
-                  },
-                  { id: 'bad', task: 'guess' }
+                    },
+                    abstained: false
+                  }
                 ]
-              },
-              { cell_id: 'no number' }
+              }
             ],
             next_since_step: 4
           })
         : json(200, { predictions: [prediction('output', 5)] })
     );
     const page = await api.getHistory('t1', 3, 1);
-    expect(page.nextSinceStep).toBe(4);
+    expect(page.next_since_step).toBe(4);
     expect(page.steps).toHaveLength(1);
     expect(page.steps[0]).toMatchObject({ step: 4, error: 'NameError' });
     expect(page.steps[0].predictions).toEqual([
@@ -359,7 +368,6 @@ describe('ThemistoClient: live data', () => {
         id: 'p',
         task: 'output',
         predictor: 'baseline',
-        // A record stored before summaries carried it: no model.
         model: null,
         context: 'full',
         scores: null,
@@ -367,7 +375,6 @@ describe('ThemistoClient: live data', () => {
           type: 'PredictionSuperseded',
           message: 'the next cell started first'
         },
-        // nor whether it abstained: it did not
         abstained: false
       }
     ]);
@@ -420,7 +427,14 @@ describe('ThemistoClient: live data', () => {
         undefined,
         t => seen.push(t)
       )
-    ).resolves.toEqual({ completion: "ght_kg'] # é", reason: null });
+    ).resolves.toEqual({
+      completion: "ght_kg'] # é",
+      predictor: 'hybrid',
+      reason: null,
+      trajectory_id: 't',
+      after_step: 1,
+      done: true
+    });
     expect(seen).toEqual(['ght', "ght_kg'] # é"]);
     expect(JSON.parse(calls[0].body!)).toEqual({
       kernel_id: 'k',
@@ -446,6 +460,13 @@ describe('ThemistoClient: live data', () => {
     ).rejects.toThrow('without its answer');
   });
 });
+
+/**
+ * A page of `GET trajectories`.
+ */
+function page(trajectories: Trajectory[], total: number, offset: number) {
+  return { trajectories, total, limit: 1, offset };
+}
 
 describe('exportFilename', () => {
   it('makes a plain .jsonl name from a notebook path', () => {

@@ -3,7 +3,6 @@ import {
   errorMessageFromBody,
   ThemistoApiError
 } from '../api/errors';
-import { toKernelRecording } from '../api/parse';
 
 describe('errorMessageFromBody', () => {
   it('uses the JSON message', () => {
@@ -46,41 +45,5 @@ describe('apiErrorFromResponse', () => {
     expect(error.name).toBe('ThemistoApiError');
     expect(error.status).toBe(409);
     expect(error.message).toBe('busy');
-  });
-});
-
-describe('toKernelRecording', () => {
-  const valid = {
-    kernel_id: 'k1',
-    recording: true,
-    reason: null,
-    trajectory_id: null,
-    steps: 2
-  };
-
-  it('accepts the API shape', () => {
-    expect(toKernelRecording(valid)).toEqual(valid);
-    expect(toKernelRecording({ ...valid, trajectory_id: 't1' })).toEqual({
-      ...valid,
-      trajectory_id: 't1'
-    });
-  });
-
-  it('keeps the reason a kernel is not recorded, and reads none as null', () => {
-    const failing = { ...valid, recording: false, reason: 'disk full' };
-    expect(toKernelRecording(failing)).toEqual(failing);
-    const { reason: _none, ...older } = valid;
-    expect(toKernelRecording(older)).toEqual(valid);
-  });
-
-  it('rejects other values', () => {
-    expect(toKernelRecording(null)).toBeNull();
-    expect(toKernelRecording([])).toBeNull();
-    expect(toKernelRecording({ ...valid, recording: 'yes' })).toBeNull();
-    expect(toKernelRecording({ ...valid, steps: -1 })).toBeNull();
-    expect(toKernelRecording({ ...valid, steps: 1.5 })).toBeNull();
-    expect(toKernelRecording({ ...valid, trajectory_id: 3 })).toBeNull();
-    const { kernel_id: _ignored, ...missing } = valid;
-    expect(toKernelRecording(missing)).toBeNull();
   });
 });

@@ -1,10 +1,10 @@
 import { Signal } from '@lumino/signaling';
 
-import type { IPredictorsInfo } from '../api/model';
-import type { PredictionTask } from '../api/records';
+import type { PredictionTask, PredictorsInfo } from '../api/records';
 import type { NotebookLive } from '../live/store';
 import type { IStepDetail } from '../live/types';
 import type { ILiveEventArgs, INotebookLive, IThemistoLive } from '../tokens';
+import { predictorsInfo } from './fixtures';
 
 /**
  * An in-memory IThemistoLive around one store.
@@ -12,12 +12,9 @@ import type { ILiveEventArgs, INotebookLive, IThemistoLive } from '../tokens';
 export class FakeLive implements IThemistoLive {
   constructor(
     public current: NotebookLive | null,
-    public predictors: IPredictorsInfo | null = {
-      predictors: ['baseline'],
-      contexts: ['none', 'full'],
-      live: true,
-      localModels: []
-    }
+    public predictors: PredictorsInfo | null = predictorsInfo({
+      contexts: ['none', 'full']
+    })
   ) {}
 
   predictorsError: string | null = null;

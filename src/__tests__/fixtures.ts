@@ -2,8 +2,12 @@ import type {
   LiveEvent,
   LivePrediction,
   LiveStep,
+  LocalModelState,
+  Step,
   PredictionTask,
-  Scores
+  PredictorsInfo,
+  Scores,
+  Trajectory
 } from '../api/records';
 
 export const TRAJECTORY = 't1';
@@ -165,5 +169,90 @@ export function recordingEvent(
     notebook_path: PATH,
     recording,
     reason
+  };
+}
+
+/**
+ * `GET predictors` as a server with nothing special to say answers it.
+ */
+export function predictorsInfo(
+  extra: Partial<PredictorsInfo> = {}
+): PredictorsInfo {
+  return {
+    predictors: ['baseline'],
+    contexts: ['none'],
+    live: true,
+    speculation: {
+      made: 0,
+      used: 0,
+      cpu_seconds_used: 0,
+      cpu_seconds_thrown_away: 0
+    },
+    local_models: [],
+    completer: null,
+    ...extra
+  };
+}
+
+/**
+ * An embedded model's process in `local_models`.
+ */
+export function localModel(
+  predictor: string,
+  state: LocalModelState['state'],
+  reason: string | null = null
+): LocalModelState {
+  return {
+    predictor,
+    state,
+    reason,
+    pid: state === 'running' ? 4242 : null,
+    restarts: 0,
+    crashes: 0,
+    safe_mode: false,
+    rss_bytes: null,
+    model: null,
+    model_bytes: null
+  };
+}
+
+/**
+ * A trajectory as the server lists it.
+ */
+export function trajectory(extra: Partial<Trajectory> = {}): Trajectory {
+  return {
+    id: TRAJECTORY,
+    kernel_id: KERNEL,
+    notebook_path: PATH,
+    started_at: '2026-01-02T00:00:00Z',
+    ended_at: null,
+    end_reason: null,
+    restart_of: null,
+    steps: 3,
+    source: 'kernel',
+    user: 'u',
+    ...extra
+  };
+}
+
+/**
+ * A whole step, as `GET steps` and a trajectory file have it.
+ */
+export function fullStep(n: number, extra: Partial<Step> = {}): Step {
+  return {
+    format_version: 1,
+    ...step(n),
+    started_at: '2026-01-02T00:00:00Z',
+    ended_at: '2026-01-02T00:00:01Z',
+    outputs: [
+      {
+        output_type: 'stream',
+        name: 'stdout',
+        mime_types: [],
+        text: `out ${n}`
+      }
+    ],
+    hash_index: '0123456789abcdef',
+    ...extra
   };
 }

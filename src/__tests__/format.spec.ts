@@ -5,12 +5,12 @@ import {
   statusDataset,
   StatusView
 } from '../statusbar/format';
-import type { IKernelRecording } from '../api/model';
+import type { KernelRecording } from '../api/records';
 import { nullTranslator } from '@jupyterlab/translation';
 
 const trans = nullTranslator.load('themisto_ext');
 
-function ready(model: Partial<IKernelRecording>): StatusView {
+function ready(model: Partial<KernelRecording>): StatusView {
   return {
     kind: 'ready',
     model: {

@@ -2,17 +2,18 @@ import { Signal } from '@lumino/signaling';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import type {
-  IClassPage,
-  IKernelRecording,
-  IMe,
-  ITrajectoryFilter
-} from '../api/model';
+  ClassPage,
+  KernelRecording,
+  Me,
+  Trajectory
+} from '../api/records';
+import type { ITrajectoryFilter } from '../api/model';
 import { LIVE_EVENT_SCHEMA_ID, type Prediction } from '../api/records';
 import type { Event } from '@jupyterlab/services';
 import { ThemistoLive } from '../live/live';
 import { FIRST_PAGE, HISTORY_PAGE, WHOLE_STEPS } from '../live/loader';
 import type { IThemistoClient } from '../tokens';
-import { prediction, step } from './fixtures';
+import { prediction, predictorsInfo, step, trajectory } from './fixtures';
 
 /**
  * The page's event bus: `send` emits a live event as jupyter_server's
@@ -43,27 +44,17 @@ class FakeEvents {
 class FakeClient implements IThemistoClient {
   posts: unknown[] = [];
   kernelReads: string[] = [];
-  trajectory = {
-    id: 't1',
-    kernel_id: 'k1',
-    steps: 3,
-    started_at: '2026-01-02T00:00:00Z'
-  };
+  trajectory: Trajectory = trajectory();
   /** Earlier trajectories of the notebook (by kernel or path). */
-  past: Array<{
-    id: string;
-    kernel_id: string;
-    steps: number;
-    started_at: string;
-  }> = [];
+  past: Trajectory[] = [];
   recording = true;
   latestReads = 0;
-  recordingChanged: Signal<IThemistoClient, IKernelRecording> = new Signal<
+  recordingChanged: Signal<IThemistoClient, KernelRecording> = new Signal<
     IThemistoClient,
-    IKernelRecording
+    KernelRecording
   >(this);
 
-  async getKernel(kernelId: string): Promise<IKernelRecording> {
+  async getKernel(kernelId: string): Promise<KernelRecording> {
     this.kernelReads.push(kernelId);
     return this._model(kernelId);
   }
@@ -89,7 +80,7 @@ class FakeClient implements IThemistoClient {
     ) {
       steps.push(step(n));
     }
-    return { steps, nextSinceStep: null };
+    return { trajectory_id: id, steps, next_since_step: null };
   }
   async getHistory(id: string, since: number, limit: number) {
     const total =
@@ -127,8 +118,9 @@ class FakeClient implements IThemistoClient {
     }
     const last = steps[steps.length - 1];
     return {
+      trajectory_id: id,
       steps,
-      nextSinceStep: steps.length === limit && last ? last.step : null
+      next_since_step: steps.length === limit && last ? last.step : null
     };
   }
   async getPredictions() {
@@ -144,12 +136,7 @@ class FakeClient implements IThemistoClient {
   predictorReads = 0;
   async getPredictors() {
     this.predictorReads++;
-    return {
-      predictors: ['baseline'],
-      contexts: ['none'],
-      live: true,
-      localModels: []
-    };
+    return predictorsInfo();
   }
   async requestPrediction(body: unknown) {
     this.posts.push(body);
@@ -157,29 +144,47 @@ class FakeClient implements IThemistoClient {
   }
   async speculate(body: unknown) {
     this.posts.push(body);
-    return { accepted: true, reason: null, targetStep: 4 };
+    return {
+      accepted: true,
+      reason: null,
+      trajectory_id: this.trajectory.id,
+      target_step: 4
+    };
   }
   async completeCell(body: unknown) {
     this.posts.push(body);
-    return { completion: null, reason: 'not used' };
+    return {
+      completion: null,
+      predictor: null,
+      reason: 'not used',
+      trajectory_id: this.trajectory.id,
+      after_step: this.trajectory.steps
+    };
   }
   async openExport(): Promise<Response> {
     throw new Error('not used');
   }
-  async getMe(): Promise<IMe> {
-    return { user: 'u', consent: true, captureLevel: 'code', readAll: false };
+  async getMe(): Promise<Me> {
+    return { user: 'u', consent: true, capture_level: 'code', read_all: false };
   }
-  async setConsent(consent: boolean): Promise<IMe> {
-    return { user: 'u', consent, captureLevel: 'code', readAll: false };
+  async setConsent(consent: boolean): Promise<Me> {
+    return { user: 'u', consent, capture_level: 'code', read_all: false };
   }
   async deleteMyData() {
-    return { trajectories: 0, journals: 0 };
+    return { user: 'u', deleted_trajectories: 0, deleted_journals: 0 };
   }
-  async getClass(): Promise<IClassPage> {
-    return { rows: [], total: 0, users: 0, optedOut: [] };
+  async getClass(): Promise<ClassPage> {
+    return {
+      rows: [],
+      total: 0,
+      users: 0,
+      opted_out: [],
+      limit: 100,
+      offset: 0
+    };
   }
 
-  private _model(kernelId: string): IKernelRecording {
+  private _model(kernelId: string): KernelRecording {
     return {
       kernel_id: kernelId,
       recording: this.recording,
@@ -275,12 +280,14 @@ describe('ThemistoLive', () => {
       type: 'step',
       trajectory_id: 't1',
       kernel_id: 'k1',
+      notebook_path: null,
       step: step(1)
     });
     events.send({
       type: 'step',
       trajectory_id: 't9',
       kernel_id: 'k9',
+      notebook_path: null,
       step: step(2)
     });
     await flush();
@@ -338,6 +345,7 @@ describe('ThemistoLive', () => {
       type: 'step',
       trajectory_id: 't1',
       kernel_id: 'k1',
+      notebook_path: null,
       step: step(3)
     });
     events.send({
@@ -386,7 +394,7 @@ describe('ThemistoLive', () => {
   it('keeps a switch heard of while the kernel state was being read', async () => {
     const api = new FakeClient();
     const events = new FakeEvents();
-    let answer: (model: IKernelRecording) => void = () => undefined;
+    let answer: (model: KernelRecording) => void = () => undefined;
     jest
       .spyOn(api, 'getKernel')
       .mockImplementationOnce(() => new Promise(resolve => (answer = resolve)));
@@ -594,12 +602,7 @@ describe('ThemistoLive', () => {
     const events = new FakeEvents();
     api.trajectory = { ...api.trajectory, id: 't2', steps: 1 };
     api.past = [
-      {
-        id: 't1',
-        kernel_id: 'k1',
-        steps: 4,
-        started_at: '2026-01-01T00:00:00Z'
-      }
+      trajectory({ id: 't1', steps: 4, started_at: '2026-01-01T00:00:00Z' })
     ];
     const { tracker: t, show } = tracker();
     const live = new ThemistoLive({

@@ -33,7 +33,7 @@ function slowClient() {
       for (let n = since + 1; n <= since + limit; n++) {
         steps.push({ step: n });
       }
-      return { steps, nextSinceStep: null };
+      return { steps, next_since_step: null };
     }
   } as unknown as IThemistoClient;
   const release = async (): Promise<void> => {

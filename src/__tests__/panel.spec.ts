@@ -7,9 +7,11 @@ import { PredictionSettings } from '../settings';
 import { FakeLive } from './fakelive';
 import {
   PATH,
-  prediction,
+  localModel,
   predictingEvent,
+  prediction,
   predictionEvent,
+  predictorsInfo,
   scoredEvent,
   scores,
   speculatedEvent,
@@ -477,12 +479,7 @@ describe('PredictionPanel', () => {
 
   it('says when no predictor is configured or recording is off', () => {
     const { panel, live, store, actions, q } = setup();
-    live.predictors = {
-      predictors: [],
-      contexts: [],
-      live: true,
-      localModels: []
-    };
+    live.predictors = predictorsInfo({ predictors: [], contexts: [] });
     store!.recording = false;
     live.predictorsChanged.emit();
     panel.flush();
@@ -501,12 +498,11 @@ describe('PredictionPanel', () => {
   it('says why the embedded model gives no predictions', () => {
     const { panel, live, q } = setup();
     const reason = 'the model process died while loading the model (signal 4)';
-    live.predictors = {
+    live.predictors = predictorsInfo({
       predictors: ['local'],
       contexts: ['full'],
-      live: true,
-      localModels: [{ predictor: 'local', state: 'failed', reason }]
-    };
+      local_models: [localModel('local', 'failed', reason)]
+    });
     live.predictorsChanged.emit();
     panel.flush();
     const banner = q('[data-kind="model-off"]');

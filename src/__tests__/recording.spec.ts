@@ -1,6 +1,6 @@
 import type { NotebookPanel } from '@jupyterlab/notebook';
 
-import type { IKernelRecording } from '../api/model';
+import type { KernelRecording } from '../api/records';
 import { NotebookLive } from '../live/store';
 import {
   notebookRecording,
@@ -57,7 +57,7 @@ describe('notebook recording metadata', () => {
 });
 
 describe('toggleNotebookRecording', () => {
-  const model = (recording: boolean): IKernelRecording => ({
+  const model = (recording: boolean): KernelRecording => ({
     kernel_id: 'k1',
     recording,
     reason: null,

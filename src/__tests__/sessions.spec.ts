@@ -1,11 +1,11 @@
 import { nullTranslator } from '@jupyterlab/translation';
 
-import type { ITrajectorySummary } from '../api/model';
+import type { Trajectory } from '../api/records';
 import { sessionChoices } from '../class/sessions';
 
 const trans = nullTranslator.load('themisto');
 const session = (id: string, started_at: string, steps: number) =>
-  ({ id, kernel_id: `k-${id}`, started_at, steps }) as ITrajectorySummary;
+  ({ id, kernel_id: `k-${id}`, started_at, steps }) as Trajectory;
 
 describe("a student's sessions of one notebook", () => {
   it('are offered latest first, numbered in order of start, empty ones left out', () => {

@@ -1,12 +1,11 @@
 import schema from '../../schema/predictions.json';
 import { withServerChoices } from '../settingschema';
+import { predictorsInfo } from './fixtures';
 
-const info = {
+const info = predictorsInfo({
   predictors: ['baseline', 'hybrid'],
-  contexts: ['none', 'full'],
-  live: true,
-  localModels: []
-};
+  contexts: ['none', 'full']
+});
 
 describe('withServerChoices', () => {
   it("offers the server's predictors and contexts as choices", () => {

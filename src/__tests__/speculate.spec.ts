@@ -1,8 +1,10 @@
-import type { ISpeculationReply, ISpeculationRequest } from '../api/model';
+import type { SpeculationReply } from '../api/records';
+import type { ISpeculationRequest } from '../api/model';
 import { type ISpeculationTarget, Speculator } from '../notebook/speculate';
 import { PredictionSettings } from '../settings';
+import { TRAJECTORY } from './fixtures';
 
-function setup(reply: Partial<ISpeculationReply> = {}) {
+function setup(reply: Partial<SpeculationReply> = {}) {
   const sent: ISpeculationRequest[] = [];
   const settings = new PredictionSettings();
   settings.update({ speculationPause: 1000 });
@@ -14,10 +16,11 @@ function setup(reply: Partial<ISpeculationReply> = {}) {
     code: 'df.head()',
     cellId: 'c4'
   };
-  let answer: ISpeculationReply = {
+  let answer: SpeculationReply = {
     accepted: true,
     reason: null,
-    targetStep: 4,
+    target_step: 4,
+    trajectory_id: TRAJECTORY,
     ...reply
   };
   const speculator = new Speculator({
@@ -28,7 +31,7 @@ function setup(reply: Partial<ISpeculationReply> = {}) {
     settings,
     target: () => target
   });
-  const answerWith = (next: ISpeculationReply): void => {
+  const answerWith = (next: SpeculationReply): void => {
     answer = next;
   };
   return { sent, settings, target, speculator, answerWith };
@@ -84,7 +87,12 @@ describe('Speculator', () => {
     });
     speculator.selected();
     await flush();
-    answerWith({ accepted: true, reason: null, targetStep: 4 });
+    answerWith({
+      accepted: true,
+      reason: null,
+      trajectory_id: TRAJECTORY,
+      target_step: 4
+    });
     speculator.selected();
     await flush();
     speculator.selected();

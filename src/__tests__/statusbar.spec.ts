@@ -7,9 +7,11 @@ import { FakeLive } from './fakelive';
 import {
   KERNEL,
   PATH,
+  TRAJECTORY,
+  localModel,
+  predictorsInfo,
   recordingEvent,
-  stepEvent,
-  TRAJECTORY
+  stepEvent
 } from './fixtures';
 
 /**
@@ -131,19 +133,18 @@ describe('ThemistoStatusItem', () => {
     live.show(knownStore(true, 2));
     expect(item.node.dataset.model).toBe('ok');
     const reason = "the local model's process died 3 times in 300 s";
-    live.predictors = {
+    live.predictors = predictorsInfo({
       predictors: ['hybrid'],
       contexts: ['full'],
-      live: true,
-      localModels: [{ predictor: 'hybrid', state: 'off', reason }]
-    };
+      local_models: [localModel('hybrid', 'off', reason)]
+    });
     await live.refreshPredictors();
     expect(item.node.dataset.model).toBe('off');
     expect(item.node.textContent).toBe(
       'Themisto: recording · 2 steps · model off ⚠'
     );
     expect(item.node.title).toContain(reason);
-    live.predictors = { ...live.predictors, localModels: [] };
+    live.predictors = { ...live.predictors!, local_models: [] };
     await live.refreshPredictors();
     expect(item.node.dataset.model).toBe('ok');
     expect(item.node.textContent).toBe('Themisto: recording · 2 steps');

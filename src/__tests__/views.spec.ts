@@ -18,7 +18,7 @@ import {
 import { downsample, scorePlot } from '../panel/svgplot';
 import { sortVariables } from '../panel/variables';
 import { PredictionSettings } from '../settings';
-import { PATH, prediction, scores, step } from './fixtures';
+import { PATH, prediction, predictorsInfo, scores, step } from './fixtures';
 
 const trans = nullTranslator.load('themisto_ext');
 
@@ -35,12 +35,7 @@ describe('ghost text', () => {
     const store = new NotebookLive(PATH);
     const settings = new PredictionSettings();
     const live = {
-      predictors: {
-        predictors: ['baseline'],
-        contexts: ['none', 'full'],
-        live: true,
-        localModels: []
-      }
+      predictors: predictorsInfo({ contexts: ['none', 'full'] })
     };
     expect(latestNextCell(store, live, settings)).toBeNull();
     store.addSteps([step(1)]);
@@ -411,7 +406,7 @@ describe('cellView', () => {
     expect(noPredictionReason(null, false, trans)).toBe('auto-predict is off');
     expect(
       noPredictionReason(
-        { predictors: [], contexts: [], live: true, localModels: [] },
+        predictorsInfo({ predictors: [], contexts: [] }),
         true,
         trans
       )

@@ -8,40 +8,45 @@ import { type ISignal, Signal } from '@lumino/signaling';
 import type { IThemistoClient } from '../tokens';
 import { ThemistoApiError } from './errors';
 import type {
-  ICellCompletion,
-  IClassPage,
   IClassQuery,
   ICompletionRequest,
-  IHistoryPage,
-  IKernelRecording,
-  IMe,
   IPredictionRequest,
-  IPredictorsInfo,
   IRecordingUpdate,
-  ISpeculationReply,
   ISpeculationRequest,
   IStepsPage,
-  ITrajectoryFilter,
-  ITrajectorySummary
+  ITrajectoryFilter
 } from './model';
 import {
-  asRecord,
-  toCellCompletion,
-  toClassPage,
-  toFullPrediction,
-  toKernelRecording,
-  toMe,
-  toPrediction,
-  toPredictorsInfo,
-  toStep,
-  toStepSummary,
-  toTrajectorySummaries
-} from './parse';
+  readCellCompletion,
+  readClassPage,
+  readCompletionLine,
+  readForgotten,
+  readHistoryPage,
+  readKernelRecording,
+  readMe,
+  readPrediction,
+  readPredictionsPage,
+  readPredictionsStarted,
+  readPredictorsInfo,
+  readSpeculationReply,
+  readStepsPage,
+  readTrajectoryPage
+} from './readers';
+import type { IReader } from './reader';
 import type {
+  CellCompletion,
+  ClassPage,
+  Forgotten,
+  HistoryPage,
+  KernelRecording,
   LivePrediction,
   LiveStep,
+  Me,
   Prediction,
-  StepSummary
+  PredictorsInfo,
+  SpeculationReply,
+  Step,
+  Trajectory
 } from './records';
 import { apiJson, apiLines, apiRequest, apiUrl, type Query } from './request';
 
@@ -65,32 +70,32 @@ export class ThemistoClient implements IThemistoClient {
    */
   readonly serverSettings: ServerConnection.ISettings;
 
-  get recordingChanged(): ISignal<IThemistoClient, IKernelRecording> {
+  get recordingChanged(): ISignal<IThemistoClient, KernelRecording> {
     return this._recordingChanged;
   }
 
-  async getKernel(kernelId: string): Promise<IKernelRecording> {
+  async getKernel(kernelId: string): Promise<KernelRecording> {
     return check(
       await this._json(['kernels', kernelId], { method: 'GET' }),
-      toKernelRecording
+      readKernelRecording
     );
   }
 
   async setRecording(
     kernelId: string,
     recording: boolean
-  ): Promise<IKernelRecording> {
+  ): Promise<KernelRecording> {
     const body: IRecordingUpdate = { recording };
     const model = check(
       await this._json(['kernels', kernelId], jsonInit('PUT', body)),
-      toKernelRecording
+      readKernelRecording
     );
     this._recordingChanged.emit(model);
     return model;
   }
 
-  async getPredictors(): Promise<IPredictorsInfo> {
-    return check(await this._get(['predictors']), toPredictorsInfo);
+  async getPredictors(): Promise<PredictorsInfo> {
+    return check(await this._get(['predictors']), readPredictorsInfo);
   }
 
   /**
@@ -99,30 +104,34 @@ export class ThemistoClient implements IThemistoClient {
    */
   async latestTrajectory(
     filter: ITrajectoryFilter
-  ): Promise<ITrajectorySummary | null> {
-    const first = await this._get(['trajectories'], { ...filter, limit: 1 });
-    const total = readTotal(first);
-    if (total === 0) {
+  ): Promise<Trajectory | null> {
+    const first = check(
+      await this._get(['trajectories'], { ...filter, limit: 1 }),
+      readTrajectoryPage
+    );
+    if (first.total === 0) {
       return null;
     }
     const page =
-      total > 1
-        ? await this._get(['trajectories'], {
-            ...filter,
-            limit: 1,
-            offset: total - 1
-          })
+      first.total > 1
+        ? check(
+            await this._get(['trajectories'], {
+              ...filter,
+              limit: 1,
+              offset: first.total - 1
+            }),
+            readTrajectoryPage
+          )
         : first;
-    const list = toTrajectorySummaries(page);
-    return list[list.length - 1] ?? null;
+    return page.trajectories[page.trajectories.length - 1] ?? null;
   }
 
-  async listTrajectories(
-    filter: ITrajectoryFilter
-  ): Promise<ITrajectorySummary[]> {
-    return toTrajectorySummaries(
-      await this._get(['trajectories'], { ...filter, limit: 1000 })
+  async listTrajectories(filter: ITrajectoryFilter): Promise<Trajectory[]> {
+    const page = check(
+      await this._get(['trajectories'], { ...filter, limit: 1000 }),
+      readTrajectoryPage
     );
+    return page.trajectories;
   }
 
   async getSteps(
@@ -130,39 +139,28 @@ export class ThemistoClient implements IThemistoClient {
     sinceStep: number,
     limit: number
   ): Promise<IStepsPage> {
-    const record = asRecord(
+    const page = check(
       await this._get(['trajectories', trajectoryId, 'steps'], {
         since_step: sinceStep,
         limit
-      })
+      }),
+      readStepsPage
     );
-    const list = Array.isArray(record.steps) ? record.steps : [];
-    const next = record.next_since_step;
-    return {
-      steps: list.map(toStep).filter((s): s is LiveStep => s !== null),
-      nextSinceStep: typeof next === 'number' ? next : null
-    };
+    return { ...page, steps: page.steps.map(liveStep) };
   }
 
   async getHistory(
     trajectoryId: string,
     sinceStep: number,
     limit: number
-  ): Promise<IHistoryPage> {
-    const record = asRecord(
+  ): Promise<HistoryPage> {
+    return check(
       await this._get(['trajectories', trajectoryId, 'history'], {
         since_step: sinceStep,
         limit
-      })
+      }),
+      readHistoryPage
     );
-    const list = Array.isArray(record.steps) ? record.steps : [];
-    const next = record.next_since_step;
-    return {
-      steps: list
-        .map(toStepSummary)
-        .filter((s): s is StepSummary => s !== null),
-      nextSinceStep: typeof next === 'number' ? next : null
-    };
   }
 
   async getPredictions(
@@ -170,63 +168,62 @@ export class ThemistoClient implements IThemistoClient {
     sinceStep: number,
     untilStep?: number
   ): Promise<LivePrediction[]> {
-    const record = asRecord(
+    const page = check(
       await this._get(['trajectories', trajectoryId, 'predictions'], {
         since_step: sinceStep,
         until_step: untilStep,
         slim: 'true'
-      })
+      }),
+      readPredictionsPage
     );
-    const list = Array.isArray(record.predictions) ? record.predictions : [];
-    return list
-      .map(toPrediction)
-      .filter((p): p is LivePrediction => p !== null);
+    // Asked slim: the server leaves prompt and raw out; never keep them.
+    return page.predictions.map(({ prompt, raw, ...slim }) => slim);
   }
 
   async getPrediction(predictionId: string): Promise<Prediction> {
     return check(
       await this._get(['predictions', predictionId]),
-      toFullPrediction
+      readPrediction
     );
   }
 
-  async requestPrediction(body: IPredictionRequest): Promise<number | null> {
-    const reply = await this._post(['predictions'], body);
-    const target = asRecord(reply).target_step;
-    return typeof target === 'number' ? target : null;
+  async requestPrediction(body: IPredictionRequest): Promise<number> {
+    const reply = check(
+      await this._post(['predictions'], body),
+      readPredictionsStarted
+    );
+    return reply.target_step;
   }
 
-  async speculate(body: ISpeculationRequest): Promise<ISpeculationReply> {
-    const reply = asRecord(await this._post(['speculations'], body));
-    return {
-      accepted: reply.accepted === true,
-      reason: typeof reply.reason === 'string' ? reply.reason : null,
-      targetStep:
-        typeof reply.target_step === 'number' ? reply.target_step : null
-    };
+  async speculate(body: ISpeculationRequest): Promise<SpeculationReply> {
+    return check(
+      await this._post(['speculations'], body),
+      readSpeculationReply
+    );
   }
 
   async completeCell(
     body: ICompletionRequest,
     signal?: AbortSignal,
     onText?: (text: string) => void
-  ): Promise<ICellCompletion> {
+  ): Promise<CellCompletion> {
     if (!onText) {
-      return toCellCompletion(
-        asRecord(await this._post(['completions'], body, signal))
+      return check(
+        await this._post(['completions'], body, signal),
+        readCellCompletion
       );
     }
-    let answer: ICellCompletion | null = null;
+    let answer: CellCompletion | null = null;
     await apiLines(
       this.serverSettings,
       apiUrl(this.serverSettings, ['completions']),
       jsonInit('POST', { ...body, stream: true }, signal),
-      line => {
-        const record = asRecord(line);
-        if (record.done === true) {
-          answer = toCellCompletion(record);
-        } else if (answer === null && typeof record.completion === 'string') {
-          onText(record.completion);
+      data => {
+        const line = check(data, readCompletionLine);
+        if (line.done) {
+          answer = line; // the last line: the answer (done: true)
+        } else if (answer === null) {
+          onText(line.completion);
         }
       }
     );
@@ -239,30 +236,29 @@ export class ThemistoClient implements IThemistoClient {
     return answer;
   }
 
-  async getMe(): Promise<IMe> {
-    return check(await this._get(['me']), toMe);
+  async getMe(): Promise<Me> {
+    return check(await this._get(['me']), readMe);
   }
 
-  async setConsent(consent: boolean): Promise<IMe> {
-    return check(await this._json(['me'], jsonInit('PUT', { consent })), toMe);
+  async setConsent(consent: boolean): Promise<Me> {
+    return check(
+      await this._json(['me'], jsonInit('PUT', { consent })),
+      readMe
+    );
   }
 
-  async deleteMyData(): Promise<{ trajectories: number; journals: number }> {
-    const reply = asRecord(await this._json(['me'], { method: 'DELETE' }));
-    return {
-      trajectories: Number(reply.deleted_trajectories ?? 0),
-      journals: Number(reply.deleted_journals ?? 0)
-    };
+  async deleteMyData(): Promise<Forgotten> {
+    return check(await this._json(['me'], { method: 'DELETE' }), readForgotten);
   }
 
-  async getClass(query: IClassQuery = {}): Promise<IClassPage> {
+  async getClass(query: IClassQuery = {}): Promise<ClassPage> {
     const clean: Query = {};
     for (const [name, value] of Object.entries(query)) {
       if (value !== undefined && value !== '') {
         clean[name] = value as string | number;
       }
     }
-    return toClassPage(await this._get(['class'], clean));
+    return check(await this._get(['class'], clean), readClassPage);
   }
 
   /**
@@ -315,7 +311,7 @@ export class ThemistoClient implements IThemistoClient {
     );
   }
 
-  private _recordingChanged = new Signal<IThemistoClient, IKernelRecording>(
+  private _recordingChanged = new Signal<IThemistoClient, KernelRecording>(
     this
   );
 }
@@ -349,24 +345,35 @@ export function exportFilename(notebookPath: string): string {
 }
 
 /**
- * A reply read by `reader`, or an error when it is malformed.
+ * A reply read by `read`, or an error saying where it breaks its schema.
  */
-function check<T>(data: unknown, reader: (value: unknown) => T | null): T {
-  const value = reader(data);
+function check<T>(data: unknown, read: IReader<T>): T {
+  const value = read(data);
   if (value === null) {
     throw new ThemistoApiError(
       200,
-      'Unexpected response from the Themisto server: ' +
+      `Unexpected response from the Themisto server (${read.problem(data)}): ` +
         String(JSON.stringify(data)).slice(0, 200)
     );
   }
   return value;
 }
 
-function readTotal(data: unknown): number {
-  const record = asRecord(data);
-  if (typeof record.total === 'number') {
-    return record.total;
-  }
-  return Array.isArray(record.trajectories) ? record.trajectories.length : 0;
+/**
+ * A step as the live stream carries it: what the panel shows of it.
+ */
+function liveStep(step: Step): LiveStep {
+  return {
+    trajectory_id: step.trajectory_id,
+    kernel_id: step.kernel_id,
+    notebook_path: step.notebook_path ?? null,
+    step: step.step,
+    cell_id: step.cell_id ?? null,
+    code: step.code,
+    output: step.output,
+    execution_time: step.execution_time,
+    memory_bytes: step.memory_bytes,
+    runtime_variables: step.runtime_variables,
+    error: step.error
+  };
 }

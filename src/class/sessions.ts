@@ -6,8 +6,7 @@
 import { InputDialog } from '@jupyterlab/apputils';
 import type { TranslationBundle } from '@jupyterlab/translation';
 
-import type { ITrajectorySummary } from '../api/model';
-import type { NotebookRow } from '../api/records';
+import type { NotebookRow, Trajectory } from '../api/records';
 
 /**
  * The sessions worth replaying (one cell run at least), latest first, each
@@ -15,10 +14,10 @@ import type { NotebookRow } from '../api/records';
  * first), when it started, how many cells it ran.
  */
 export function sessionChoices(
-  found: readonly ITrajectorySummary[],
+  found: readonly Trajectory[],
   trans: TranslationBundle,
   locale?: string
-): { trajectory: ITrajectorySummary; label: string }[] {
+): { trajectory: Trajectory; label: string }[] {
   const ordered = found
     .filter(t => t.steps > 0)
     .sort((a, b) => a.started_at.localeCompare(b.started_at));
@@ -41,10 +40,10 @@ export function sessionChoices(
  * picks (the latest preselected); null when cancelled.
  */
 export async function chooseSession(
-  found: readonly ITrajectorySummary[],
+  found: readonly Trajectory[],
   row: NotebookRow,
   trans: TranslationBundle
-): Promise<ITrajectorySummary | null> {
+): Promise<Trajectory | null> {
   const choices = sessionChoices(found, trans);
   if (choices.length === 0) {
     throw new Error(trans.__('nothing recorded'));

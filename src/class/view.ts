@@ -10,8 +10,7 @@ import { Debouncer } from '@lumino/polling';
 import { h, VirtualDOM, type VirtualElement } from '@lumino/virtualdom';
 import { Widget } from '@lumino/widgets';
 
-import type { IClassPage } from '../api/model';
-import type { NotebookRow } from '../api/records';
+import type { ClassPage, NotebookRow } from '../api/records';
 import { attrs, button } from '../dom';
 import type { IThemistoClient } from '../tokens';
 import {
@@ -93,15 +92,15 @@ export class ClassView extends Widget {
     const rows = page?.rows ?? [];
     const predictors = scoredPredictors(rows);
     const predictor = this._state.predictor || predictors[0] || '';
-    const optedOut = page?.optedOut.length
+    const opted_out = page?.opted_out.length
       ? h.p(
           {
-            className: 'themisto-ClassView-optedOut',
-            dataset: { 'themisto-opted-out': page.optedOut.join(',') }
+            className: 'themisto-ClassView-opted_out',
+            dataset: { 'themisto-opted-out': page.opted_out.join(',') }
           },
           trans.__(
             'Opted out (nothing recorded or shown): %1',
-            page.optedOut.join(', ')
+            page.opted_out.join(', ')
           )
         )
       : null;
@@ -109,7 +108,7 @@ export class ClassView extends Widget {
       h.h2({ className: 'themisto-ClassView-title' }, trans.__('Class')),
       this._filters(rows, predictors, predictor),
       this._summary(page, rows),
-      optedOut,
+      opted_out,
       this._table(rows, predictor),
       this._pager(page)
     ].filter((e): e is VirtualElement => e !== null);
@@ -189,7 +188,7 @@ export class ClassView extends Widget {
    * How many users and notebooks, the rows shown, or why there are none.
    */
   private _summary(
-    page: IClassPage | null,
+    page: ClassPage | null,
     rows: NotebookRow[]
   ): VirtualElement {
     const trans = this._trans;
@@ -334,7 +333,7 @@ export class ClassView extends Widget {
     );
   }
 
-  private _pager(page: IClassPage | null): VirtualElement | null {
+  private _pager(page: ClassPage | null): VirtualElement | null {
     if (!page || page.total <= PAGE_ROWS) {
       return null;
     }
@@ -369,7 +368,7 @@ export class ClassView extends Widget {
   }
 
   private _state: IRosterState = { ...INITIAL_STATE };
-  private _page: IClassPage | null = null;
+  private _page: ClassPage | null = null;
   private _status: 'loading' | 'ready' | 'error' = 'loading';
   private _error = '';
   private _notice = '';

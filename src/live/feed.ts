@@ -14,7 +14,7 @@ import type { Event } from '@jupyterlab/services';
 import { Debouncer } from '@lumino/polling';
 import { type ISignal, Signal } from '@lumino/signaling';
 
-import { parseBusMessage } from '../api/parse';
+import { readLiveEvent } from '../api/readers';
 import { LIVE_EVENT_SCHEMA_ID, type LiveEvent } from '../api/records';
 import type { ConnectionState } from './types';
 
@@ -72,7 +72,7 @@ export class LiveEventFeed {
     if (emission.schema_id !== LIVE_EVENT_SCHEMA_ID) {
       return; // jupyter_server's own events, other extensions'
     }
-    const event = parseBusMessage(emission);
+    const event = liveEvent(emission);
     if (!event) {
       return;
     }
@@ -116,4 +116,28 @@ export class LiveEventFeed {
   private _stateChanged = new Signal<LiveEventFeed, ConnectionState>(this);
   private _received = new Signal<LiveEventFeed, LiveEvent>(this);
   private _missed = new Signal<LiveEventFeed, void>(this);
+}
+
+/**
+ * The live event a bus message under the live schema carries as its JSON
+ * text (`LiveBusMessage`; the event manager adds its own fields beside it);
+ * `null`, with a warning, for one that breaks its schema: a server bug,
+ * skipped rather than shown wrong.
+ */
+function liveEvent(emission: Event.Emission): LiveEvent | null {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(String(emission.event));
+  } catch {
+    console.warn('Themisto: skipped a live event that is not JSON');
+    return null;
+  }
+  const event = readLiveEvent(payload);
+  if (!event) {
+    console.warn(
+      'Themisto: skipped a live event:',
+      readLiveEvent.problem(payload)
+    );
+  }
+  return event;
 }

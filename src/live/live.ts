@@ -14,9 +14,13 @@ import { Debouncer } from '@lumino/polling';
 import { type ISignal, Signal } from '@lumino/signaling';
 
 import { ThemistoApiError } from '../api/errors';
-import type { IKernelRecording, IPredictorsInfo } from '../api/model';
-import type { LiveEvent, PredictionTask } from '../api/records';
-import type { ITrajectorySummary } from '../api/model';
+import type {
+  KernelRecording,
+  LiveEvent,
+  PredictionTask,
+  PredictorsInfo,
+  Trajectory
+} from '../api/records';
 import type {
   ILiveEventArgs,
   INotebookLive,
@@ -69,7 +73,7 @@ export class ThemistoLive implements IThemistoLive {
     return this._eventReceived;
   }
 
-  get predictors(): IPredictorsInfo | null {
+  get predictors(): PredictorsInfo | null {
     return this._predictors;
   }
 
@@ -81,7 +85,7 @@ export class ThemistoLive implements IThemistoLive {
     return this._predictorsChanged;
   }
 
-  async replay(trajectory: ITrajectorySummary): Promise<NotebookLive> {
+  async replay(trajectory: Trajectory): Promise<NotebookLive> {
     // Its own key: never an open notebook's path, so no notebook's events or
     // badges reach it.
     const key = `themisto-replay:${trajectory.id}`;
@@ -410,7 +414,7 @@ export class ThemistoLive implements IThemistoLive {
    */
   private _onRecordingChanged(
     client: IThemistoClient,
-    model: IKernelRecording
+    model: KernelRecording
   ): void {
     this._recordingNews(model.kernel_id);
     for (const store of this._stores.values()) {
@@ -440,7 +444,7 @@ export class ThemistoLive implements IThemistoLive {
   private _stores = new Map<string, NotebookLive>();
   private _watched = new Set<NotebookPanel>();
   private _feed: LiveEventFeed;
-  private _predictors: IPredictorsInfo | null = null;
+  private _predictors: PredictorsInfo | null = null;
   private _predictorsError: string | null = null;
   private _modelNews = new Debouncer(() => this.refreshPredictors(), 500);
   private _currentChanged = new Signal<IThemistoLive, INotebookLive | null>(

@@ -8,7 +8,8 @@
  * A 2,000-step notebook so opens with two small requests more than a
  * 20-step one (benchmarks/history_open.py).
  */
-import type { ITrajectoryFilter, ITrajectorySummary } from '../api/model';
+import type { Trajectory } from '../api/records';
+import type { ITrajectoryFilter } from '../api/model';
 import type { IThemistoClient } from '../tokens';
 import type { NotebookLive } from './store';
 import type { IStepDetail } from './types';
@@ -62,10 +63,7 @@ export class HistoryLoader {
    * Bring a store up to date with its trajectory: what it lacks, newest
    * first; older history follows in the background.
    */
-  async catchUp(
-    store: NotebookLive,
-    trajectory: ITrajectorySummary
-  ): Promise<void> {
+  async catchUp(store: NotebookLive, trajectory: Trajectory): Promise<void> {
     const id = trajectory.id;
     const fresh = store.lastStep === 0;
     const total = trajectory.steps;
@@ -116,7 +114,7 @@ export class HistoryLoader {
     store: NotebookLive,
     filters: ITrajectoryFilter[]
   ): Promise<void> {
-    const seen = new Map<string, ITrajectorySummary>();
+    const seen = new Map<string, Trajectory>();
     for (const filter of filters) {
       for (const trajectory of await this._client.listTrajectories(filter)) {
         seen.set(trajectory.id, trajectory);
@@ -280,10 +278,10 @@ export class HistoryLoader {
         return;
       }
       store.addSummaries(result.steps);
-      if (result.nextSinceStep === null || result.steps.length === 0) {
+      if (result.next_since_step === null || result.steps.length === 0) {
         return;
       }
-      since = result.nextSinceStep;
+      since = result.next_since_step;
     }
   }
 

@@ -6,8 +6,11 @@
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
 
-import type { IPredictorsInfo } from '../api/model';
-import type { PredictionError, PredictionErrorCode } from '../api/records';
+import type {
+  PredictionError,
+  PredictionErrorCode,
+  PredictorsInfo
+} from '../api/records';
 
 /**
  * The error code of a prediction missed because the next cell started first
@@ -90,9 +93,9 @@ export function isModelProcessError(
  * often, or cannot start), or `null` while it can.
  */
 export function localModelDown(
-  predictors: IPredictorsInfo | null
+  predictors: PredictorsInfo | null
 ): string | null {
-  for (const model of predictors?.localModels ?? []) {
+  for (const model of predictors?.local_models ?? []) {
     if (model.state === 'off' || model.state === 'failed') {
       return model.reason ?? model.state;
     }
@@ -104,7 +107,7 @@ export function localModelDown(
  * Why a step has no prediction at all (none was recorded for it).
  */
 export function noPredictionReason(
-  predictors: IPredictorsInfo | null,
+  predictors: PredictorsInfo | null,
   autoPredict: boolean,
   trans: TranslationBundle
 ): string {

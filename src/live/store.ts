@@ -9,8 +9,8 @@
  */
 import { type ISignal, Signal } from '@lumino/signaling';
 
-import type { IKernelRecording } from '../api/model';
 import type {
+  KernelRecording,
   LiveEvent,
   LivePrediction,
   LiveStep,
@@ -162,7 +162,7 @@ export class NotebookLive implements INotebookLive {
    * (`GET|PUT themisto/api/kernels/{id}`): its recording switch, and the
    * step count of its latest trajectory.
    */
-  applyKernel(model: IKernelRecording): void {
+  applyKernel(model: KernelRecording): void {
     this.recordingError = null;
     this.recording = model.recording;
     this.recordingReason = model.reason;

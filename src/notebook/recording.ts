@@ -4,7 +4,7 @@
  */
 import type { INotebookModel, NotebookPanel } from '@jupyterlab/notebook';
 
-import type { IKernelRecording } from '../api/model';
+import type { KernelRecording } from '../api/records';
 import type { IThemistoClient, IThemistoLive } from '../tokens';
 
 /**
@@ -114,6 +114,6 @@ export async function toggleNotebookRecording(
  * Whether a kernel's recording switch is on: it records, or it should and
  * cannot (the server says why).
  */
-function switchedOn(model: IKernelRecording): boolean {
+function switchedOn(model: KernelRecording): boolean {
   return model.recording || model.reason !== null;
 }

@@ -11,7 +11,8 @@
  */
 import { Debouncer } from '@lumino/polling';
 
-import type { ISpeculationReply, ISpeculationRequest } from '../api/model';
+import type { SpeculationReply } from '../api/records';
+import type { ISpeculationRequest } from '../api/model';
 import type { IPredictionSettings } from '../tokens';
 
 /**
@@ -35,7 +36,7 @@ export interface ISpeculationTarget {
 }
 
 export interface ISpeculatorOptions {
-  speculate(body: ISpeculationRequest): Promise<ISpeculationReply>;
+  speculate(body: ISpeculationRequest): Promise<SpeculationReply>;
   settings: IPredictionSettings;
   /**
    * The active cell of the notebook, or `null` without one.

@@ -6,7 +6,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { h, type VirtualElement } from '@lumino/virtualdom';
 
-import type { IPredictorsInfo } from '../api/model';
+import type { PredictorsInfo } from '../api/records';
 import { localModelDown } from '../live/reasons';
 import type { INotebookLive } from '../tokens';
 import { button } from '../dom';
@@ -15,7 +15,7 @@ import { button } from '../dom';
  * What the header shows besides the store.
  */
 export interface IHeaderState {
-  predictors: IPredictorsInfo | null;
+  predictors: PredictorsInfo | null;
   predictorsError: string | null;
   autoPredict: boolean;
 }

@@ -25,8 +25,7 @@ import {
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
-import type { IMe } from '../api/model';
-import type { NotebookRow } from '../api/records';
+import type { Me, NotebookRow } from '../api/records';
 // The commands are added at activation, so these small modules are needed at once.
 /* eslint-disable jupyter/prefer-lazy-imports */
 import { NO_ARGS, PALETTE_CATEGORY } from '../commands';
@@ -66,7 +65,7 @@ export const peoplePlugin: JupyterFrontEndPlugin<void> = {
       () => undefined
     );
     statusBar?.registerStatusItem(peoplePlugin.id, {
-      item: consent.optedOut,
+      item: consent.opted_out,
       align: 'left',
       rank: 101,
       isActive: () => consent.me?.consent === false,
@@ -74,7 +73,7 @@ export const peoplePlugin: JupyterFrontEndPlugin<void> = {
     });
     addConsentCommand(app, client, live, consent, trans);
     addDeleteCommand(app, client, trans);
-    addClassView(app, client, live, trans, () => consent.me?.readAll === true);
+    addClassView(app, client, live, trans, () => consent.me?.read_all === true);
     for (const command of Object.values(PeopleCommandIDs)) {
       palette?.addItem({ command, category: PALETTE_CATEGORY });
     }
@@ -92,33 +91,33 @@ class Consent {
     private readonly _client: IThemistoClient,
     private readonly _trans: TranslationBundle
   ) {
-    this.optedOut.addClass('themisto-OptedOut');
-    this.optedOut.node.onclick = () =>
+    this.opted_out.addClass('themisto-OptedOut');
+    this.opted_out.node.onclick = () =>
       void _app.commands.execute(PeopleCommandIDs.toggleConsent);
   }
 
   /**
    * What the server said of the user last (null: not asked yet).
    */
-  me: IMe | null = null;
+  me: Me | null = null;
 
   /**
    * The status bar item, shown only while opted out.
    */
-  readonly optedOut = new Widget();
+  readonly opted_out = new Widget();
 
   /**
    * Told of each change of whether the status bar item is shown.
    */
-  readonly shownChanged = new Signal<Widget, void>(this.optedOut);
+  readonly shownChanged = new Signal<Widget, void>(this.opted_out);
 
   /**
    * The server's answer about the user, shown everywhere it is.
    */
-  learned(me: IMe): void {
+  learned(me: Me): void {
     const trans = this._trans;
     this.me = me;
-    const node = this.optedOut.node;
+    const node = this.opted_out.node;
     node.textContent = me.consent
       ? ''
       : trans.__('Themisto: not recording you');
@@ -237,7 +236,10 @@ function addDeleteCommand(
       try {
         const done = await client.deleteMyData();
         Notification.success(
-          trans.__('Deleted %1 trajectories of yours.', done.trajectories),
+          trans.__(
+            'Deleted %1 trajectories of yours.',
+            done.deleted_trajectories
+          ),
           { autoClose: 5000 }
         );
       } catch (error) {

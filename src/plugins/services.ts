@@ -10,7 +10,7 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IFormRendererRegistry } from '@jupyterlab/ui-components';
 
-import type { IPredictorsInfo } from '../api/model';
+import type { PredictorsInfo } from '../api/records';
 
 // These small modules are the services themselves, needed at activation.
 /* eslint-disable jupyter/prefer-lazy-imports */
@@ -61,7 +61,7 @@ export const predictionSettingsPlugin: JupyterFrontEndPlugin<IPredictionSettings
         // The settings editor offers the server's predictors and contexts
         // (settingschema.ts): the schema as written until the server has
         // answered, then again with its lists.
-        let info: IPredictorsInfo | null = null;
+        let info: PredictorsInfo | null = null;
         void registry.transform(predictionSettingsPlugin.id, {
           fetch: plugin =>
             info

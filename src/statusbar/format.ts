@@ -5,7 +5,7 @@
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
 
-import type { IKernelRecording } from '../api/model';
+import type { KernelRecording } from '../api/records';
 
 /**
  * What the status bar item currently displays.
@@ -16,7 +16,7 @@ export type StatusView =
   | { kind: 'error'; kernelId: string; message: string }
   | {
       kind: 'ready';
-      model: IKernelRecording;
+      model: KernelRecording;
       /**
        * Why the embedded model gives no predictions for now (it crashed too
        * often, or cannot start); absent while it can.

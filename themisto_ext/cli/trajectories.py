@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal, cast
 
 from themisto_ext.cli.args import positive_float
 from themisto_ext.cli.files import check_output
@@ -194,7 +194,8 @@ def _with_source(store: TrajectoryStore, trajectory_id: str) -> Iterator[Step]:
     info = store.get_trajectory(trajectory_id)
     for step in store.iter_steps(trajectory_id):
         if info is not None and "source" not in step:
-            step["source"] = info.source
+            # the store writes only the schema's sources (kernel, record, import)
+            step["source"] = cast("Literal['kernel', 'record', 'import']", info.source)
         step.pop("user", None)  # the store's owner says whose, not a field a kernel wrote
         if info is not None and info.user:
             step["user"] = info.user

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from themisto_ext.records import Step, StepError, StepOutput
 from themisto_ext.trajectory import FORMAT_VERSION
@@ -240,8 +240,9 @@ def _output(item: dict[str, Any]) -> StepOutput:
                 "text": traceback}
     found = item.get("data")
     data: dict[str, Any] = found if isinstance(found, dict) else {}
-    kind = kind if kind in ("execute_result", "display_data") else "display_data"
-    return {"output_type": kind, "mime_types": sorted(data), "text": plain_text(data)}
+    shown: Literal["execute_result", "display_data"] = \
+        "execute_result" if kind == "execute_result" else "display_data"
+    return {"output_type": shown, "mime_types": sorted(data), "text": plain_text(data)}
 
 
 def _error_from(outputs: Sequence[Mapping[str, Any]], text: str) -> StepError:

@@ -41,7 +41,7 @@ from themisto_ext.errors import PredictionSuperseded
 from themisto_ext.evaluation.realism import measure, step_facts
 from themisto_ext.evaluation.sample import Example
 from themisto_ext.prediction.clients import Predictor, make_predictor
-from themisto_ext.prediction.prompts import ANSWER_TOKENS, CONTEXTS, Context, Prompt
+from themisto_ext.prediction.prompts import ANSWER_TOKENS, CONTEXTS, PredictionContext, Prompt
 from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.prediction.prompts.window import HistoryPlan, Window, common_history
 from themisto_ext.prediction.run import Superseded, predict, prediction_error
@@ -87,7 +87,7 @@ def load_results(path: Path) -> LoadedResults:
     return LoadedResults(latest, lines, unreadable)
 
 
-def parse_contexts(text: str) -> list[Context]:
+def parse_contexts(text: str) -> list[PredictionContext]:
     wanted = [c.strip() for c in text.split(",") if c.strip()]
     unknown = [c for c in wanted if c not in CONTEXTS]
     if unknown or not wanted:
@@ -161,7 +161,7 @@ class Progress:
 @dataclass
 class BenchConfig:
     predictors: list[str]
-    contexts: list[Context]
+    contexts: list[PredictionContext]
     out: Path
     concurrency: int = 8
     base_url: str | None = None
@@ -264,11 +264,11 @@ def _claim_directory(out: Path, bench: Path, examples: Sequence[Example]) -> Non
                         + "\n", encoding="utf-8")
 
 
-def history_plan(example: Example, contexts: Sequence[Context], budget_chars: int,
+def history_plan(example: Example, contexts: Sequence[PredictionContext], budget_chars: int,
                  window: Window | None, max_tokens: int = ANSWER_TOKENS) -> HistoryPlan:
     """The one budget and history cut of every context's prompt for ``example``."""
 
-    def build(context: Context, budget: int, dropped: int) -> Prompt:
+    def build(context: PredictionContext, budget: int, dropped: int) -> Prompt:
         return build_prompt(example["history"], example["task"], context,
                             target_code=_target_code(example), budget_chars=budget,
                             max_tokens=max_tokens, min_dropped=dropped)
@@ -279,7 +279,7 @@ def history_plan(example: Example, contexts: Sequence[Context], budget_chars: in
 class _Plans:
     """Each (predictor, example)'s history plan, made once for all its contexts."""
 
-    def __init__(self, contexts: Sequence[Context], budget_chars: int) -> None:
+    def __init__(self, contexts: Sequence[PredictionContext], budget_chars: int) -> None:
         self.contexts, self.budget_chars = list(contexts), budget_chars
         self._made: dict[tuple[str, str], asyncio.Future[HistoryPlan | None]] = {}
 
@@ -298,8 +298,8 @@ class _Plans:
             return None
 
 
-async def _one(predictor: Predictor, example: Example, context: Context, config: BenchConfig,
-               session: str | None, plans: _Plans | None = None) -> Record:
+async def _one(predictor: Predictor, example: Example, context: PredictionContext,
+               config: BenchConfig, session: str | None, plans: _Plans | None = None) -> Record:
     target = example["target"]
     record: dict[str, Any]
     plan = await plans.get(predictor, example) if plans is not None else None
@@ -353,7 +353,8 @@ async def run_bench(examples: Sequence[Example], bench: Path, config: BenchConfi
     done = {k for k, r in loaded.latest.items() if not r.get("error")}
     planned = 0
     # Chains run sequentially inside, concurrently with each other.
-    chains: dict[tuple[Any, ...], list[tuple[Predictor, Example, Context]]] = defaultdict(list)
+    chains: dict[tuple[Any, ...], list[tuple[Predictor, Example, PredictionContext]]] = \
+        defaultdict(list)
     for predictor in predictors:
         for context in config.contexts:
             for example in examples:
@@ -372,7 +373,7 @@ async def run_bench(examples: Sequence[Example], bench: Path, config: BenchConfi
     writer = _Writer(results_path)
 
     async def run_chain(chain: tuple[Any, ...],
-                        items: list[tuple[Predictor, Example, Context]]) -> None:
+                        items: list[tuple[Predictor, Example, PredictionContext]]) -> None:
         if config.in_order:
             items.sort(key=lambda item: int(item[1]["target"]["step"]))
         session = "bench:" + ":".join(chain) if config.in_order else None

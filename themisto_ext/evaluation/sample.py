@@ -29,7 +29,7 @@ import numpy as np
 
 from themisto_ext.errors import SampleInputError as SampleInputError  # re-exported: raised here
 from themisto_ext.evaluation.realism import StepFacts, Tracker
-from themisto_ext.prediction.prompts import TASKS, Task
+from themisto_ext.prediction.prompts import TASKS, PredictionTask
 from themisto_ext.records import Step
 from themisto_ext.trajectory.jsonl import iter_jsonl
 
@@ -227,7 +227,7 @@ def _describe(stratum: int, bounds: tuple[float, float]) -> str:
     return (f"length < {low:g}", f"{low:g} <= length <= {high:g}", f"length > {high:g}")[stratum]
 
 
-def _candidates(trajectories: list[Trajectory], task: Task, errors: str, environment: str,
+def _candidates(trajectories: list[Trajectory], task: PredictionTask, errors: str, environment: str,
                 dropped: dict[str, int], source: str = "any") -> list[_Candidate]:
     found: list[_Candidate] = []
     output_task = task == "output"
@@ -253,7 +253,8 @@ def _candidates(trajectories: list[Trajectory], task: Task, errors: str, environ
     return found
 
 
-def _drop_long(found: list[_Candidate], task: Task, dropped: dict[str, int]) -> list[_Candidate]:
+def _drop_long(found: list[_Candidate], task: PredictionTask,
+               dropped: dict[str, int]) -> list[_Candidate]:
     if not found:
         return found
     code = np.fromiter((c.trajectory.facts[c.position].code_length for c in found), np.int64,
@@ -280,7 +281,7 @@ def _without_gc() -> Iterator[None]:
             gc.enable()
 
 
-def sample(paths: Sequence[Path], task: Task, *, n: int = 200, seed: int = 0,
+def sample(paths: Sequence[Path], task: PredictionTask, *, n: int = 200, seed: int = 0,
            errors: str = "drop", environment: str = "keep",
            source: str = "any") -> SampleResult:
     """Draw the benchmark examples for ``task`` from the trajectory files ``paths``;
@@ -302,7 +303,7 @@ def sample(paths: Sequence[Path], task: Task, *, n: int = 200, seed: int = 0,
         return _sample(read_trajectories(paths), task, n, seed, errors, environment, source)
 
 
-def select_targets(trajectories: list[Trajectory], task: Task, errors: str = "drop",
+def select_targets(trajectories: list[Trajectory], task: PredictionTask, errors: str = "drop",
                    environment: str = "keep", source: str = "any",
                    ) -> tuple[list[_Candidate], dict[str, int]]:
     """Every candidate target for ``task`` after every filter, ordered by trajectory id and
@@ -334,7 +335,7 @@ def observe_trajectory(trajectory_id: str, steps: Iterable[Any], source: Path | 
     return trajectory
 
 
-def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
+def _sample(trajectories: list[Trajectory], task: PredictionTask, n: int, seed: int,
             errors: str, environment: str = "keep", source: str = "any") -> SampleResult:
     found, dropped = select_targets(trajectories, task, errors, environment, source)
     steps = sum(len(t.lines) for t in trajectories)
@@ -375,7 +376,7 @@ def _sample(trajectories: list[Trajectory], task: Task, n: int, seed: int,
     return SampleResult(examples, steps, dropped, len(found), (q1, q3), strata, notes)
 
 
-def _example(candidate: _Candidate, task: Task, stratum: str,
+def _example(candidate: _Candidate, task: PredictionTask, stratum: str,
              design: dict[str, Any]) -> Example:
     trajectory = candidate.trajectory
     target = trajectory.step(candidate.position)

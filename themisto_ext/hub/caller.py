@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from themisto_ext.errors import StoreForbidden
-from themisto_ext.records import NotebookRowInfo, Prediction, Step, StepSummary
+from themisto_ext.records import NotebookRow, Prediction, Step, StepSummary
 from themisto_ext.store.base import (
     Applied,
     NewStep,
@@ -235,7 +235,7 @@ class CallerStore:
             return None
         return prediction
 
-    def notebook_rows(self, where: ClassFilter) -> list[NotebookRowInfo]:
+    def notebook_rows(self, where: ClassFilter) -> list[NotebookRow]:
         users = self._own_users(where.users)
         return self._store.notebook_rows(
             replace(where, users=(users,) if isinstance(users, str) else users))

@@ -24,7 +24,7 @@ from themisto_ext.errors import PredictionSuperseded, ProviderError
 from themisto_ext.prediction.clients.base import Predictor, TextSink
 from themisto_ext.prediction.prompts.code import build_infill
 from themisto_ext.prediction.run import Superseded, predict
-from themisto_ext.records import Context, Scope, Step
+from themisto_ext.records import PredictionContext, Scope, Step
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ class _Streamed:
 
 
 async def fill(predictor: Any, history: Sequence[Step], before: str, after: str,
-               context: Context, session: str | None,
+               context: PredictionContext, session: str | None,
                on_text: TextSink | None = None) -> CellCompletion:
     """The argument at the cursor, filled in by a code model; with ``on_text``, streamed
     (its text so far handed over as the model writes it)."""
@@ -177,7 +177,7 @@ async def fill(predictor: Any, history: Sequence[Step], before: str, after: str,
 
 
 async def complete_cell(predictor: Predictor, history: Sequence[Step], beginning: str,
-                        context: Context, *, scope: Scope, target_step: int,
+                        context: PredictionContext, *, scope: Scope, target_step: int,
                         budget_chars: int, session: str | None = None,
                         after: str = "", on_text: TextSink | None = None) -> CellCompletion:
     """What goes after ``beginning`` (and before ``after``); ``on_text`` takes a code

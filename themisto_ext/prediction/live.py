@@ -53,7 +53,7 @@ from themisto_ext.prediction.run import (
 )
 from themisto_ext.prediction.scoring import scored
 from themisto_ext.prediction.speculation import Speculation, Speculations
-from themisto_ext.records import Context, Prediction, Scope, Step, Task
+from themisto_ext.records import Prediction, PredictionContext, PredictionTask, Scope, Step
 from themisto_ext.store.aio import AsyncStore
 from themisto_ext.store.base import TrajectoryStore
 from themisto_ext.trajectory.text import clip
@@ -80,7 +80,7 @@ def _slim(step: Step, limit: int) -> Step:
     return slim  # type: ignore[return-value]  # a Step without two fields nobody reads
 
 
-Pending = dict[asyncio.Task[None], tuple[str, Context, int]]
+Pending = dict[asyncio.Task[None], tuple[str, PredictionContext, int]]
 """Next-cell predictions under way: (predictor, context, target step) of each."""
 
 
@@ -143,7 +143,7 @@ def _epoch(timestamp: str | None) -> float:
 
 class LivePredictions:
     def __init__(self, store: AsyncStore, events: LiveEvents, predictors: list[Predictor],
-                 contexts: Iterable[Context], budget_chars: int,
+                 contexts: Iterable[PredictionContext], budget_chars: int,
                  budgets: Mapping[str, int] | None = None, *,
                  predict_outputs: bool = True) -> None:
         self.store = store
@@ -152,7 +152,7 @@ class LivePredictions:
         score an output prediction against, and no output to show a model."""
         self.events = events
         self.predictors = predictors
-        self.contexts: list[Context] = list(contexts)
+        self.contexts: list[PredictionContext] = list(contexts)
         self.budget_chars = budget_chars
         self.budgets = dict(budgets or {})
         """Prompt budgets of particular predictors, by name (others get ``budget_chars``)."""
@@ -209,7 +209,7 @@ class LivePredictions:
             self._remember(step)
         await self._score(result.steps, scores)
 
-    def schedule(self, trajectory_id: str, task: Task, target_step: int, *,
+    def schedule(self, trajectory_id: str, task: PredictionTask, target_step: int, *,
                  code: str | None = None, cell_id: str | None = None,
                  started_at: float | None = None) -> int:
         """Start one prediction per predictor and context (an output prediction made
@@ -298,7 +298,7 @@ class LivePredictions:
     async def _complete(self, model: Predictor, trajectory_id: str, beginning: str,
                         after_step: int, after: str,
                         on_text: TextSink | None) -> CellCompletion:
-        context: Context = "full" if "full" in self.contexts or not self.contexts \
+        context: PredictionContext = "full" if "full" in self.contexts or not self.contexts \
             else self.contexts[0]
         budget = self.budgets.get(model.name, self.budget_chars)
         history = await self._history(trajectory_id, budget)
@@ -327,7 +327,7 @@ class LivePredictions:
                     count += 1
         return count
 
-    async def _warm(self, predictor: Predictor, context: Context,
+    async def _warm(self, predictor: Predictor, context: PredictionContext,
                     trajectory_id: str | None) -> None:
         budget = self.budgets.get(predictor.name, self.budget_chars)
         try:
@@ -414,9 +414,10 @@ class LivePredictions:
     async def _scope(self, trajectory_id: str) -> Scope:
         return await self.store.quick(partial(scope_in, trajectory_id=trajectory_id))
 
-    async def _predict(self, predictor: Predictor, context: Context, scope: Scope, task: Task,
-                       target_step: int, code: str | None, cell_id: str | None,
-                       speculation: Speculation | None = None) -> Prediction | Superseded:
+    async def _predict(self, predictor: Predictor, context: PredictionContext, scope: Scope,
+                       task: PredictionTask, target_step: int, code: str | None,
+                       cell_id: str | None, speculation: Speculation | None = None,
+                       ) -> Prediction | Superseded:
         """One prediction, its answer published as the model writes it; one made for a
         ``speculation`` is shown only once its cell starts (the text written so far then,
         the rest as it comes), and its CPU is booked to it."""
@@ -447,8 +448,9 @@ class LivePredictions:
             on_cpu=None if speculation is None else partial(self.speculations.spend,
                                                             speculation))
 
-    async def _run(self, predictor: Predictor, context: Context, trajectory_id: str, task: Task,
-                   target_step: int, code: str | None, cell_id: str | None) -> None:
+    async def _run(self, predictor: Predictor, context: PredictionContext, trajectory_id: str,
+                   task: PredictionTask, target_step: int, code: str | None,
+                   cell_id: str | None) -> None:
         scope: Scope | None = None
         try:
             scope = await self._scope(trajectory_id)
@@ -512,8 +514,8 @@ class LivePredictions:
             for combo in speculation.outcomes:
                 speculation.settle(combo, None)
 
-    async def _adopt(self, speculation: Speculation, predictor: Predictor, context: Context,
-                     cell_id: str | None, started_at: float) -> None:
+    async def _adopt(self, speculation: Speculation, predictor: Predictor,
+                     context: PredictionContext, cell_id: str | None, started_at: float) -> None:
         """A starting cell takes its speculation's prediction: at once when it is ready,
         else as soon as it is (no new model call); when it was not made after all, the
         cell is predicted as usual."""
@@ -555,8 +557,8 @@ class LivePredictions:
                 self._start(self._miss(predictor.name, context, trajectory_id, "next-cell",
                                        target_step, None))
 
-    async def _miss(self, predictor: str, context: Context, trajectory_id: str, task: Task,
-                    target_step: int, cell_id: str | None) -> None:
+    async def _miss(self, predictor: str, context: PredictionContext, trajectory_id: str,
+                    task: PredictionTask, target_step: int, cell_id: str | None) -> None:
         try:
             scope = await self._scope(trajectory_id)
             record = missed_record(predictor, task, context, NEXT_CELL_STARTED, scope=scope,

@@ -28,13 +28,13 @@ from themisto_ext.prediction.prompts.build import build_prompt
 from themisto_ext.prediction.prompts.postprocess import postprocess
 from themisto_ext.prediction.prompts.window import fit_prompt
 from themisto_ext.records import (
-    Context,
-    ErrorCode,
     Prediction,
+    PredictionContext,
     PredictionError,
+    PredictionErrorCode,
+    PredictionTask,
     Scope,
     Step,
-    Task,
 )
 
 
@@ -50,7 +50,7 @@ def prediction_error(error: ThemistoError) -> PredictionError:
     """Why a prediction has no answer, as its record keeps it: the class (``type``, what
     records made before codes existed have) and its branch of the exception tree as a
     closed code (``code``), which is what the front end matches on."""
-    code: ErrorCode = (
+    code: PredictionErrorCode = (
         "superseded" if isinstance(error, PredictionSuperseded)
         else "prompt-too-long" if isinstance(error, PromptTooLong)
         else "local-model" if isinstance(error, LocalModelError)
@@ -58,7 +58,7 @@ def prediction_error(error: ThemistoError) -> PredictionError:
     return {"type": type(error).__name__, "message": str(error), "code": code}
 
 
-def blank_record(predictor: str, task: Task, context: Context, *, scope: Scope,
+def blank_record(predictor: str, task: PredictionTask, context: PredictionContext, *, scope: Scope,
                  target_step: int, cell_id: str | None = None) -> Prediction:
     """A prediction record with no answer yet."""
     return {
@@ -75,7 +75,7 @@ def blank_record(predictor: str, task: Task, context: Context, *, scope: Scope,
     }
 
 
-def missed_record(predictor: str, task: Task, context: Context, message: str, *,
+def missed_record(predictor: str, task: PredictionTask, context: PredictionContext, message: str, *,
                   scope: Scope, target_step: int, cell_id: str | None = None) -> Prediction:
     """The record of a prediction missed (dropped, or never made) because the next cell
     started first: stored and shown like a failed one, so a cell says why it has none."""
@@ -88,8 +88,8 @@ def missed_record(predictor: str, task: Task, context: Context, message: str, *,
 async def predict(
     predictor: Predictor,
     history: Sequence[Step],
-    task: Task,
-    context: Context,
+    task: PredictionTask,
+    context: PredictionContext,
     *,
     scope: Scope,
     target_step: int,
@@ -161,7 +161,7 @@ async def predict(
     return record
 
 
-async def warm(predictor: Predictor, history: Sequence[Step], context: Context, *,
+async def warm(predictor: Predictor, history: Sequence[Step], context: PredictionContext, *,
                session: str | None, budget_chars: int = 24_000) -> int | None:
     """Have a model that keeps sessions read the prompt its session's next prediction will
     begin with (the trajectory so far), so that prediction reads only its cell. Returns the

@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from themisto_ext.records import Context, Prediction
+from themisto_ext.records import Prediction, PredictionContext
 
-Combo = tuple[str, Context]
+Combo = tuple[str, PredictionContext]
 """(predictor name, context) of one prediction."""
 Fate = Literal["used", "thrown_away"]
 

@@ -35,7 +35,7 @@ from themisto_ext.prediction.clients import (
     runs_local_model,
 )
 from themisto_ext.prediction.live import LivePredictions
-from themisto_ext.prediction.prompts import CONTEXTS, Context
+from themisto_ext.prediction.prompts import CONTEXTS, PredictionContext
 from themisto_ext.server import api
 from themisto_ext.server.access import READ_ALL_SCOPE, AccessPolicy
 from themisto_ext.server.core import HEARTBEAT, SETTINGS_KEY, Themisto
@@ -156,7 +156,7 @@ class ThemistoExtension(ExtensionApp):
     ).tag(config=True)
     contexts = List(
         Unicode(), default_value=["full"],
-        help="Context conditions of live predictions: none, full, curated.",
+        help="PredictionContext conditions of live predictions: none, full, curated.",
     ).tag(config=True)
     local_reuse_prefix = Bool(True, help="Let the local model reuse the KV cache of the prompt "
                                          "prefix a session shares with its previous prompt "
@@ -281,7 +281,8 @@ class ThemistoExtension(ExtensionApp):
         predictors = self._make_predictors()
         local = {p.name: self.local_prediction_budget for p in predictors
                  if runs_local_model(p.name)}
-        contexts = cast("list[Context]", list(self.contexts))  # checked by _valid_contexts
+        # checked by _valid_contexts
+        contexts = cast("list[PredictionContext]", list(self.contexts))
         live = LivePredictions(store, events, predictors, contexts,
                                self.prediction_budget, local,
                                predict_outputs=captures_outputs(self.capture_level))

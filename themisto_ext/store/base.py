@@ -13,14 +13,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from themisto_ext import records
 from themisto_ext.errors import StoreError, StoreUnavailable
 from themisto_ext.records import (
-    NotebookRowInfo,
+    NotebookRow,
     Prediction,
     PredictionSummary,
     Step,
     StepSummary,
-    TrajectoryInfo,
     code_hash,
 )
 
@@ -50,7 +50,7 @@ class Trajectory:
     """Who ran it: the Jupyter identity of the server that recorded it ('' before owners
     were recorded)."""
 
-    def to_json(self) -> TrajectoryInfo:
+    def to_json(self) -> records.Trajectory:
         return {
             "id": self.id, "kernel_id": self.kernel_id, "notebook_path": self.notebook_path,
             "started_at": self.started_at, "ended_at": self.ended_at,
@@ -245,7 +245,7 @@ class TrajectoryStore(Protocol):
 
     def get_prediction(self, prediction_id: str) -> Prediction | None: ...
 
-    def notebook_rows(self, where: ClassFilter) -> list[NotebookRowInfo]:
+    def notebook_rows(self, where: ClassFilter) -> list[NotebookRow]:
         """Each user's work per notebook, from trajectories' running totals (``roster.py``)."""
         ...
 

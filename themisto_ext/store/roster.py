@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from themisto_ext.records import NotebookRowInfo, Prediction, Step
+from themisto_ext.records import NotebookRow, Prediction, Step
 from themisto_ext.store.schema import ACTIVE_GAP
 
 
@@ -127,9 +127,9 @@ def class_queries(where: ClassFilter, mark: str) -> tuple[str, str, list[Any]]:
 
 
 def notebook_rows(rows: list[tuple[Any, ...]],
-                  scores: list[tuple[Any, ...]]) -> list[NotebookRowInfo]:
+                  scores: list[tuple[Any, ...]]) -> list[NotebookRow]:
     """The roster's records (``roster.schema.json``) from the two queries' rows."""
-    out: dict[tuple[str, str | None], NotebookRowInfo] = {
+    out: dict[tuple[str, str | None], NotebookRow] = {
         (r[0], r[1]): {"user": r[0], "notebook_path": r[1], "trajectories": int(r[2]),
                        "cells": int(r[3] or 0), "errors": int(r[4] or 0),
                        "active_seconds": round(float(r[5] or 0), 3), "first_at": r[6],

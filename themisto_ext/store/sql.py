@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from themisto_ext.records import NotebookRowInfo, Prediction, Step, StepSummary
+from themisto_ext.records import NotebookRow, Prediction, Step, StepSummary
 from themisto_ext.store.base import Trajectory, TrajectoryFilter, step_summaries_of
 from themisto_ext.store.roster import ClassFilter, class_queries, notebook_rows
 from themisto_ext.store.schema import COLUMNS, predictions_clause, where_clause
@@ -87,7 +87,7 @@ class SharedQueries:
 
     # ------------------------------------------------------------ the class and its users
 
-    def notebook_rows(self, where: ClassFilter) -> list[NotebookRowInfo]:
+    def notebook_rows(self, where: ClassFilter) -> list[NotebookRow]:
         rows, scores, params = class_queries(where, self.MARK)
         return notebook_rows(self._query(rows, params), self._query(scores, params))
 

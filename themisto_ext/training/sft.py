@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from themisto_ext.evaluation.sample import observe_trajectory, select_targets
-from themisto_ext.prediction.prompts import TASKS, Context, Prompt, Task
+from themisto_ext.prediction.prompts import TASKS, PredictionContext, PredictionTask, Prompt
 from themisto_ext.prediction.prompts.build import build_prompt, tagged_answer
 from themisto_ext.prediction.prompts.postprocess import postprocess
 from themisto_ext.prediction.prompts.window import Window, fit_prompt
@@ -44,8 +44,8 @@ fence or a tag of the prompts' markup inside): a model taught it would be misrea
 
 @dataclass(frozen=True)
 class SFTConfig:
-    contexts: Sequence[Context]
-    tasks: Sequence[Task] = TASKS
+    contexts: Sequence[PredictionContext]
+    tasks: Sequence[PredictionTask] = TASKS
     budget_chars: int = 24_000
     window: Window | None = None
     errors: str = "drop"
@@ -104,8 +104,8 @@ def messages(prompt: Prompt, answer: str) -> list[dict[str, Any]]:
                     "weight": 1}]
 
 
-def _fitted(history: Sequence[Any], task: Task, context: Context, target_code: str | None,
-            config: SFTConfig) -> Prompt:
+def _fitted(history: Sequence[Any], task: PredictionTask, context: PredictionContext,
+            target_code: str | None, config: SFTConfig) -> Prompt:
     """The prompt a prediction of this target gets (``prediction/run.py``): built at the
     budget, then down the ladder until it fits the window."""
 
@@ -124,7 +124,7 @@ def export_sft(store: TrajectoryStore, ids: Sequence[str], out: IO[str], config:
     observed = [observe_trajectory(tid, store.iter_steps(tid), f"trajectory {tid}, step",
                                    infos[tid].source) for tid in infos]
     result.steps = sum(len(t.facts) for t in observed)
-    targets: dict[str, dict[int, dict[Task, list[str]]]] = {}
+    targets: dict[str, dict[int, dict[PredictionTask, list[str]]]] = {}
     for task in config.tasks:
         found, dropped = select_targets(observed, task, config.errors, config.environment)
         result.excluded[task] = dropped
@@ -160,7 +160,7 @@ def export_sft(store: TrajectoryStore, ids: Sequence[str], out: IO[str], config:
 
 
 def _pairs(store: TrajectoryStore, info: StoredTrajectory, group: str, split: str | None,
-           targets: dict[int, dict[Task, list[str]]], config: SFTConfig,
+           targets: dict[int, dict[PredictionTask, list[str]]], config: SFTConfig,
            result: SFTResult) -> Iterator[tuple[dict[str, Any], bytes]]:
     """Each pair of one trajectory as its JSON object and its deduplication key."""
     redactor = Redactor()  # known secrets are a kernel's: one redactor per trajectory

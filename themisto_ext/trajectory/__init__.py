@@ -13,13 +13,13 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Final
 
 from themisto_ext.errors import FormatError
 from themisto_ext.records import Step, schema, validator
 from themisto_ext.trajectory.jsonl import iter_jsonl
 
-FORMAT_VERSION = 1
+FORMAT_VERSION: Final = 1
 
 
 @dataclass(frozen=True)

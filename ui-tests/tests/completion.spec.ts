@@ -1,6 +1,14 @@
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 
 import { cellSource } from './helpers';
+import {
+  checked,
+  expectNoDrift,
+  readCellCompletion,
+  readCompletionLine,
+  readPredictorsInfo,
+  reply
+} from './scripted';
 
 const LIVE = { timeout: 30000 };
 
@@ -20,13 +28,13 @@ async function scriptCompleter(
   const asked: [string, string, boolean][] = [];
   await page.route(/\/themisto\/api\/predictors/, async route => {
     const real = await (await route.fetch()).json();
-    await route.fulfill({ json: { ...real, completer } });
+    await route.fulfill(reply(readPredictorsInfo, { ...real, completer }));
   });
   await page.route(/\/themisto\/api\/completions/, async route => {
     const body = route.request().postDataJSON();
     asked.push([body.beginning, body.after, body.stream === true]);
     const completion = answer(body.beginning, body.after);
-    const reply = {
+    const answered = {
       completion,
       predictor: completer,
       reason: completion === null ? 'scripted' : null,
@@ -34,7 +42,7 @@ async function scriptCompleter(
       after_step: 1
     };
     if (!body.stream) {
-      await route.fulfill({ json: reply });
+      await route.fulfill(reply(readCellCompletion, answered));
       return;
     }
     // streamed as the server does: the text so far as it grows, then the answer
@@ -42,10 +50,12 @@ async function scriptCompleter(
     for (let end = 1; completion && end < completion.length; end += 2) {
       lines.push({ completion: completion.slice(0, end), done: false });
     }
-    lines.push({ ...reply, done: true });
+    lines.push({ ...answered, done: true });
     await route.fulfill({
       contentType: 'application/x-ndjson',
-      body: lines.map(line => JSON.stringify(line) + '\n').join('')
+      body: lines
+        .map(line => JSON.stringify(checked(readCompletionLine, line)) + '\n')
+        .join('')
     });
   });
   return asked;
@@ -69,6 +79,8 @@ async function afterOneCell(
 }
 
 test.describe('Inline completion of a cell being typed', () => {
+  test.afterEach(() => expectNoDrift());
+
   test('asks the server completer once typing leaves the prediction, and offers its rest', async ({
     page
   }) => {

@@ -2,12 +2,26 @@ import { expect, test } from '@jupyterlab/galata';
 import { Page, Request, WebSocketRoute } from '@playwright/test';
 
 import { cellId, cellSource, openPanel, screenshotThemes } from './helpers';
+import {
+  checked,
+  expectNoDrift,
+  readHistoryPage,
+  readLiveEvent,
+  readPrediction,
+  readPredictionsPage,
+  readPredictionsStarted,
+  readPredictorsInfo,
+  readStepsPage,
+  readTrajectoryPage,
+  reply
+} from './scripted';
 
 /*
  * The panel's states against a scripted server: the prediction routes and
  * the event bus's WebSocket are answered by the test (the rest of the server
  * is real), so states that the fast baseline predictor hides (predicting…,
- * provider errors, Retry) are reached at will.
+ * provider errors, Retry) are reached at will. Every scripted reply and
+ * event is checked against its JSON Schema (scripted.ts).
  */
 
 const TRAJECTORY = 'scripted-trajectory';
@@ -43,7 +57,9 @@ async function send(
       JSON.stringify({
         schema_id: LIVE_EVENT_SCHEMA_ID,
         type: event.type,
-        event: JSON.stringify({ ...event, seq: state.seq })
+        event: JSON.stringify(
+          checked(readLiveEvent, { ...event, seq: state.seq })
+        )
       })
     );
   }
@@ -63,46 +79,71 @@ async function kernelOf(page: Page): Promise<string> {
 }
 
 async function script(page: Page, state: IScript): Promise<void> {
-  const json = (body: unknown, status = 200) => ({
-    status,
-    contentType: 'application/json',
-    body: JSON.stringify(body)
-  });
   await page.route(/\/themisto\/api\/predictors/, route =>
     route.fulfill(
-      json({
+      reply(readPredictorsInfo, {
         predictors: state.predictors,
         contexts: ['none', 'full'],
-        live: true
+        live: true,
+        speculation: {
+          made: 0,
+          used: 0,
+          cpu_seconds_used: 0,
+          cpu_seconds_thrown_away: 0
+        },
+        local_models: [],
+        completer: null
       })
     )
   );
   await page.route(/\/themisto\/api\/trajectories\?/, route =>
     route.fulfill(
-      json({
+      reply(readTrajectoryPage, {
         trajectories: [
-          { id: TRAJECTORY, kernel_id: 'k', steps: state.steps.length }
+          {
+            id: TRAJECTORY,
+            kernel_id: 'k',
+            notebook_path: null,
+            started_at: '2026-11-29T10:00:00Z',
+            ended_at: null,
+            end_reason: null,
+            restart_of: null,
+            steps: state.steps.length,
+            source: 'kernel',
+            user: 'u'
+          }
         ],
-        total: 1
+        total: 1,
+        limit: 1,
+        offset: 0
       })
     )
   );
   await page.route(/\/themisto\/api\/trajectories\/[^/]+\/steps/, route =>
     route.fulfill(
-      json({
+      reply(readStepsPage, {
         trajectory_id: TRAJECTORY,
-        steps: state.steps,
+        // whole steps, as the server keeps them
+        steps: state.steps.map(s => ({
+          format_version: 1,
+          ...s,
+          started_at: '2026-11-29T10:00:00Z',
+          ended_at: '2026-11-29T10:00:01Z',
+          outputs: [],
+          hash_index: '0123456789abcdef'
+        })),
         next_since_step: null
       })
     )
   );
   await page.route(/\/themisto\/api\/trajectories\/[^/]+\/history/, route =>
     route.fulfill(
-      json({
+      reply(readHistoryPage, {
         trajectory_id: TRAJECTORY,
         steps: state.steps.map(s => ({
           step: s.step,
           cell_id: s.cell_id,
+          code_hash: '00000000',
           execution_time: s.execution_time,
           memory_bytes: s.memory_bytes,
           error: null,
@@ -113,7 +154,7 @@ async function script(page: Page, state: IScript): Promise<void> {
     )
   );
   await page.route(/\/themisto\/api\/trajectories\/[^/]+\/predictions/, route =>
-    route.fulfill(json({ predictions: [] }))
+    route.fulfill(reply(readPredictionsPage, { predictions: [] }))
   );
   await page.routeWebSocket(/\/api\/events\/subscribe/, ws => {
     state.bus = ws; // JupyterLab's EventManager, talking to the test
@@ -122,7 +163,18 @@ async function script(page: Page, state: IScript): Promise<void> {
     /\/themisto\/api\/predictions(\?|$)/,
     (route, request: Request) => {
       state.requests.push(request.postDataJSON());
-      return route.fulfill(json({ accepted: true }, 202));
+      return route.fulfill(
+        reply(
+          readPredictionsStarted,
+          {
+            accepted: true,
+            trajectory_id: TRAJECTORY,
+            target_step: state.steps.length + 1,
+            predictions: 1
+          },
+          202
+        )
+      );
     }
   );
   await page.route(/\/themisto\/api\/predictions\/[^/?]+(\?|$)/, route => {
@@ -131,7 +183,13 @@ async function script(page: Page, state: IScript): Promise<void> {
     state.fetched?.push(id);
     const whole = state.predictions?.[id];
     return route.fulfill(
-      whole ? json(whole) : json({ message: `Unknown prediction ${id}` }, 404)
+      whole
+        ? reply(readPrediction, whole)
+        : {
+            status: 404,
+            contentType: 'application/json',
+            body: JSON.stringify({ message: `Unknown prediction ${id}` })
+          }
     );
   });
 }
@@ -147,6 +205,7 @@ function step(n: number, cell: string, code: string, output: string) {
   return {
     trajectory_id: TRAJECTORY,
     kernel_id: 'k',
+    notebook_path: null,
     step: n,
     cell_id: cell,
     code,
@@ -207,6 +266,8 @@ function prediction(
 test.use({ autoGoto: false, viewport: { width: 1280, height: 1800 } });
 
 test.describe('Themisto prediction panel states', () => {
+  test.afterEach(() => expectNoDrift());
+
   test('predicting, a provider error with Retry, then real output, diff, scores and next cell', async ({
     page
   }, testInfo) => {

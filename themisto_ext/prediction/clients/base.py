@@ -21,7 +21,7 @@ from themisto_ext.errors import (
 )
 from themisto_ext.prediction.prompts import Prompt
 from themisto_ext.prediction.prompts.window import Window
-from themisto_ext.records import Step, Task
+from themisto_ext.records import PredictionTask, Step
 
 __all__ = [
     "Completion",
@@ -71,7 +71,7 @@ class Completion:
 
 @dataclass
 class PredictionRequest:
-    task: Task
+    task: PredictionTask
     history: list[Step]
     """Steps before the target, in execution order (the only context allowed)."""
     target_code: str | None

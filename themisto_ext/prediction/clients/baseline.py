@@ -55,7 +55,7 @@ from rapidfuzz import fuzz
 
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.prompts.state import curated_selection
-from themisto_ext.records import Context, RuntimeVariable, Step
+from themisto_ext.records import PredictionContext, RuntimeVariable, Step
 from themisto_ext.rules import display_options, figures, frames, names
 from themisto_ext.rules.flow import PURE_BUILTINS
 from themisto_ext.rules.interpreter import MODULES, State
@@ -102,7 +102,7 @@ def predict_next_cell(history: Sequence[Step]) -> str:
     return str(history[best + 1]["code"])
 
 
-def visible_state(history: Sequence[Step], context: Context,
+def visible_state(history: Sequence[Step], context: PredictionContext,
                   target_code: str | None) -> Mapping[str, RuntimeVariable]:
     """The runtime state a prediction in ``context`` may use: what its prompt shows."""
     if not history or context == "none":

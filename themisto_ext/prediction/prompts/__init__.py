@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from themisto_ext.records import Context, Task
+from themisto_ext.records import PredictionContext, PredictionTask
 
-TASKS: tuple[Task, ...] = ("output", "next-cell")
-CONTEXTS: tuple[Context, ...] = ("none", "full", "curated")
+TASKS: tuple[PredictionTask, ...] = ("output", "next-cell")
+CONTEXTS: tuple[PredictionContext, ...] = ("none", "full", "curated")
 
-ANSWER_TAGS: dict[Task, tuple[str, str]] = {
+ANSWER_TAGS: dict[PredictionTask, tuple[str, str]] = {
     "output": ("<output>\n", "</output>"),
     "next-cell": ("<code>\n", "</code>"),
 }
@@ -52,8 +52,8 @@ class Prompt:
     end of ``prefix``.
     """
 
-    task: Task
-    context: Context
+    task: PredictionTask
+    context: PredictionContext
     system: str
     prefix: str
     suffix: str
@@ -82,5 +82,14 @@ class Prompt:
         return [*messages, {"role": "user", "content": self.user}]
 
 
-__all__ = ["ANSWER_TAGS", "ANSWER_TOKENS", "CONTEXTS", "MARKUP", "TASKS", "Context", "Exchange",
-           "Prompt", "Task"]
+__all__ = [
+    "ANSWER_TAGS",
+    "ANSWER_TOKENS",
+    "CONTEXTS",
+    "MARKUP",
+    "TASKS",
+    "Exchange",
+    "PredictionContext",
+    "PredictionTask",
+    "Prompt",
+]

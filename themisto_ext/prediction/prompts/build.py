@@ -30,10 +30,10 @@ from themisto_ext.prediction.prompts import (
     ANSWER_TOKENS,
     CONTEXTS,
     TASKS,
-    Context,
     Exchange,
+    PredictionContext,
+    PredictionTask,
     Prompt,
-    Task,
 )
 from themisto_ext.prediction.prompts.state import (
     Variable,
@@ -45,11 +45,11 @@ from themisto_ext.prediction.prompts.state import (
 )
 from themisto_ext.records import RuntimeVariable, Step
 
-_SUFFIX_SHARE: dict[Context, float] = {"none": 0.10, "full": 0.10, "curated": 0.30}
+_SUFFIX_SHARE: dict[PredictionContext, float] = {"none": 0.10, "full": 0.10, "curated": 0.30}
 """Part of the budget kept free of history for the curated state, the target, the question."""
-_STATE_FLOOR_SHARE: dict[Context, float] = {"none": 0.0, "full": 0.0, "curated": 0.10}
+_STATE_FLOOR_SHARE: dict[PredictionContext, float] = {"none": 0.0, "full": 0.0, "curated": 0.10}
 """Part kept for the curated state even when a long target cell pushes history out."""
-_CARRIED_SHARE: dict[Context, float] = {"none": 0.0, "full": 0.08, "curated": 0.0}
+_CARRIED_SHARE: dict[PredictionContext, float] = {"none": 0.0, "full": 0.08, "curated": 0.0}
 """Part kept for the state after the dropped cells, once cells are dropped."""
 _CURATED_SHARE = 0.25
 _CELL_SHARE = 0.125
@@ -63,7 +63,7 @@ _INTRO = (
     "You are given the cells the person has run so far in one Python kernel session, "
     "oldest first, each with the output it showed{extra}.\n"
 )
-_STATE_TEXT: dict[Context, str] = {
+_STATE_TEXT: dict[PredictionContext, str] = {
     "full": "Each cell also lists the runtime state changes it made: every variable it "
             "created or changed, with type, size and repr, and those it deleted. The runtime "
             "state now is the latest value of each variable listed; if earlier cells were "
@@ -81,7 +81,7 @@ _ANSWERS = (
     "for an output, <code> and </code> for a next cell): no code fences, no explanations, "
     "no prose."
 )
-QUESTIONS: dict[Task, str] = {
+QUESTIONS: dict[PredictionTask, str] = {
     # Short: it is read anew for every prediction; how to answer is in the system text.
     # Naming the tag matters for a small model: without it SmolLM2 opened 7 of 20 next-cell
     # answers with <code> (the rest with <output>), with it 20 of 20.
@@ -96,7 +96,7 @@ _HEADER = "Cells run so far in this kernel session, oldest first:\n\n"
 _NO_CELLS = "(No cells have run yet.)\n\n"
 
 
-def system_text(context: Context) -> str:
+def system_text(context: PredictionContext) -> str:
     """The fixed instructions: the same for both tasks and for every trajectory and step."""
     extra = " (and how long it ran and the kernel's memory use after it)" \
         if context == "full" else ""
@@ -114,7 +114,7 @@ def cell_limit(budget_chars: int) -> int:
     return int(budget_chars * _CELL_SHARE)
 
 
-def render_cell(step: Step, context: Context, budget_chars: int,
+def render_cell(step: Step, context: PredictionContext, budget_chars: int,
                 before: Mapping[str, Variable] | None = None) -> str:
     """One history cell, from the step and the state before it (``before``, for ``full``):
     nothing later changes it, so the prefix only grows."""
@@ -144,10 +144,10 @@ class _BlockCache:
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._lock = threading.Lock()
-        self._blocks: OrderedDict[tuple[int, Context, int],
+        self._blocks: OrderedDict[tuple[int, PredictionContext, int],
                                   tuple[Step, Mapping[str, Variable] | None, str]] = OrderedDict()
 
-    def block(self, step: Step, before: Mapping[str, Variable] | None, context: Context,
+    def block(self, step: Step, before: Mapping[str, Variable] | None, context: PredictionContext,
               budget_chars: int) -> str:
         key = (id(step), context, budget_chars)
         with self._lock:
@@ -208,7 +208,7 @@ class _History:
         return self._openings[self.dropped] + _HEADER + "".join(self.blocks[self.dropped:])
 
 
-def _fit_history(history: Sequence[Step], context: Context, budget_chars: int,
+def _fit_history(history: Sequence[Step], context: PredictionContext, budget_chars: int,
                  room: int) -> _History:
     carried_room = int(budget_chars * _CARRIED_SHARE[context])
 
@@ -264,14 +264,14 @@ def demonstration_answers() -> tuple[str, ...]:
 
 
 @cache
-def demonstrations(context: Context) -> tuple[Exchange, ...]:
+def demonstrations(context: PredictionContext) -> tuple[Exchange, ...]:
     """The fixed exchange before every question: one output and one next-cell question on
     a two-cell trajectory, in the context's own format, with their answers in tags.
 
     Shown the format, SmolLM2 opened 40 of 40 output answers with ``<output>`` (0 of 30 when
     only told to), so a chat API that cannot begin the reply for the model still gets
     tagged answers, as in-process llama.cpp would with the reply begun for it."""
-    asked: tuple[tuple[Task, str | None, str], ...] = (
+    asked: tuple[tuple[PredictionTask, str | None, str], ...] = (
         ("output", _DEMO_TARGET, _DEMO_OUTPUT), ("next-cell", None, _DEMO_TARGET))
     exchanges = []
     for task, target, answer in asked:
@@ -280,14 +280,14 @@ def demonstrations(context: Context) -> tuple[Exchange, ...]:
     return tuple(exchanges)
 
 
-def tagged_answer(task: Task, answer: str) -> str:
+def tagged_answer(task: PredictionTask, answer: str) -> str:
     """An answer as the demonstrations give it, between the task's tags (``ANSWER_TAGS``):
     what a model is shown to answer, and what a training example teaches it to."""
     opening, closing = ANSWER_TAGS[task]
     return f"{opening}{answer}\n{closing}"
 
 
-def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
+def build_prompt(history: Sequence[Step], task: PredictionTask, context: PredictionContext, *,
                  target_code: str | None = None, budget_chars: int = 24_000,
                  max_tokens: int = ANSWER_TOKENS, min_dropped: int = 0,
                  beginning: str | None = None) -> Prompt:
@@ -322,8 +322,9 @@ def build_prompt(history: Sequence[Step], task: Task, context: Context, *,
                    max_tokens=max_tokens)
 
 
-def _build(history: Sequence[Step], task: Task, context: Context, target_code: str | None,
-           budget_chars: int, min_dropped: int = 0, beginning: str | None = None) -> Prompt:
+def _build(history: Sequence[Step], task: PredictionTask, context: PredictionContext,
+           target_code: str | None, budget_chars: int, min_dropped: int = 0,
+           beginning: str | None = None) -> Prompt:
     system = system_text(context)
     question = QUESTIONS[task] if beginning is None else BEGUN_QUESTION
     shown, tag = (target_code, "target_cell") if beginning is None \

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from themisto_ext.prediction.prompts.state import Variable, curated_selection
-from themisto_ext.records import Context, Step
+from themisto_ext.records import PredictionContext, Step
 
 REPR_CHARS = 160
 """Characters of a variable's repr in the state file: its first lines (a frame's columns)."""
@@ -46,7 +46,7 @@ class Infill:
     max_tokens: int = 48
     line: bool = True
     """Complete the rest of the current line only (else up to the end of the block)."""
-    context: Context = "full"
+    context: PredictionContext = "full"
     stop: tuple[str, ...] = ()
     """Where the model stops (none given: at the end of the line or block)."""
 
@@ -99,7 +99,7 @@ def _describe(name: str, entry: Variable) -> str:
     return head + (_comment(shown, "#     ") if shown else "")
 
 
-def state_comments(history: Sequence[Step], context: Context, typed: str,
+def state_comments(history: Sequence[Step], context: PredictionContext, typed: str,
                    budget_chars: int) -> str:
     """The runtime state after the last cell as comments (``none``: nothing)."""
     if context == "none" or not history:
@@ -121,7 +121,7 @@ def state_comments(history: Sequence[Step], context: Context, typed: str,
     return "".join(out)
 
 
-def build_infill(history: Sequence[Step], before: str, after: str, context: Context, *,
+def build_infill(history: Sequence[Step], before: str, after: str, context: PredictionContext, *,
                  budget_chars: int = 6_000, max_tokens: int = 48, line: bool = True,
                  stop: tuple[str, ...] = ()) -> Infill:
     """The fill-in-the-middle request for the cell being typed after ``history``: the
@@ -139,7 +139,7 @@ NEXT_CELL_STOPS = ("\n# In[", "\n# Out:", "\n# Runtime state", "\n\n\n")
 """The next cell ends where the model begins an output or another cell."""
 
 
-def build_next_cell(history: Sequence[Step], beginning: str, context: Context, *,
+def build_next_cell(history: Sequence[Step], beginning: str, context: PredictionContext, *,
                     budget_chars: int = 6_000, max_tokens: int = 96) -> Infill:
     """The request for the cell after ``history`` (``beginning``: what is typed of it),
     written to its end. (A ``# %%`` script ending in an empty cell made the 0.5B model

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from themisto_ext.prediction.prompts import ANSWER_TAGS, MARKUP, Task
+from themisto_ext.prediction.prompts import ANSWER_TAGS, MARKUP, PredictionTask
 
 # A fence line: three or more backticks or tildes, an optional info string (language tag).
 # The closing fence uses the same character and is at least as long (CommonMark); an
@@ -39,7 +39,7 @@ _ANY_OPENING = re.compile(r"\s*<(?:output|code)(?:\s[^>\n]*)?>[ \t]*\n?")
 _MARKUP = re.compile("|".join(re.escape(tag) for tag in MARKUP))
 
 
-def postprocess(answer: str, task: Task | None = None) -> str:
+def postprocess(answer: str, task: PredictionTask | None = None) -> str:
     """The answer without prompt markup, code fences, language tags and surrounding
     whitespace. Without ``task`` only fences and whitespace are removed."""
     text = answer
@@ -64,7 +64,7 @@ def postprocess(answer: str, task: Task | None = None) -> str:
     return text
 
 
-def partial_answer(text: str, task: Task) -> str:
+def partial_answer(text: str, task: PredictionTask) -> str:
     """An answer still being written, read as ``postprocess`` will read it whole: a tag
     still being written at its end (``<outp``, ``</out``) is left out, so that a reader
     never sees markup that the finished answer will not have."""

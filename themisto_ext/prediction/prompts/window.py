@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from themisto_ext.errors import PromptTooLong as PromptTooLong  # re-exported: raised here
-from themisto_ext.prediction.prompts import Context, Prompt
+from themisto_ext.prediction.prompts import PredictionContext, Prompt
 
 RUNG = 0.85
 MAX_RUNGS = 24
@@ -95,8 +95,9 @@ class HistoryPlan:
     dropped: int
 
 
-def common_history(build: Callable[[Context, int, int], Prompt], contexts: Sequence[Context],
-                   budget_chars: int, window: Window | None) -> HistoryPlan:
+def common_history(build: Callable[[PredictionContext, int, int], Prompt],
+                   contexts: Sequence[PredictionContext], budget_chars: int,
+                   window: Window | None) -> HistoryPlan:
     """The first budget down the ladder at which every context's prompt, cut to the history
     of the context that keeps fewest cells, fits ``window`` (``build(context, budget,
     min_dropped)``). One budget also means one length to which each cell is clipped."""

@@ -10,7 +10,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from themisto_ext.records import NotebookRowInfo
+from themisto_ext.records import NotebookRow
 from themisto_ext.server.api.base import ThemistoHandler, bad_request
 from themisto_ext.server.api.trajectories import TrajectoriesHandler
 from themisto_ext.store.roster import ClassFilter
@@ -99,7 +99,7 @@ class ClassHandler(TrajectoriesHandler):
         })
 
 
-def _chrf(row: NotebookRowInfo, predictor: str | None) -> float | None:
+def _chrf(row: NotebookRow, predictor: str | None) -> float | None:
     for score in row["scores"]:
         if score["task"] == "output" and (predictor is None or score["predictor"] == predictor):
             return float(score["chrf"])
