@@ -107,3 +107,82 @@ export function matchCells(
   }
   return aliases;
 }
+
+/**
+ * What `CellAliases` reads of a trajectory's steps in brief (a StepIndex).
+ */
+export interface IRecordedIndex {
+  readonly trajectoryId: string | null;
+  readonly size: number;
+  readonly last: number;
+  summaries(): Iterable<StepSummary>;
+}
+
+/**
+ * The notebook's code cells matched to the ids their steps ran under, for a
+ * notebook whose cells have new ids (nbformat < 4.5, reloaded): learnt by
+ * `recognize`, asked both ways.
+ */
+export class CellAliases {
+  /**
+   * Match `cells` against the cells the trajectories recorded (the current
+   * one first).
+   */
+  recognize(
+    cells: readonly ICellSource[],
+    indexes: readonly IRecordedIndex[]
+  ): void {
+    const recorded = this._recordedCells(indexes);
+    if (recorded.size === 0) {
+      this._aliases.clear();
+      this._unaliased.clear();
+      return;
+    }
+    this._aliases = matchCells(cells, recorded.values());
+    this._unaliased = new Map(
+      [...this._aliases].map(([live, ran]) => [ran, live])
+    );
+  }
+
+  /**
+   * The id a cell of the notebook ran under, when it is another.
+   */
+  ranAs(cellId: string): string | null {
+    return this._aliases.get(cellId) ?? null;
+  }
+
+  /**
+   * The notebook's cell that ran under `recorded`.
+   */
+  cellOf(recorded: string): string {
+    return this._unaliased.get(recorded) || recorded;
+  }
+
+  /**
+   * Cells as recorded, current trajectory first; kept until steps land.
+   */
+  private _recordedCells(
+    indexes: readonly IRecordedIndex[]
+  ): Map<string, IRecordedCell> {
+    const key = indexes
+      .map(i => `${i.trajectoryId}:${i.size}:${i.last}`)
+      .join('|');
+    if (key !== this._recordedKey) {
+      this._recordedKey = key;
+      this._recorded = new Map();
+      for (const index of indexes) {
+        for (const [id, cell] of recordedCells(index.summaries())) {
+          if (!this._recorded.has(id)) {
+            this._recorded.set(id, cell);
+          }
+        }
+      }
+    }
+    return this._recorded;
+  }
+
+  private _aliases = new Map<string, string>();
+  private _unaliased = new Map<string, string>();
+  private _recorded = new Map<string, IRecordedCell>();
+  private _recordedKey = '';
+}

@@ -6,7 +6,11 @@
  *
  * This module is pure: it has no JupyterLab dependency so it can be unit tested.
  */
-import type { PredictionTask } from '../api/records';
+import type {
+  LivePrediction,
+  PredictorEvent,
+  PredictionTask
+} from '../api/records';
 import { insertSorted, trimFront } from './order';
 import type { ICombo, IPredictionSlot } from './types';
 
@@ -105,6 +109,47 @@ export class PredictionSlots {
       slots.set(key, slot);
     }
     return slot;
+  }
+
+  /**
+   * A predictor started on a target: a new attempt (a retry) replaces the
+   * previous answer.
+   */
+  started(event: PredictorEvent): void {
+    const slot = this.slot(event.task, event.target_step, event);
+    if (slot) {
+      slot.state = 'predicting';
+      slot.prediction = null;
+      slot.partial = null;
+      slot.cellId = event.cell_id ?? slot.cellId;
+    }
+  }
+
+  /**
+   * The answer so far of a prediction being written; ignored once it is
+   * done (a late piece). Whether it changed what is shown.
+   */
+  writing(event: PredictorEvent & { text: string }): boolean {
+    const slot = this.slot(event.task, event.target_step, event);
+    if (!slot || slot.state !== 'predicting') {
+      return false;
+    }
+    slot.partial = event.text;
+    slot.cellId = event.cell_id ?? slot.cellId;
+    return true;
+  }
+
+  /**
+   * A prediction's answer (or error) arrived.
+   */
+  answered(prediction: LivePrediction): void {
+    const slot = this.slot(prediction.task, prediction.target_step, prediction);
+    if (slot) {
+      slot.prediction = prediction;
+      slot.partial = null;
+      slot.cellId = prediction.cell_id ?? slot.cellId;
+      slot.state = prediction.error ? 'error' : 'done';
+    }
   }
 
   /**

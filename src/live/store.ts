@@ -14,23 +14,16 @@ import type {
   LiveEvent,
   LivePrediction,
   LiveStep,
-  PredictingEvent,
   PredictionTask,
   ScoredEvent,
-  SpeculatedEvent,
-  StepSummary,
-  WritingEvent
+  StepSummary
 } from '../api/records';
 import type { INotebookLive, IReplayOf } from '../tokens';
-import {
-  type ICellSource,
-  type IRecordedCell,
-  matchCells,
-  recordedCells
-} from './cellmatch';
+import { CellAliases, type ICellSource } from './cellmatch';
 import { StepIndex } from './history';
 import { insertSorted, trimFront } from './order';
 import { EarlierTrajectories } from './past';
+import { withSpeculated } from './speculated';
 import { ScoreBook } from './trajectoryscores';
 import { PredictionSlots } from './slots';
 import type {
@@ -256,7 +249,7 @@ export class NotebookLive implements INotebookLive {
       this._lastRun ??
       this._index.get(this._index.last)?.cell_id ??
       this._past.lastCell;
-    return (recorded !== null && this._unaliased.get(recorded)) || recorded;
+    return recorded === null ? null : this._aliases.cellOf(recorded);
   }
 
   /**
@@ -264,16 +257,7 @@ export class NotebookLive implements INotebookLive {
    * step names (a reloaded notebook of nbformat < 4.5: see cellmatch.ts).
    */
   recognize(cells: readonly ICellSource[]): void {
-    const recorded = this._recordedCells();
-    if (recorded.size === 0) {
-      this._aliases.clear();
-      this._unaliased.clear();
-      return;
-    }
-    this._aliases = matchCells(cells, recorded.values());
-    this._unaliased = new Map(
-      [...this._aliases].map(([live, ran]) => [ran, live])
-    );
+    this._aliases.recognize(cells, [this._index, ...this._past.indexes]);
   }
 
   /**
@@ -283,8 +267,7 @@ export class NotebookLive implements INotebookLive {
    */
   cellStep(cellId: string): ICellStep | null {
     return (
-      this._stepOfCell(cellId) ??
-      this._stepOfCell(this._aliases.get(cellId) ?? null)
+      this._stepOfCell(cellId) ?? this._stepOfCell(this._aliases.ranAs(cellId))
     );
   }
 
@@ -447,11 +430,11 @@ export class NotebookLive implements INotebookLive {
         this.recordingReason = event.reason ?? null;
         return;
       case 'predicting':
-        this._predicting(event);
+        this._slots.started(event);
         this._changed.emit('predictions');
         return;
       case 'writing':
-        if (this._writing(event)) {
+        if (this._slots.writing(event)) {
           this._changed.emit('predictions');
         }
         return;
@@ -462,7 +445,7 @@ export class NotebookLive implements INotebookLive {
         this._scored(event);
         return;
       case 'speculated':
-        this._speculated(event);
+        this._speculation = withSpeculated(this._speculation, event);
         this._changed.emit('predictions');
         return;
     }
@@ -471,35 +454,6 @@ export class NotebookLive implements INotebookLive {
   get speculation(): ISpeculation | null {
     const found = this._speculation;
     return found && found.targetStep === this._lastStep + 1 ? found : null;
-  }
-
-  /**
-   * A prediction made for a cell before it runs: one more of the same text
-   * and target, or the first of another (which replaces the older one, as
-   * the server's newer speculation did).
-   */
-  private _speculated(event: SpeculatedEvent): void {
-    const p = event.prediction;
-    const held = this._speculation;
-    if (
-      !held ||
-      held.codeHash !== event.code_hash ||
-      held.targetStep !== p.target_step
-    ) {
-      this._speculation = {
-        codeHash: event.code_hash,
-        targetStep: p.target_step,
-        cellId: p.cell_id ?? null,
-        predictions: [p]
-      };
-      return;
-    }
-    held.predictions = [
-      ...held.predictions.filter(
-        q => q.predictor !== p.predictor || q.context !== p.context
-      ),
-      p
-    ];
   }
 
   /**
@@ -533,17 +487,7 @@ export class NotebookLive implements INotebookLive {
   addPredictions(predictions: LivePrediction[]): void {
     let scored = false;
     for (const prediction of predictions) {
-      const slot = this._slots.slot(
-        prediction.task,
-        prediction.target_step,
-        prediction
-      );
-      if (slot) {
-        slot.prediction = prediction;
-        slot.partial = null;
-        slot.cellId = prediction.cell_id ?? slot.cellId;
-        slot.state = prediction.error ? 'error' : 'done';
-      }
+      this._slots.answered(prediction);
       this._index.addPrediction(prediction);
       if (this._book.add(prediction)) {
         scored = true;
@@ -580,53 +524,6 @@ export class NotebookLive implements INotebookLive {
     }
   }
 
-  private _predicting(event: PredictingEvent): void {
-    const slot = this._slots.slot(event.task, event.target_step, event);
-    if (slot) {
-      // A new attempt (a retry) replaces the previous answer.
-      slot.state = 'predicting';
-      slot.prediction = null;
-      slot.partial = null;
-      slot.cellId = event.cell_id ?? slot.cellId;
-    }
-  }
-
-  /**
-   * The answer so far of a prediction being written; ignored once it is
-   * done (a late piece). Whether it changed what is shown.
-   */
-  private _writing(event: WritingEvent): boolean {
-    const slot = this._slots.slot(event.task, event.target_step, event);
-    if (!slot || slot.state !== 'predicting') {
-      return false;
-    }
-    slot.partial = event.text;
-    slot.cellId = event.cell_id ?? slot.cellId;
-    return true;
-  }
-
-  /**
-   * Cells as recorded, current trajectory first; kept until steps land.
-   */
-  private _recordedCells(): Map<string, IRecordedCell> {
-    const indexes = [this._index, ...this._past.indexes];
-    const key = indexes
-      .map(i => `${i.trajectoryId}:${i.size}:${i.last}`)
-      .join('|');
-    if (key !== this._recordedKey) {
-      this._recordedKey = key;
-      this._recorded = new Map();
-      for (const index of indexes) {
-        for (const [id, cell] of recordedCells(index.summaries())) {
-          if (!this._recorded.has(id)) {
-            this._recorded.set(id, cell);
-          }
-        }
-      }
-    }
-    return this._recorded;
-  }
-
   private _reset(): void {
     this._steps.clear();
     this._stepOrder = [];
@@ -645,10 +542,7 @@ export class NotebookLive implements INotebookLive {
   private _lastRun: string | null = null;
   private _speculation: ISpeculation | null = null;
   private _past = new EarlierTrajectories();
-  private _aliases = new Map<string, string>();
-  private _unaliased = new Map<string, string>();
-  private _recorded = new Map<string, IRecordedCell>();
-  private _recordedKey = '';
+  private _aliases = new CellAliases();
   private _changed = new Signal<INotebookLive, LiveChange>(this);
   private _trajectoryId: string | null = null;
   private _kernelId: string | null = null;
