@@ -88,20 +88,15 @@ function failed(message: string): void {
 }
 
 /**
- * Register the notebook commands: export, predict now, toggle recording.
+ * Export the active notebook's trajectories beside it.
  */
-export function addCommands(
+function addExportCommand(
   app: JupyterFrontEnd,
-  tracker: INotebookTracker,
   client: IThemistoClient,
-  live: IThemistoLive,
-  palette: ICommandPalette | null,
+  current: () => NotebookPanel | null,
+  hasNotebook: () => boolean,
   trans: TranslationBundle
 ): void {
-  const current = (): NotebookPanel | null => tracker.currentWidget;
-  const hasNotebook = (): boolean => current() !== null;
-  const hasKernel = (): boolean => !!current()?.sessionContext.session?.kernel;
-
   app.commands.addCommand(CommandIDs.exportTrajectory, {
     label: trans.__("Export This Notebook's Trajectory"),
     caption: trans.__(
@@ -130,6 +125,24 @@ export function addCommands(
       }
     }
   });
+}
+
+/**
+ * Register the notebook commands: export, predict now, toggle recording.
+ */
+export function addCommands(
+  app: JupyterFrontEnd,
+  tracker: INotebookTracker,
+  client: IThemistoClient,
+  live: IThemistoLive,
+  palette: ICommandPalette | null,
+  trans: TranslationBundle
+): void {
+  const current = (): NotebookPanel | null => tracker.currentWidget;
+  const hasNotebook = (): boolean => current() !== null;
+  const hasKernel = (): boolean => !!current()?.sessionContext.session?.kernel;
+
+  addExportCommand(app, client, current, hasNotebook, trans);
 
   app.commands.addCommand(CommandIDs.predictNextCell, {
     label: trans.__('Predict Next Cell Now'),

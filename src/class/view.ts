@@ -251,28 +251,34 @@ export class ClassView extends Widget {
     );
   }
 
+  /**
+   * Replay a notebook in the prediction panel, saying so while it opens.
+   */
+  private _open(row: NotebookRow): void {
+    const trans = this._trans;
+    this._notice = trans.__(
+      'Opening %1’s %2…',
+      row.user,
+      row.notebook_path ?? ''
+    );
+    this.update();
+    this._actions.open(row).then(
+      () => {
+        this._notice = '';
+        this.update();
+      },
+      (error: unknown) => {
+        this._notice = trans.__('Could not open it: %1', String(error));
+        this.update();
+      }
+    );
+  }
+
   private _row(row: NotebookRow, predictor: string): VirtualElement {
     const trans = this._trans;
     const key = rowKey(row);
     const score = outputScore(row, predictor);
-    const open = (): void => {
-      this._notice = trans.__(
-        'Opening %1’s %2…',
-        row.user,
-        row.notebook_path ?? ''
-      );
-      this.update();
-      this._actions.open(row).then(
-        () => {
-          this._notice = '';
-          this.update();
-        },
-        (error: unknown) => {
-          this._notice = trans.__('Could not open it: %1', String(error));
-          this.update();
-        }
-      );
-    };
+    const open = (): void => this._open(row);
     return h.tr(
       {
         className: 'themisto-ClassView-row',

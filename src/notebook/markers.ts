@@ -28,7 +28,7 @@ import type {
   IThemistoLive
 } from '../tokens';
 import { codeCells } from './cells';
-import { cellView, scoreLevel } from './cellview';
+import { cellView, type ICellView, scoreLevel } from './cellview';
 
 export const MARKER_CLASS = 'themisto-CellMarker';
 export const FOOTER_CLASS = 'themisto-CellFooter';
@@ -140,48 +140,60 @@ export class CellMarkers implements IDisposable, IMessageHandler {
         },
         this._trans
       );
-      const signature = JSON.stringify([
-        view,
-        found.trajectoryId,
-        settings.showCellMarkers,
-        settings.showCellFooter
-      ]);
-      const held = this._decorations.get(cell);
-      if (held?.signature === signature) {
-        continue;
-      }
-      const decoration = held ?? { badge: null, footer: null, signature };
-      decoration.signature = signature;
-      this._decorations.set(cell, decoration);
-      decoration.badge = settings.showCellMarkers
-        ? this._badge(cell, decoration.badge)
-        : remove(decoration.badge);
-      if (decoration.badge) {
-        const badge = decoration.badge.node;
-        badge.textContent = view.badge;
-        badge.title = view.title;
-        badge.dataset.themistoStep = String(view.step);
-        badge.dataset.themistoTrajectory = found.trajectoryId ?? '';
-        badge.dataset.state = view.state;
-        badge.dataset.earlier = String(view.earlier);
-        badge.dataset.score = view.value === null ? '' : String(view.value);
-        badge.dataset.level = scoreLevel(view.value);
-        badge.setAttribute(
-          'aria-label',
-          this._trans.__('Review step %1: %2', view.step, view.badge)
-        );
-      }
-      cell.toggleClass(MARKED_CLASS, !!decoration.badge);
-      decoration.footer = settings.showCellFooter
-        ? this._footer(cell, decoration.footer)
-        : remove(decoration.footer);
-      if (decoration.footer) {
-        const footer = decoration.footer.node;
-        footer.textContent = view.footer;
-        footer.dataset.themistoStep = String(view.step);
-        footer.dataset.state = view.state;
-        footer.dataset.earlier = String(view.earlier);
-      }
+      this._decorate(cell, view, found.trajectoryId, settings);
+    }
+  }
+
+  /**
+   * Draw a cell's badge and footer, unless they already show `view`.
+   */
+  private _decorate(
+    cell: Cell,
+    view: ICellView,
+    trajectoryId: string | null,
+    settings: IPredictionSettings['settings']
+  ): void {
+    const signature = JSON.stringify([
+      view,
+      trajectoryId,
+      settings.showCellMarkers,
+      settings.showCellFooter
+    ]);
+    const held = this._decorations.get(cell);
+    if (held?.signature === signature) {
+      return;
+    }
+    const decoration = held ?? { badge: null, footer: null, signature };
+    decoration.signature = signature;
+    this._decorations.set(cell, decoration);
+    decoration.badge = settings.showCellMarkers
+      ? this._badge(cell, decoration.badge)
+      : remove(decoration.badge);
+    if (decoration.badge) {
+      const badge = decoration.badge.node;
+      badge.textContent = view.badge;
+      badge.title = view.title;
+      badge.dataset.themistoStep = String(view.step);
+      badge.dataset.themistoTrajectory = trajectoryId ?? '';
+      badge.dataset.state = view.state;
+      badge.dataset.earlier = String(view.earlier);
+      badge.dataset.score = view.value === null ? '' : String(view.value);
+      badge.dataset.level = scoreLevel(view.value);
+      badge.setAttribute(
+        'aria-label',
+        this._trans.__('Review step %1: %2', view.step, view.badge)
+      );
+    }
+    cell.toggleClass(MARKED_CLASS, !!decoration.badge);
+    decoration.footer = settings.showCellFooter
+      ? this._footer(cell, decoration.footer)
+      : remove(decoration.footer);
+    if (decoration.footer) {
+      const footer = decoration.footer.node;
+      footer.textContent = view.footer;
+      footer.dataset.themistoStep = String(view.step);
+      footer.dataset.state = view.state;
+      footer.dataset.earlier = String(view.earlier);
     }
   }
 

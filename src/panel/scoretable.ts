@@ -1,4 +1,44 @@
 /**
+ * One predictor × context: its running means; a click reviews `step`, the
+ * latest it scored, when there is one.
+ */
+function scoreRow(
+  row: IScoreRow,
+  step: number | null,
+  onRow: (step: number) => void,
+  trans: TranslationBundle
+): VirtualElement {
+  const mean = row.means.mean();
+  const label = comboLabel(row);
+  const clickable = step !== null;
+  return h.tr(
+    {
+      ...attrs({
+        'data-step': step ?? undefined,
+        class: clickable ? 'themisto-mod-clickable' : undefined,
+        title: clickable
+          ? trans.__(
+              'Click to review step %1, the latest this row scored',
+              step
+            )
+          : undefined
+      }),
+      dataset: {
+        task: row.task,
+        predictor: row.predictor,
+        context: row.context
+      },
+      onclick: step !== null ? () => onRow(step) : undefined
+    },
+    h.th({ scope: 'row', title: label }, label),
+    h.td({ className: 'themisto-Num' }, String(row.means.count)),
+    SCORE_LABELS.map(({ name }) =>
+      h.td({ className: 'themisto-Num' }, formatScore(mean?.[name]))
+    )
+  );
+}
+
+/**
  * The session scoreboard's table: running means per predictor × context and
  * task. A row shows the latest step it scored when clicked. (The scores over
  * steps are plotsection.ts, drawn by svgplot.ts; the means themselves are
@@ -72,37 +112,7 @@ export function scoreboard(
       )
     );
     for (const row of group) {
-      const mean = row.means.mean();
-      const label = comboLabel(row);
-      const step = latestStep(row);
-      const clickable = step !== null;
-      body.push(
-        h.tr(
-          {
-            ...attrs({
-              'data-step': step ?? undefined,
-              class: clickable ? 'themisto-mod-clickable' : undefined,
-              title: clickable
-                ? trans.__(
-                    'Click to review step %1, the latest this row scored',
-                    step
-                  )
-                : undefined
-            }),
-            dataset: {
-              task: row.task,
-              predictor: row.predictor,
-              context: row.context
-            },
-            onclick: step !== null ? () => onRow(step) : undefined
-          },
-          h.th({ scope: 'row', title: label }, label),
-          h.td({ className: 'themisto-Num' }, String(row.means.count)),
-          SCORE_LABELS.map(({ name }) =>
-            h.td({ className: 'themisto-Num' }, formatScore(mean?.[name]))
-          )
-        )
-      );
+      body.push(scoreRow(row, latestStep(row), onRow, trans));
     }
   }
   return h.table(

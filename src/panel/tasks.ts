@@ -109,61 +109,20 @@ export class TaskView {
         ? this._reviewed(task, store, combos, view, detail)
         : this._latest(task, store, combos);
     if (task === 'output' && view.mode === 'live') {
-      const found = shownSpeculation(store, this._actions.activeCode());
-      this._beforeRunShown = found ? found.targetStep : null;
-      if (found && combos.length > 0) {
-        return section(
-          cls,
-          trans.__('If you run this cell'),
-          [
-            beforeRunCards(
-              found,
-              combos,
-              { prompt: id => this._prompt(id) },
-              trans
-            )
-          ],
-          { 'target-step': String(found.targetStep), 'before-run': 'true' }
-        );
+      const before = this._beforeRun(cls, store, combos);
+      if (before) {
+        return before;
       }
     }
     const dataset = { 'target-step': shown ? String(shown.target) : '' };
     if (task === 'next-cell' && view.mode === 'live') {
       this._writtenShown = this._actions.nextCellWritten();
       if (this._writtenShown) {
-        // Not the frontier: the next cell is there to read, not to guess.
-        return section(
-          cls,
-          trans.__('Next cell'),
-          [
-            h.p(
-              { className: 'themisto-Muted themisto-Written' },
-              trans.__(
-                'The next cell is written already: nothing to predict. Predictions of new code come at the end of the notebook (or in an empty cell below the last cell run).'
-              )
-            )
-          ],
-          { ...dataset, frontier: 'false' }
-        );
+        return this._written(cls, dataset);
       }
     }
     if (!shown || combos.length === 0) {
-      const none = this._live.predictors?.predictors.length === 0;
-      const title =
-        task === 'output'
-          ? trans.__('Predicted output')
-          : trans.__('Predicted next cell');
-      const text = none
-        ? trans.__('Nothing is predicted: no predictor is configured.')
-        : task === 'output'
-          ? trans.__('Run a cell: its predicted output appears here.')
-          : trans.__('The predicted next cell appears after a cell runs.');
-      return section(
-        cls,
-        title,
-        [h.p({ className: 'themisto-Muted' }, text)],
-        dataset
-      );
+      return this._nothing(task, cls, dataset);
     }
     const code =
       task === 'output' && shown.review && shown.landed
@@ -184,6 +143,84 @@ export class TaskView {
       cls,
       shown.title,
       [code, note, h.div({ className: 'themisto-Cards' }, cards)],
+      dataset
+    );
+  }
+
+  /**
+   * The output predicted for the active cell before it runs, if any.
+   */
+  private _beforeRun(
+    cls: string,
+    store: INotebookLive,
+    combos: ICombo[]
+  ): VirtualElement | null {
+    const found = shownSpeculation(store, this._actions.activeCode());
+    this._beforeRunShown = found ? found.targetStep : null;
+    if (!found || combos.length === 0) {
+      return null;
+    }
+    return section(
+      cls,
+      this._trans.__('If you run this cell'),
+      [
+        beforeRunCards(
+          found,
+          combos,
+          { prompt: id => this._prompt(id) },
+          this._trans
+        )
+      ],
+      { 'target-step': String(found.targetStep), 'before-run': 'true' }
+    );
+  }
+
+  /**
+   * Not the frontier: the next cell is there to read, not to guess.
+   */
+  private _written(
+    cls: string,
+    dataset: Record<string, string>
+  ): VirtualElement {
+    const trans = this._trans;
+    return section(
+      cls,
+      trans.__('Next cell'),
+      [
+        h.p(
+          { className: 'themisto-Muted themisto-Written' },
+          trans.__(
+            'The next cell is written already: nothing to predict. Predictions of new code come at the end of the notebook (or in an empty cell below the last cell run).'
+          )
+        )
+      ],
+      { ...dataset, frontier: 'false' }
+    );
+  }
+
+  /**
+   * A task with nothing to show yet, and why.
+   */
+  private _nothing(
+    task: PredictionTask,
+    cls: string,
+    dataset: Record<string, string>
+  ): VirtualElement {
+    const trans = this._trans;
+    const none = this._live.predictors?.predictors.length === 0;
+    const title =
+      task === 'output'
+        ? trans.__('Predicted output')
+        : trans.__('Predicted next cell');
+    const text = none
+      ? trans.__('Nothing is predicted: no predictor is configured.')
+      : task === 'output'
+        ? trans.__('Run a cell: its predicted output appears here.')
+        : trans.__('The predicted next cell appears after a cell runs.');
+    return section(
+      cls,
+      title,
+      [h.p({ className: 'themisto-Muted' }, text)],
       dataset
     );
   }

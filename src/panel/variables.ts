@@ -118,7 +118,32 @@ export function variablesView(
   if (rows.length === 0) {
     return view(summary, muted(trans.__('No variables.')));
   }
-  const head = h.tr(
+  const head = headerRow(sort, onSort, trans);
+  const body = rows
+    .slice(0, MAX_ROWS)
+    .map(([name, variable]) => variableRow(name, variable));
+  return view(
+    summary,
+    h.table(
+      { className: 'themisto-Table themisto-VariablesTable' },
+      h.thead(head),
+      h.tbody(body)
+    ),
+    rows.length > MAX_ROWS
+      ? muted(trans.__('and %1 more variables', rows.length - MAX_ROWS))
+      : null
+  );
+}
+
+/**
+ * The table's header: a sort button per column, the active one marked.
+ */
+function headerRow(
+  sort: ISort,
+  onSort: (key: SortKey) => void,
+  trans: TranslationBundle
+): VirtualElement {
+  return h.tr(
     columns(trans).map(({ key, label }) => {
       const active = sort.key === key;
       return h.th(
@@ -144,40 +169,33 @@ export function variablesView(
       );
     })
   );
-  const body = rows.slice(0, MAX_ROWS).map(([name, variable]) => {
-    const shape = variable.shape ? ` ${variable.shape.join('×')}` : '';
-    const size =
-      variable.size === null
-        ? '—'
-        : `${variable.size_exact ? '' : '≈'}${formatBytes(variable.size)}`;
-    const type = variable.type + shape;
-    return h.tr(
-      {
-        key: name,
-        dataset: { name },
-        title: `${name}: ${type} = ${variable.repr}`
-      },
-      h.td({ className: 'themisto-Mono', title: name }, name),
-      h.td({ title: type }, type),
-      h.td({ className: 'themisto-Num', title: size }, size),
-      h.td(
-        { className: 'themisto-Mono themisto-Repr', title: variable.repr },
-        variable.repr.length > REPR_CHARS
-          ? variable.repr.slice(0, REPR_CHARS) + '…'
-          : variable.repr
-      )
-    );
-  });
-  return view(
-    summary,
-    h.table(
-      { className: 'themisto-Table themisto-VariablesTable' },
-      h.thead(head),
-      h.tbody(body)
-    ),
-    rows.length > MAX_ROWS
-      ? muted(trans.__('and %1 more variables', rows.length - MAX_ROWS))
-      : null
+}
+
+/**
+ * One variable: name, type (and shape), size (≈ when estimated), value.
+ */
+function variableRow(name: string, variable: RuntimeVariable): VirtualElement {
+  const shape = variable.shape ? ` ${variable.shape.join('×')}` : '';
+  const size =
+    variable.size === null
+      ? '—'
+      : `${variable.size_exact ? '' : '≈'}${formatBytes(variable.size)}`;
+  const type = variable.type + shape;
+  return h.tr(
+    {
+      key: name,
+      dataset: { name },
+      title: `${name}: ${type} = ${variable.repr}`
+    },
+    h.td({ className: 'themisto-Mono', title: name }, name),
+    h.td({ title: type }, type),
+    h.td({ className: 'themisto-Num', title: size }, size),
+    h.td(
+      { className: 'themisto-Mono themisto-Repr', title: variable.repr },
+      variable.repr.length > REPR_CHARS
+        ? variable.repr.slice(0, REPR_CHARS) + '…'
+        : variable.repr
+    )
   );
 }
 

@@ -4,7 +4,12 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { h, type VirtualElement } from '@lumino/virtualdom';
 
-import type { LiveStep, PromptText, Scores } from '../api/records';
+import type {
+  LivePrediction,
+  LiveStep,
+  PromptText,
+  Scores
+} from '../api/records';
 import {
   comboLabel,
   formatScore,
@@ -444,43 +449,57 @@ export function outputCard(
       ...footer(slot, actions, trans)
     ];
   } else if (slot.prediction) {
-    const answer = slot.prediction.answer;
-    const predicted = label(
-      isCopy(slot.prediction)
-        ? trans.__(
-            'The previous output, copied (a reference, not a prediction)'
-          )
-        : trans.__('Predicted')
-    );
-    if (step) {
-      const diff = cachedDiff(slot.prediction.id, answer, step.output);
-      content = [
-        tracebackView(step, trans),
-        predicted,
-        answer.trim() === '' ? muted(trans.__('(no output)')) : null,
-        diffPre(diff.segments, 'a', 'themisto-Predicted', trans),
-        label(trans.__('Actual')),
-        diffPre(diff.segments, 'b', 'themisto-Actual', trans),
-        slot.prediction.scores
-          ? scoresView(slot.prediction.scores, trans)
-          : muted(trans.__('scoring…'))
-      ];
-    } else {
-      content = [
-        predicted,
-        textPre(answer, 'themisto-Predicted', trans),
-        muted(
-          beforeRun
-            ? trans.__('if the cell runs with this text')
-            : trans.__('waiting for the cell to finish…')
-        )
-      ];
-    }
-    content.push(...footer(slot, actions, trans));
+    content = [
+      ...answeredOutput(slot.prediction, step, beforeRun, trans),
+      ...footer(slot, actions, trans)
+    ];
   } else {
     content = [];
   }
   return card(combo, data, content, trans);
+}
+
+/**
+ * An output predicted: alone until the cell finished, then beside the real
+ * output with their diff and scores.
+ */
+function answeredOutput(
+  prediction: LivePrediction,
+  step: LiveStep | null,
+  beforeRun: boolean,
+  trans: TranslationBundle
+): h.Child[] {
+  const label = (text: string) => h.div({ className: 'themisto-Label' }, text);
+  const muted = (text: string) => h.div({ className: 'themisto-Muted' }, text);
+  const answer = prediction.answer;
+  const predicted = label(
+    isCopy(prediction)
+      ? trans.__('The previous output, copied (a reference, not a prediction)')
+      : trans.__('Predicted')
+  );
+  if (!step) {
+    return [
+      predicted,
+      textPre(answer, 'themisto-Predicted', trans),
+      muted(
+        beforeRun
+          ? trans.__('if the cell runs with this text')
+          : trans.__('waiting for the cell to finish…')
+      )
+    ];
+  }
+  const diff = cachedDiff(prediction.id, answer, step.output);
+  return [
+    tracebackView(step, trans),
+    predicted,
+    answer.trim() === '' ? muted(trans.__('(no output)')) : null,
+    diffPre(diff.segments, 'a', 'themisto-Predicted', trans),
+    label(trans.__('Actual')),
+    diffPre(diff.segments, 'b', 'themisto-Actual', trans),
+    prediction.scores
+      ? scoresView(prediction.scores, trans)
+      : muted(trans.__('scoring…'))
+  ];
 }
 
 /**
@@ -520,7 +539,6 @@ export function nextCellCard(
   const prediction = slot.prediction;
   const code = prediction.answer;
   const actual = review?.actual ?? null;
-  const copied = actions.copied(prediction.id);
   const diff =
     actual !== null
       ? cachedDiff(`${prediction.id}:code`, code, actual).segments
@@ -537,42 +555,55 @@ export function nextCellCard(
             diffPre(diff, 'b', 'themisto-ActualCode', trans)
           ]
         : textPre(code, 'themisto-NextCode', trans),
-      h.div(
-        { className: 'themisto-Actions' },
-        !review
-          ? button(trans.__('Insert below'), () => actions.insertBelow(code), {
-              className: 'themisto-Insert',
-              title: trans.__(
-                'Insert the predicted cell after the last cell run'
-              )
-            })
-          : null,
-        !review
-          ? button(
-              trans.__('Replace active cell'),
-              () => actions.replaceActive(code),
-              {
-                className: 'themisto-Replace',
-                title: trans.__(
-                  "Replace the active cell's source with the prediction"
-                )
-              }
-            )
-          : null,
-        // Copy says it did its work for a moment: nothing else shows that
-        // the clipboard changed.
-        button(
-          copied ? trans.__('Copied') : trans.__('Copy'),
-          () => actions.copy(code, prediction.id),
-          {
-            className: `themisto-Copy${copied ? ' themisto-mod-done' : ''}`,
-            title: trans.__('Copy the predicted cell')
-          }
-        )
-      ),
+      nextCellActions(code, prediction.id, !review, actions, trans),
       prediction.scores ? scoresView(prediction.scores, trans) : null,
       footer(slot, actions, trans)
     ],
     trans
+  );
+}
+
+/**
+ * What can be done with a predicted cell: insert or put it in the notebook
+ * (live only), copy it.
+ */
+function nextCellActions(
+  code: string,
+  id: string,
+  live: boolean,
+  actions: ICardActions,
+  trans: TranslationBundle
+): VirtualElement {
+  const copied = actions.copied(id);
+  return h.div(
+    { className: 'themisto-Actions' },
+    live
+      ? button(trans.__('Insert below'), () => actions.insertBelow(code), {
+          className: 'themisto-Insert',
+          title: trans.__('Insert the predicted cell after the last cell run')
+        })
+      : null,
+    live
+      ? button(
+          trans.__('Replace active cell'),
+          () => actions.replaceActive(code),
+          {
+            className: 'themisto-Replace',
+            title: trans.__(
+              "Replace the active cell's source with the prediction"
+            )
+          }
+        )
+      : null,
+    // Copy says it did its work for a moment: nothing else shows that the
+    // clipboard changed.
+    button(
+      copied ? trans.__('Copied') : trans.__('Copy'),
+      () => actions.copy(code, id),
+      {
+        className: `themisto-Copy${copied ? ' themisto-mod-done' : ''}`,
+        title: trans.__('Copy the predicted cell')
+      }
+    )
   );
 }

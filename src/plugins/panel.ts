@@ -28,7 +28,7 @@ import {
 import { codeCells } from '../notebook/cells';
 import { focusNotebook } from '../notebook/focus';
 import { toggleNotebookRecording } from '../notebook/recording';
-import { PredictionPanel } from '../panel/panel';
+import { type IPanelActions, PredictionPanel } from '../panel/panel';
 /* eslint-enable jupyter/prefer-lazy-imports */
 import {
   type INotebookLive,
@@ -65,59 +65,11 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     translator: ITranslator | null
   ): void => {
     const trans = (translator ?? nullTranslator).load('themisto_ext');
-    const withNotebook = (act: (panel: NotebookPanel) => void): void => {
-      const notebook = tracker.currentWidget;
-      if (notebook) {
-        act(notebook);
-      }
-    };
-    const nextCellWritten = (): boolean => {
-      const notebook = tracker.currentWidget;
-      const store = notebook ? live.store(notebook.context.path) : null;
-      return (
-        !!notebook &&
-        !!store &&
-        !isFrontier(notebook.content, store.lastRunCell)
-      );
-    };
     const panel = new PredictionPanel({
       live,
       settings,
       translator: translator ?? undefined,
-      actions: {
-        insertBelow: text =>
-          withNotebook(nb =>
-            insertAfterLastRun(
-              nb,
-              text,
-              live.store(nb.context.path)?.lastRunCell ?? null
-            )
-          ),
-        replaceActive: text => withNotebook(nb => replaceActiveCell(nb, text)),
-        copy: text => Clipboard.copyToSystem(text),
-        cellCode: cellId => {
-          const notebook = tracker.currentWidget;
-          return notebook ? cellSource(notebook, cellId) : null;
-        },
-        activeCode: () => {
-          const cell = tracker.currentWidget?.content.activeCell;
-          return cell && cell.model.type === 'code'
-            ? {
-                cellId: cell.model.id,
-                code: cell.model.sharedModel.getSource()
-              }
-            : null;
-        },
-        nextCellWritten,
-        toggleRecording: async () => {
-          const notebook = tracker.currentWidget;
-          if (notebook) {
-            await toggleNotebookRecording(notebook, client, live);
-          }
-        },
-        getPrediction: id => client.getPrediction(id),
-        returnFocus: () => focusNotebook(app.shell, tracker)
-      }
+      actions: panelActions(app, tracker, client, live)
     });
     // Whether the next cell is written already shows in the panel: follow
     // the active notebook's edits (the widget's signal: its model may not be
@@ -153,6 +105,66 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     }
   }
 };
+
+/**
+ * What the panel does in the notebook and through the server: insert or
+ * copy a predicted cell, read cells, switch recording, fetch a prediction.
+ */
+function panelActions(
+  app: JupyterFrontEnd,
+  tracker: INotebookTracker,
+  client: IThemistoClient,
+  live: IThemistoLive
+): IPanelActions {
+  const withNotebook = (act: (panel: NotebookPanel) => void): void => {
+    const notebook = tracker.currentWidget;
+    if (notebook) {
+      act(notebook);
+    }
+  };
+  return {
+    insertBelow: text =>
+      withNotebook(nb =>
+        insertAfterLastRun(
+          nb,
+          text,
+          live.store(nb.context.path)?.lastRunCell ?? null
+        )
+      ),
+    replaceActive: text => withNotebook(nb => replaceActiveCell(nb, text)),
+    copy: text => Clipboard.copyToSystem(text),
+    cellCode: cellId => {
+      const notebook = tracker.currentWidget;
+      return notebook ? cellSource(notebook, cellId) : null;
+    },
+    activeCode: () => {
+      const cell = tracker.currentWidget?.content.activeCell;
+      return cell && cell.model.type === 'code'
+        ? {
+            cellId: cell.model.id,
+            code: cell.model.sharedModel.getSource()
+          }
+        : null;
+    },
+    nextCellWritten: () => {
+      const notebook = tracker.currentWidget;
+      const store = notebook ? live.store(notebook.context.path) : null;
+      return (
+        !!notebook &&
+        !!store &&
+        !isFrontier(notebook.content, store.lastRunCell)
+      );
+    },
+    toggleRecording: async () => {
+      const notebook = tracker.currentWidget;
+      if (notebook) {
+        await toggleNotebookRecording(notebook, client, live);
+      }
+    },
+    getPrediction: id => client.getPrediction(id),
+    returnFocus: () => focusNotebook(app.shell, tracker)
+  };
+}
 
 /**
  * Open the panel, review, step back and forth, return to live.
