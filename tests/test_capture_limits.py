@@ -189,3 +189,20 @@ def test_journal_directory_removed_under_a_running_kernel(recording_kernel: Reco
     k.run("b = 2")
     ingestor = JournalIngestor(k.journal_dir, store)
     assert ingested(k, store, ingestor) == ["b = 2"]  # what was removed is gone; the rest is not
+
+
+def test_the_namespace_is_read_only_as_far_as_the_snapshot_keeps():
+    """200,000 globals cost a cell 0.14 s when every name was read each cell: the hook
+    reads the first ``max_variables`` user variables, and after them only the names the
+    cell may have bound (a secret among them is still learnt)."""
+    import types
+
+    from themisto_ext.kernel.snapshot import user_variables
+
+    ns = {"_i1": "x = 1", "In": [], "np": types.ModuleType("np"), "hidden": 0}
+    ns.update({f"n{i}": i for i in range(10)})
+    first, beyond = user_variables(ns, {"hidden": 0}, 3, {"n9", "n1", "gone", "np"})
+    assert first == [("n0", 0), ("n1", 1), ("n2", 2)]
+    assert beyond == [("n9", 9)]
+    everything, none = user_variables(ns, {"hidden": 0})
+    assert [name for name, _ in everything] == [f"n{i}" for i in range(10)] and none == []

@@ -25,6 +25,11 @@ module.exports = {
       }
     ]
   ],
+  // Expectations poll their condition until it holds; on a machine whose
+  // cores are busy (a kernel computing, CI's other jobs) the page can take
+  // longer than Playwright's default 5 s to draw, so they may wait up to 30 s
+  // (a passing check still returns as soon as it holds).
+  expect: { ...baseConfig.expect, timeout: 30000 },
   // One retry on CI, as ipywidgets and JupyterLite do: a test that passes only on its
   // retry still counts, but scripts/summary.py names it at the end of the log.
   retries: process.env.CI ? 1 : 0,

@@ -392,10 +392,10 @@ class Recorder:
         if self.settings.redact and "env" in code:  # os.environ, %env, load_dotenv...
             self.redactor.learn(environment_secrets(self.redactor.name_is_secret))
         if captures_state(self.settings.level):
-            variables, hash_index = self.snapshotter.take(
-                user_variables(self.shell.user_ns, self.shell.user_ns_hidden),
-                possibly_mutated(code, python),
-            )
+            mutated = possibly_mutated(code, python)
+            first, beyond = user_variables(self.shell.user_ns, self.shell.user_ns_hidden,
+                                           self.settings.max_variables, mutated)
+            variables, hash_index = self.snapshotter.take(first, mutated, beyond)
         else:  # not captured: the snapshot is not even taken
             variables, hash_index = {}, EMPTY_STATE_HASH
         self.step += 1

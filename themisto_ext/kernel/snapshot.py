@@ -54,17 +54,48 @@ def _ipython_name(name: str) -> bool:
     return found
 
 
-def user_variables(user_ns: dict[str, Any], hidden: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The user's own variables: not IPython's bookkeeping, not modules."""
+def _is_user_variable(name: Any, value: Any, hidden: dict[str, Any]) -> bool:
+    """Not IPython's bookkeeping, not a module, not one of the names IPython hides."""
+    if type(name) is not str or _ipython_name(name):
+        return False
+    if name in hidden and hidden[name] is value:
+        return False
+    return not issubclass(type(value), types.ModuleType)
+
+
+def user_variables(user_ns: dict[str, Any], hidden: dict[str, Any], limit: int | None = None,
+                   also: Iterable[str] = ()
+                   ) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """The user's own variables, the first ``limit`` in the order they were first bound;
+    and those named in ``also`` that come after them. The namespace is read only as far
+    as ``limit``: 200,000 globals cost a cell no more than ``limit`` do (reading them all
+    took 0.14 s a cell)."""
+    first: list[tuple[str, Any]] = []
+    try:
+        items: Iterable[tuple[Any, Any]] = dict.items(user_ns)
+        first = _first(items, hidden, limit)
+    except RuntimeError:  # a thread of the user's bound a name meanwhile: read a copy
+        first = _first(list(dict.items(user_ns)), hidden, limit)
+    if limit is None or len(first) < limit:
+        return first, []
+    taken = {name for name, _ in first}
+    beyond = []
+    for name in also:
+        if name not in taken and name in user_ns:
+            value = user_ns[name]
+            if _is_user_variable(name, value, hidden):
+                beyond.append((name, value))
+    return first, beyond
+
+
+def _first(items: Iterable[tuple[Any, Any]], hidden: dict[str, Any],
+           limit: int | None) -> list[tuple[str, Any]]:
     found = []
-    for name, value in list(dict.items(user_ns)):
-        if type(name) is not str or _ipython_name(name):
-            continue
-        if name in hidden and hidden[name] is value:
-            continue
-        if issubclass(type(value), types.ModuleType):
-            continue
-        found.append((name, value))
+    for name, value in items:
+        if _is_user_variable(name, value, hidden):
+            found.append((name, value))
+            if limit is not None and len(found) >= limit:
+                break
     return found
 
 
@@ -95,12 +126,15 @@ class Snapshotter:
         self._stopped = True
 
     def take(
-        self, variables: Iterable[tuple[str, Any]], mutated: set[str]
+        self, variables: Iterable[tuple[str, Any]], mutated: set[str],
+        beyond: Iterable[tuple[str, Any]] = ()
     ) -> tuple[dict[str, dict[str, Any]], str]:
-        """Return ``(runtime_variables, hash_index)`` for the given variables."""
+        """Return ``(runtime_variables, hash_index)`` for the given variables (the first
+        ``max_variables`` of them); ``beyond``, variables after those the cell may have
+        bound, are only searched for secrets."""
         every = list(variables)
         items = every[: self._settings.max_variables]
-        self._learn_beyond(every[self._settings.max_variables:], mutated)
+        self._learn_beyond([*every[self._settings.max_variables:], *beyond], mutated)
         live = {name for name, _ in items}
         for stale in [n for n in self._cache if n not in live]:
             del self._cache[stale]
