@@ -18,6 +18,7 @@ the kernel.
 
     python benchmarks/capture_overhead.py [--cells 300] [--notebooks DIR]
                                           [--speculation] [--speculation-cells 40]
+    python benchmarks/capture_overhead.py --recorded-cases 5   # two cases, whole notebooks
 """
 
 from __future__ import annotations
@@ -386,6 +387,47 @@ def speculation_effect(cells: int, rounds: int, pause: float = 1.0) -> None:
               f"{made}, taken {used}; server CPU {cpu:.1f} s")
 
 
+# Issue 43's two cases as whole notebooks (their own imports; five cells after 200,000
+# names, as measured there).
+RECORDED_CASES = {
+    "slow label / name / categories": [
+        "import time\nimport pandas as pd\n" + CORPUS["slow label / name / categories"][0],
+        *CORPUS["slow label / name / categories"][1:], "x = 1"],
+    "200,000 names": [*CORPUS["200,000 names"], "x = 7", "x = 8"],
+}
+
+
+def recorded_cases(runs: int) -> None:
+    """Each case of the corpus as a notebook of its cells, recorded as ``themisto record``
+    records (``replay.record_notebook``: a fresh kernel with the hook, the journal ingested),
+    against a one-cell notebook: the seconds the case adds, median of ``runs``."""
+    from themisto_ext.replay import record_notebook
+    from themisto_ext.store import open_store
+
+    def seconds(cells: list[str]) -> float:
+        times = []
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "case.ipynb"
+                notebook = nbformat.v4.new_notebook()
+                notebook.cells = [nbformat.v4.new_code_cell(code) for code in cells]
+                nbformat.write(notebook, path)
+                store = open_store(Path(tmp) / "store.sqlite3")
+                try:
+                    started = time.perf_counter()
+                    record_notebook(path, store, Path(tmp) / "journal")
+                    times.append(time.perf_counter() - started)
+                finally:
+                    store.close()
+        return statistics.median(times)
+
+    base = seconds(["x = 1"])
+    print(f"themisto record, median of {runs}: one cell {base:.2f} s; each case adds "
+          "(target: at most 1 s):")
+    for name, cells in RECORDED_CASES.items():
+        print(f"  {name:38} {seconds(cells) - base:+.2f} s ({len(cells)} cells)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cells", type=int, default=300)
@@ -396,7 +438,12 @@ def main() -> int:
                         help="also compare a server's kernel with speculation on and off")
     parser.add_argument("--speculation-cells", type=int, default=40)
     parser.add_argument("--only-speculation", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--recorded-cases", type=int, metavar="RUNS", default=0,
+                        help="only time the hostile cases as whole recorded notebooks")
     args = parser.parse_args()
+    if args.recorded_cases:
+        recorded_cases(args.recorded_cases)
+        return 0
     if not args.only_speculation:
         overhead(args.cells)
         corpus()

@@ -3,6 +3,7 @@ budget, never changes the user's data, never stops recording and never prints.""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -172,6 +173,23 @@ def test_user_dunders_run_only_outside_the_kernel_process(kernel: RecordingKerne
     assert variables["in_deque"]["repr"] == "deque([noisy])"
     assert "noisy" in variables["in_partial"]["repr"]
     assert variables["in_exception"]["repr"] == "ValueError(noisy)"
+
+
+def test_a_killed_copy_never_holds_the_kernel_at_shutdown(kernel: RecordingKernel):
+    """ipykernel, shutting down or restarting, waits (escalating signals over seconds)
+    for every process of its own process group; a copy of the kernel killed on time and
+    not reaped yet held every shutdown 2.3 s. The copies live in groups of their own."""
+    import psutil
+
+    k = kernel
+    k.run("import time\nclass Slow:\n    def __repr__(self):\n        time.sleep(30)\n"
+          "        return 'slow'\nslow = Slow()")
+    assert "timed out" in k.steps()[-1]["runtime_variables"]["slow"]["repr"]
+    me = psutil.Process(k.km.provisioner.process.pid)  # type: ignore[union-attr]
+    group = os.getpgid(me.pid)
+    copies = me.children(recursive=True)
+    assert copies, "the copy that measured the value is not reaped until the next call"
+    assert all(os.getpgid(child.pid) != group for child in copies)
 
 
 def stream_text(shown: list[dict]) -> str:

@@ -68,6 +68,7 @@ def run(values: list[Any], render: Callable[[Any], str], per_value: float,
     pid = _fork()
     if pid == 0:  # pragma: no cover - the child never returns
         _child(values, render, per_value, read_end, write_end)
+    _own_group(pid)
     os.close(write_end)
     ended, began, began_at = False, -1, 0.0
     try:
@@ -112,6 +113,19 @@ def _fork() -> int:
     return os.fork()
 
 
+def _own_group(pid: int) -> None:
+    """Put the copy in a process group of its own (the child does the same, whichever
+    runs first). ipykernel, shutting down or restarting, waits for every process of its
+    own group to be gone, escalating signals over seconds; a copy already killed but not
+    yet reaped (reaped at the next call) stays in the process table until then, and
+    held each shutdown 2.3 s. Nothing else sends signals to the copy's group: it is
+    killed by pid."""
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass  # it ran first and did it itself, or it is gone
+
+
 def _reap() -> None:
     """Collect children that have exited, without waiting: tearing down a copy of a large
     kernel takes the child ~10 ms, which the cell need not wait for."""
@@ -151,6 +165,7 @@ def _child(values: list[Any], render: Callable[[Any], str], per_value: float,
            read_end: int, write_end: int) -> None:  # pragma: no cover - runs in the child
     try:
         os.close(read_end)
+        _own_group(0)
         _die_with_parent()
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
