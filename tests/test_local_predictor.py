@@ -111,8 +111,9 @@ async def test_extending_a_prompt_reuses_its_prefix(predictor, cold):
     assert cold_run.cached_tokens == 0
     assert cold_run.prompt_tokens == warm.prompt_tokens
     assert warm.text == cold_run.text
-    # Measured on a quiet machine: about 10x; 3x leaves room for a busy one.
-    assert warm.latency * 3 < cold_run.latency, (warm.latency, cold_run.latency)
+    # The warm run read only what the step added (the cached prefix above says so); how
+    # much faster that is is a speed figure (benchmarks/local_speed.py: cold against warm),
+    # not a condition a busy machine keeps (3x failed beside two CPU hogs).
 
 
 async def test_interleaved_sessions_keep_their_prefix_within_the_bound(predictor, cold):
