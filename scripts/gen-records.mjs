@@ -27,7 +27,8 @@ import { fileURLToPath } from 'node:url';
 import { compile } from 'json-schema-to-typescript';
 import prettier from 'prettier';
 
-import { isContainer, pythonModule } from './records/python.mjs';
+import { isContainer } from './records/container.mjs';
+import { pythonModule } from './records/python.mjs';
 import { readersModule, validatorsModule } from './records/readers.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');

@@ -8,7 +8,7 @@
 import Ajv2020 from 'ajv/dist/2020.js';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 
-import { isContainer } from './python.mjs';
+import { isContainer } from './container.mjs';
 
 /** Keys that do not change what a schema accepts: left out of the bundle. */
 const ANNOTATIONS = new Set(['title', 'description', 'version', '$comment']);

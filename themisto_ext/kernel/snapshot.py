@@ -54,6 +54,9 @@ def _ipython_name(name: str) -> bool:
     return found
 
 
+_ABSENT = object()
+
+
 def _is_user_variable(name: Any, value: Any, hidden: dict[str, Any]) -> bool:
     """Not IPython's bookkeeping, not a module, not one of the names IPython hides."""
     if type(name) is not str or _ipython_name(name):
@@ -81,10 +84,11 @@ def user_variables(user_ns: dict[str, Any], hidden: dict[str, Any], limit: int |
     taken = {name for name, _ in first}
     beyond = []
     for name in also:
-        if name not in taken and name in user_ns:
-            value = user_ns[name]
-            if _is_user_variable(name, value, hidden):
-                beyond.append((name, value))
+        # dict's own lookup, as dict.items above: a namespace subclass's is user code
+        value = dict.get(user_ns, name, _ABSENT)
+        if name not in taken and value is not _ABSENT \
+                and _is_user_variable(name, value, hidden):
+            beyond.append((name, value))
     return first, beyond
 
 
