@@ -176,21 +176,29 @@ def test_no_module_imports_the_packages_init():
     assert bad == []
 
 
-def test_the_store_facades_carry_the_whole_interface():
-    # Each facade wraps the interface's methods generically (store/guarded.py, aio.py):
-    # one the interface gains and a facade lacks fails here, not in a server.
-    from themisto_ext.store.aio import AsyncStore
-    from themisto_ext.store.base import LAZY, WRITES, TrajectoryStore
-    from themisto_ext.store.guarded import GuardedStore
+def test_the_store_layers_carry_the_whole_interface():
+    # The guard and the hub's remote store make every method from the interface's
+    # (``base.layer``), the loop's facade runs any of them (``AsyncStore.run``) and the
+    # wire format reads their arguments from the interface's signatures: a method is
+    # written in the interface, the engines and the hub's per-caller check only.
+    import inspect
+
+    from themisto_ext.hub.caller import CallerStore
+    from themisto_ext.store import wire
+    from themisto_ext.store.base import LAZY, METHODS, WRITES, TrajectoryStore
+    from themisto_ext.store.guarded import _Guard
+    from themisto_ext.store.postgres import PostgresStore
+    from themisto_ext.store.remote import RemoteStore
+    from themisto_ext.store.sqlite import SQLiteStore
 
     surface = {name for name, value in vars(TrajectoryStore).items()
                if callable(value) and not name.startswith("_") and name != "close"}
-    assert surface >= WRITES | LAZY
-    assert {name for name in surface if not hasattr(GuardedStore, name)} == set()
-    # the loop's facade: what handlers and the live scheduler use; the journal's
-    # writes and the CLI's copies run in threads on the store itself, lazy reads in pages
-    in_threads_only = {"apply", "journal_cursors", "forget_journal", "adopt_unowned",
-                       "import_trajectory", "import_step_lines"}
-    assert {name for name in surface - in_threads_only - LAZY
-            if not hasattr(AsyncStore, name)} == set()
-    assert hasattr(AsyncStore, "steps") and hasattr(AsyncStore, "step_lines")
+    assert set(METHODS) == surface and surface >= WRITES | LAZY
+    for cls in (_Guard, RemoteStore, SQLiteStore, PostgresStore, CallerStore):
+        missing = {name for name in surface if not callable(getattr(cls, name, None))}
+        assert missing == set(), cls
+        for name in surface:  # the same parameters as the interface's, in the same order
+            assert list(inspect.signature(getattr(cls, name)).parameters)[1:] == list(
+                inspect.signature(getattr(TrajectoryStore, name)).parameters)[1:], (cls, name)
+    assert set(wire.METHODS) == surface
+    assert wire.METHODS["set_consent"] == {"user": "str", "consent": "bool", "at": "str"}

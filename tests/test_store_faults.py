@@ -133,9 +133,9 @@ def test_a_reader_keeps_reading_while_a_refused_write_reopens_the_store(tiny_dis
     """A page-by-page reader (an export, a long history) that began before a write failed
     for a full disk reads to its end after the store is reopened: the store it reads from
     is put aside, not closed under it (that was "Cannot operate on a closed database")."""
-    from themisto_ext.store.guarded import GuardedStore
+    from themisto_ext.store.guarded import guard
     path = tiny_disk / "t.sqlite3"
-    guarded = GuardedStore(lambda: SQLiteStore(path), retry=0.0)
+    guarded = guard(lambda: SQLiteStore(path), retry=0.0)
     try:
         records = [start("t1"), *(step("t1", n) for n in range(1, 1201))]
         guarded.apply(interpret_lines(records, "kernel"), ("j", 1))

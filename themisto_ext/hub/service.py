@@ -60,8 +60,8 @@ from themisto_ext.hub.caller import Caller, CallerStore, Owners
 from themisto_ext.server.access import READ_ALL_SCOPE
 from themisto_ext.store import (
     POSTGRESQL,
-    GuardedStore,
     TrajectoryStore,
+    guard,
     open_store,
     parse_store_url,
 )
@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> None:
     # are: its deferred work then landed at once on the reads this process serves, the
     # paced probe's p95 542-598 ms against 349-384 ms without, for no more steps/s.)
     gc.freeze()
-    store = GuardedStore(opener)
+    store = guard(opener)
     identify: Identify = (TokenFileIdentity(args.tokens_file) if args.tokens_file
                           else HubIdentity(args.read_all_scope))
     service = Service(store, identify)

@@ -563,7 +563,7 @@ class LivePredictions:
             scope = await self._scope(trajectory_id)
             record = missed_record(predictor, task, context, NEXT_CELL_STARTED, scope=scope,
                                    target_step=target_step, cell_id=cell_id)
-            await self.store.save_prediction(record)
+            await self.store.run(lambda s: s.save_prediction(record))
         except ThemistoError as exc:  # the store is down: the cell says nothing more
             log.warning("themisto: could not record a missed prediction: %s", exc)
             return

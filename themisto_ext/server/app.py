@@ -44,9 +44,9 @@ from themisto_ext.server.renames import RenameListener
 from themisto_ext.server.settings import ServerSettings, launch_with
 from themisto_ext.store import (
     SQLITE,
-    GuardedStore,
     StoreError,
     TrajectoryStore,
+    guard,
     open_store,
     parse_store_url,
 )
@@ -272,7 +272,7 @@ class ThemistoExtension(ExtensionApp):
                     pass  # a read-only file: AccessPolicy counts unowned as this user's
             return store
 
-        store = AsyncStore(GuardedStore(opener, retry=self.store_retry), embedded=single_user)
+        store = AsyncStore(guard(opener, retry=self.store_retry), embedded=single_user)
         access = AccessPolicy(self.user, frozenset(self.read_all_users), self.read_all_scope,
                               single_user_store=single_user)
         assert self.serverapp is not None  # set before extensions initialize

@@ -130,7 +130,8 @@ class Themisto:
 
     async def start(self, interval: float, heartbeat: float = HEARTBEAT) -> None:
         try:
-            self.consent = (await self.store.consents((self.user,))).get(self.user, True)
+            consents = await self.store.run(lambda s: s.consents((self.user,)))
+            self.consent = consents.get(self.user, True)
         except ThemistoError:
             # Unknown until the store answers: nothing is stored meanwhile anyway (the
             # journals wait), and an opt-out is re-read at the next consent request.
@@ -200,8 +201,9 @@ class Themisto:
         loop = asyncio.get_running_loop()
         async with self._ingest_lock:
             result = await loop.run_in_executor(self._ingest_thread, self.ingestor.poll)
-        for tid in result.new_trajectories:
-            trajectory = await self.store.get_trajectory(tid)
+        new = await self.store.run(lambda s: [s.get_trajectory(tid)
+                                              for tid in result.new_trajectories])
+        for trajectory in new:
             if trajectory is not None:
                 self._refused.pop(trajectory.kernel_id, None)  # a new start, accepted
                 self.events.publish(trajectory_event(trajectory.to_json()))
@@ -209,8 +211,9 @@ class Themisto:
             await self._refuse(kernel_id, tid)
         for step in result.steps:
             self.events.publish(step_event(step))
-        for switch in result.switches:
-            trajectory = await self.store.get_trajectory(switch.trajectory_id)
+        switched = await self.store.run(lambda s: [s.get_trajectory(switch.trajectory_id)
+                                                   for switch in result.switches])
+        for switch, trajectory in zip(result.switches, switched, strict=True):
             if trajectory is not None:
                 scope = Scope.of(trajectory.to_json(), trajectory.id)
                 self.events.publish(recording_event(trajectory.kernel_id, switch.on, scope))
@@ -302,7 +305,7 @@ class Themisto:
 
     async def _publish_state(self, kernel_id: str, state: KernelState) -> None:
         try:
-            latest = await self.store.latest_for_kernel(kernel_id, self.user)
+            latest = await self.store.run(lambda s: s.latest_for_kernel(kernel_id, self.user))
         except StoreUnavailable:
             latest = None
         scope = Scope.of(latest.to_json(), latest.id) if latest else None
@@ -328,7 +331,7 @@ class Themisto:
         if not self.settings.live_predictions:
             return
         try:
-            latest = await self.store.latest_for_kernel(kernel_id, self.user)
+            latest = await self.store.run(lambda s: s.latest_for_kernel(kernel_id, self.user))
         except ThemistoError:
             return  # the kernel's state says why the store cannot be read
         if latest is None or latest.ended_at is None:
@@ -366,7 +369,7 @@ class Themisto:
     async def set_consent(self, on: bool, at: str) -> None:
         """Record the user's choice; off: every running kernel stops recording and new
         ones start with recording off; on: running kernels record again."""
-        await self.store.set_consent(self.user, on, at)
+        await self.store.run(lambda s: s.set_consent(self.user, on, at))
         async with self._ingest_lock:  # no pass reads journals under the old choice
             self.consent = on
         self.on_consent(on)
@@ -380,7 +383,8 @@ class Themisto:
         """Everything this server's user recorded: their trajectories (steps, predictions,
         events) from the store, and every journal here. Returns (trajectories, journals)."""
         where = TrajectoryFilter(user=self.user)
-        ids = [t.id for t in await self.store.list_trajectories(where, limit=10**9)]
+        ids = [t.id for t in await self.store.run(
+            lambda s: s.list_trajectories(where, limit=10**9))]
         for tid in ids:
             await self.delete_trajectory(tid)
         running = tuple(f"{file_safe(k)}--" for k in (self.running_kernels() if self.running_kernels
@@ -405,9 +409,9 @@ class Themisto:
         ended is removed.
         """
         async with self._ingest_lock:
-            trajectory = await self.store.get_trajectory(trajectory_id)
+            trajectory = await self.store.run(lambda s: s.get_trajectory(trajectory_id))
             ended = trajectory is not None and trajectory.ended_at is not None
-            await self.store.delete_trajectory(trajectory_id)
+            await self.store.run(lambda s: s.delete_trajectory(trajectory_id))
             for journal in self.journal_dir.glob(f"*--{glob.escape(trajectory_id)}{SUFFIX}"):
                 self._empty_journal(journal, ended)
             self.live.forget(trajectory_id)

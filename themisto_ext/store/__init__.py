@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from themisto_ext.store.aio import AsyncStore
 from themisto_ext.store.base import (
@@ -21,7 +22,7 @@ from themisto_ext.store.base import (
     refused_write,
     trajectory_of,
 )
-from themisto_ext.store.guarded import GuardedStore
+from themisto_ext.store.guarded import GuardedStore, guard
 from themisto_ext.store.sqlite import SQLiteStore
 from themisto_ext.store.url import POSTGRESQL, SERVICE, SQLITE, StoreURL, parse_store_url
 
@@ -43,12 +44,13 @@ def open_store(location: str | Path | StoreURL, readonly: bool = False) -> Traje
     if url.engine == SERVICE:
         from themisto_ext.store.remote import RemoteStore
 
-        return RemoteStore(url)
+        # ``layer`` made the interface's methods, which the type checker cannot see
+        return cast(TrajectoryStore, RemoteStore(url))
     return SQLiteStore(url.path, readonly=readonly)
 
 
 __all__ = ["POSTGRESQL", "SERVICE", "SQLITE", "Applied", "AsyncStore", "GuardedStore", "NewStep",
            "NewTrajectory", "NotebookMoved", "RecordingSwitched", "SQLiteStore", "StoreError",
            "StoreURL", "StoreUnavailable", "Trajectory", "TrajectoryEnded", "TrajectoryFilter",
-           "TrajectoryStore", "Write", "open_store", "parse_store_url", "refused_write",
+           "TrajectoryStore", "Write", "guard", "open_store", "parse_store_url", "refused_write",
            "trajectory_of"]

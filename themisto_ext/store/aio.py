@@ -8,7 +8,8 @@ writes of one prediction, which on an embedded SQLite file cost less on the loop
 hop to a thread (measured: see ``quick``). The drivers are thread-safe (SQLite: one
 connection behind a lock; PostgreSQL: a connection pool), the guard (``guarded.py``)
 reopens a failed store and says why it cannot be used, and this facade is the one place
-that decides where the calls run. Handlers and the live scheduler call only this;
+that decides where the calls run: ``run`` (a worker thread), ``quick`` (the loop, where
+that is cheaper). Handlers and the live scheduler call only this;
 ingestion, which already runs in a thread, and the CLI use the synchronous store.
 
 Lazy reads are read a page at a time (``steps``, ``step_lines``): a page is a list,
@@ -18,9 +19,8 @@ read whole in the thread, so nothing iterates a cursor on the event loop.
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Awaitable, Callable
-from typing import Concatenate, ParamSpec, TypeVar
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 from themisto_ext.records import Step
 from themisto_ext.store.base import TrajectoryStore
@@ -28,18 +28,6 @@ from themisto_ext.store.sqlite import SQLiteStore
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-def _in_thread(method: Callable[Concatenate[TrajectoryStore, P], T]
-               ) -> Callable[Concatenate[AsyncStore, P], Awaitable[T]]:
-    """``method`` of the interface as the facade has it: awaited, run in a thread."""
-    name = method.__name__
-
-    @functools.wraps(method)
-    async def call(self: AsyncStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self._call(getattr(self.sync, name), *args, **kwargs)
-
-    return call
 
 
 class AsyncStore:
@@ -52,6 +40,12 @@ class AsyncStore:
     @staticmethod
     async def _call(work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         return await asyncio.to_thread(work, *args, **kwargs)
+
+    async def run(self, work: Callable[[TrajectoryStore], T]) -> T:
+        """``work(store)`` in a worker thread: ``await store.run(lambda s:
+        s.get_trajectory(tid))``. Any method of the interface, as the interface types it:
+        the facade writes none of them again."""
+        return await self._call(work, self.sync)
 
     async def quick(self, work: Callable[[TrajectoryStore], T]) -> T:
         """``work(store)`` for a few point reads and writes (a trajectory by id, a
@@ -72,23 +66,6 @@ class AsyncStore:
         """Why the store cannot be used now (the guard's word), if it cannot."""
         problem: str | None = getattr(self.sync, "problem", None)
         return problem
-
-    # ------------------------------------------------------------ the store's reads and writes
-    # Each is the interface's method, run in a worker thread.
-
-    get_trajectory = _in_thread(TrajectoryStore.get_trajectory)
-    latest_for_kernel = _in_thread(TrajectoryStore.latest_for_kernel)
-    list_trajectories = _in_thread(TrajectoryStore.list_trajectories)
-    count_trajectories = _in_thread(TrajectoryStore.count_trajectories)
-    events = _in_thread(TrajectoryStore.events)
-    delete_trajectory = _in_thread(TrajectoryStore.delete_trajectory)
-    notebook_rows = _in_thread(TrajectoryStore.notebook_rows)
-    consents = _in_thread(TrajectoryStore.consents)
-    set_consent = _in_thread(TrajectoryStore.set_consent)
-    step_summaries = _in_thread(TrajectoryStore.step_summaries)
-    save_prediction = _in_thread(TrajectoryStore.save_prediction)
-    predictions = _in_thread(TrajectoryStore.predictions)
-    get_prediction = _in_thread(TrajectoryStore.get_prediction)
 
     # ------------------------------------------------------------ lazy reads, a page at once
 

@@ -8,10 +8,10 @@ journal's record kinds. ``ingest.py`` reads journals and hands the store typed w
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from themisto_ext import records
 from themisto_ext.errors import StoreError, StoreUnavailable
@@ -270,3 +270,28 @@ class TrajectoryStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+METHODS: tuple[str, ...] = tuple(
+    name for name, value in vars(TrajectoryStore).items()
+    if callable(value) and not name.startswith("_") and name != "close")
+"""The interface's methods (``close`` is each holder's own), read from the interface
+itself: the layers over an engine (``layer``) and the hub's wire format take them from
+here, so a method is written in the interface and the engines only."""
+
+Layer = TypeVar("Layer", bound=type)
+
+
+def layer(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]
+          ) -> Callable[[Layer], Layer]:
+    """A class decorator for a layer over a store (the guard, the hub's remote store):
+    each method of ``METHODS`` the class does not write itself is ``wrap`` of the
+    interface's. The type checker cannot see methods made so; the layer's constructor
+    (``guard``, ``open_store``) says once, in a cast, that what it returns is the
+    interface, and ``tests/test_architecture.py`` checks that every method is there."""
+    def fill(cls: Layer) -> Layer:
+        for name in METHODS:
+            if name not in vars(cls):
+                setattr(cls, name, wrap(getattr(TrajectoryStore, name)))
+        return cls
+    return fill

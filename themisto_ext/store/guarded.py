@@ -1,7 +1,7 @@
 """A store that may not be usable yet: opened on first use, reopened after it failed, and
 saying why it cannot be used instead of failing the server.
 
-The server wraps its store in a ``GuardedStore`` so that it starts and stops whatever
+The server wraps its store in a guard (``guard``) so that it starts and stops whatever
 state the store's path is in (a directory it may not write, a read-only file, a file that
 is not a store, a disk that is full): every call then raises ``StoreUnavailable`` with the
 reason (503 in the API), ``problem`` says the same for status reports, and the reason is
@@ -15,14 +15,13 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from themisto_ext.errors import StoreError, StoreUnavailable
-from themisto_ext.store.base import LAZY, WRITES, TrajectoryStore
+from themisto_ext.store.base import LAZY, WRITES, TrajectoryStore, layer
 
 log = logging.getLogger("themisto_ext.store")
 
-P = ParamSpec("P")
 T = TypeVar("T")
 
 RETRY_SECONDS = 5.0
@@ -32,20 +31,34 @@ _RETIRED_KEPT = 2
 """Stores replaced after a failed write that stay open for the readers still using them."""
 
 
-def _guarded(method: Callable[Concatenate[TrajectoryStore, P], T]
-             ) -> Callable[Concatenate[GuardedStore, P], T]:
-    """``method`` of the interface as the guarded store has it."""
+def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` of the interface as the guard has it: called on the store through
+    ``_call`` (a write when ``base.WRITES`` says so), a lazy read guarded to its end."""
     name, write, lazy = method.__name__, method.__name__ in WRITES, method.__name__ in LAZY
 
     @functools.wraps(method)
-    def call(self: GuardedStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        result: T = self._call(lambda s: getattr(s, name)(*args, **kwargs), write=write)
-        return self._paged(result) if lazy else result  # type: ignore[arg-type,return-value]
+    def call(self: _Guard, /, *args: Any, **kwargs: Any) -> Any:
+        result = self._call(lambda s: getattr(s, name)(*args, **kwargs), write=write)
+        return self._paged(result) if lazy else result
 
     return call
 
 
-class GuardedStore:
+class GuardedStore(TrajectoryStore, Protocol):
+    """The guarded store as its users have it: the interface, and why it cannot be used."""
+
+    problem: str | None
+
+
+def guard(opener: Callable[[], TrajectoryStore], retry: float = RETRY_SECONDS,
+          clock: Callable[[], float] = time.monotonic) -> GuardedStore:
+    """The store ``opener`` opens, guarded: opened now if it can be, else on first use."""
+    # ``layer`` made the interface's methods, which the type checker cannot see
+    return cast(GuardedStore, _Guard(opener, retry, clock))
+
+
+@layer(_guarded)
+class _Guard:
     def __init__(self, opener: Callable[[], TrajectoryStore], retry: float = RETRY_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._opener = opener
@@ -113,32 +126,6 @@ class GuardedStore:
         except StoreUnavailable as exc:
             self._failed(str(exc))
             raise
-
-    # ------------------------------------------------------------ TrajectoryStore
-    # Each method is the interface's, called on the store through ``_call`` (a write
-    # when ``base.WRITES`` says so, a lazy read guarded to its end when ``base.LAZY``).
-
-    apply = _guarded(TrajectoryStore.apply)
-    journal_cursors = _guarded(TrajectoryStore.journal_cursors)
-    forget_journal = _guarded(TrajectoryStore.forget_journal)
-    list_trajectories = _guarded(TrajectoryStore.list_trajectories)
-    get_trajectory = _guarded(TrajectoryStore.get_trajectory)
-    latest_for_kernel = _guarded(TrajectoryStore.latest_for_kernel)
-    count_trajectories = _guarded(TrajectoryStore.count_trajectories)
-    events = _guarded(TrajectoryStore.events)
-    iter_steps = _guarded(TrajectoryStore.iter_steps)
-    iter_step_lines = _guarded(TrajectoryStore.iter_step_lines)
-    delete_trajectory = _guarded(TrajectoryStore.delete_trajectory)
-    notebook_rows = _guarded(TrajectoryStore.notebook_rows)
-    consents = _guarded(TrajectoryStore.consents)
-    set_consent = _guarded(TrajectoryStore.set_consent)
-    save_prediction = _guarded(TrajectoryStore.save_prediction)
-    predictions = _guarded(TrajectoryStore.predictions)
-    step_summaries = _guarded(TrajectoryStore.step_summaries)
-    get_prediction = _guarded(TrajectoryStore.get_prediction)
-    adopt_unowned = _guarded(TrajectoryStore.adopt_unowned)
-    import_trajectory = _guarded(TrajectoryStore.import_trajectory)
-    import_step_lines = _guarded(TrajectoryStore.import_step_lines)
 
     def _retire(self) -> None:
         """Put the store aside for a new one without closing it: a request on another

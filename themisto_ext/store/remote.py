@@ -15,7 +15,7 @@ import functools
 import inspect
 import os
 from collections.abc import Callable, Iterator
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
 import httpx
 
@@ -31,8 +31,8 @@ from themisto_ext.store.base import (
     Applied,
     Trajectory,
     TrajectoryFilter,
-    TrajectoryStore,
     Write,
+    layer,
 )
 from themisto_ext.store.url import StoreURL
 from themisto_ext.store.wire import decode, dumps, encode, loads, with_steps
@@ -47,29 +47,27 @@ TIMEOUT = httpx.Timeout(75.0, connect=5.0)
 why a call took too long."""
 
 
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-def _remote(method: Callable[Concatenate[TrajectoryStore, P], T]
-            ) -> Callable[Concatenate[RemoteStore, P], T]:
+def _remote(method: Callable[..., Any]) -> Callable[..., Any]:
     """``method`` of the interface as a call to the service: its arguments by name,
     defaults filled in (``wire.METHODS`` checks them there), the answer decoded."""
     name, signature = method.__name__, inspect.signature(method)
 
     @functools.wraps(method)
-    def call(self: RemoteStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+    def call(self: RemoteStore, /, *args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
         arguments = dict(bound.arguments)
         del arguments["self"]
-        result: T = self._call(name, **arguments)
-        return result
+        return self._call(name, **arguments)
 
     return call
 
 
+@layer(_remote)
 class RemoteStore:
+    """The interface over HTTP: each method the class does not write itself (a long
+    read in pages, ``apply``'s answer without the steps sent) is ``_remote``'s."""
+
     def __init__(self, url: StoreURL, token: str | None = None,
                  transport: httpx.BaseTransport | None = None) -> None:
         self.url = url
@@ -161,26 +159,6 @@ class RemoteStore:
                         limit: int | None = None) -> Iterator[tuple[int, str]]:
         return (tuple(line) for line in  # [step, line] in JSON
                 self._pages("iter_step_lines", trajectory_id, since_step, limit))
-
-    # The rest: each the interface's method, its arguments sent by name.
-
-    journal_cursors = _remote(TrajectoryStore.journal_cursors)
-    forget_journal = _remote(TrajectoryStore.forget_journal)
-    get_trajectory = _remote(TrajectoryStore.get_trajectory)
-    latest_for_kernel = _remote(TrajectoryStore.latest_for_kernel)
-    count_trajectories = _remote(TrajectoryStore.count_trajectories)
-    events = _remote(TrajectoryStore.events)
-    delete_trajectory = _remote(TrajectoryStore.delete_trajectory)
-    save_prediction = _remote(TrajectoryStore.save_prediction)
-    predictions = _remote(TrajectoryStore.predictions)
-    step_summaries = _remote(TrajectoryStore.step_summaries)
-    get_prediction = _remote(TrajectoryStore.get_prediction)
-    notebook_rows = _remote(TrajectoryStore.notebook_rows)
-    consents = _remote(TrajectoryStore.consents)
-    set_consent = _remote(TrajectoryStore.set_consent)
-    adopt_unowned = _remote(TrajectoryStore.adopt_unowned)
-    import_trajectory = _remote(TrajectoryStore.import_trajectory)
-    import_step_lines = _remote(TrajectoryStore.import_step_lines)
 
     def close(self) -> None:
         self._client.close()

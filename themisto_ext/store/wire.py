@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 from themisto_ext import json_codec
 from themisto_ext.errors import FormatError
+from themisto_ext.store.base import METHODS as STORE_METHODS
 from themisto_ext.store.base import (
     Applied,
     NewStep,
@@ -25,6 +27,7 @@ from themisto_ext.store.base import (
     Trajectory,
     TrajectoryEnded,
     TrajectoryFilter,
+    TrajectoryStore,
 )
 from themisto_ext.store.roster import ClassFilter
 
@@ -37,32 +40,28 @@ _TUPLES = {("TrajectoryFilter", "user"), ("ClassFilter", "users")}
 
 _STR, _INT, _BOOL, _OPT_STR, _OPT_INT = ("str", "int", "bool", "str?", "int?")
 
-METHODS: dict[str, dict[str, Any]] = {
-    "apply": {"writes": "writes", "cursor": "cursor"},
-    "journal_cursors": {"prefix": _STR},
-    "forget_journal": {"journal": _STR},
-    "list_trajectories": {"where": TrajectoryFilter, "limit": _INT, "offset": _INT},
-    "get_trajectory": {"trajectory_id": _STR},
-    "latest_for_kernel": {"kernel_id": _STR, "user": _OPT_STR},
-    "count_trajectories": {"where": TrajectoryFilter},
-    "events": {"trajectory_id": _STR},
-    "iter_steps": {"trajectory_id": _STR, "since_step": _INT, "limit": _OPT_INT},
-    "iter_step_lines": {"trajectory_id": _STR, "since_step": _INT, "limit": _OPT_INT},
-    "delete_trajectory": {"trajectory_id": _STR},
-    "save_prediction": {"prediction": "prediction"},
-    "predictions": {"trajectory_id": _STR, "since_step": _INT, "target_step": _OPT_INT,
-                    "unscored": _BOOL, "until_step": _OPT_INT, "slim": _BOOL},
-    "step_summaries": {"trajectory_id": _STR, "since_step": _INT, "limit": _INT},
-    "get_prediction": {"prediction_id": _STR},
-    "notebook_rows": {"where": ClassFilter},
-    "consents": {"users": "users"},
-    "set_consent": {"user": _STR, "consent": _BOOL, "at": _STR},
-    "adopt_unowned": {"user": _STR},
-    "import_trajectory": {"trajectory": Trajectory, "events": "list"},
-    "import_step_lines": {"trajectory_id": _STR, "lines": "list"},
+_KINDS: dict[str, Any] = {
+    "str": _STR, "int": _INT, "bool": _BOOL, "str | None": _OPT_STR, "int | None": _OPT_INT,
+    "list[Write]": "writes", "tuple[str, int] | None": "cursor", "Prediction": "prediction",
+    "tuple[str, ...] | None": "users", "list[dict[str, str]]": "list",
+    "list[tuple[int, str]]": "list", "TrajectoryFilter | None": TrajectoryFilter,
+    "ClassFilter": ClassFilter, "Trajectory": Trajectory,
 }
-"""Every store method a server may call, with its arguments' kinds (``close`` is the
-caller's own)."""
+"""Each annotation of the interface's parameters (``from __future__``: a string) -> the
+kind ``_argument`` checks."""
+
+
+def _kinds(method: str) -> dict[str, Any]:
+    parameters = list(inspect.signature(getattr(TrajectoryStore, method)).parameters.values())
+    unknown = [p.annotation for p in parameters[1:] if p.annotation not in _KINDS]
+    if unknown:  # a new method with a new kind of argument: say how the wire checks it
+        raise TypeError(f"wire.py: no check for {method}'s {', '.join(map(str, unknown))}")
+    return {p.name: _KINDS[p.annotation] for p in parameters[1:]}
+
+
+METHODS: dict[str, dict[str, Any]] = {method: _kinds(method) for method in STORE_METHODS}
+"""Every store method a server may call, with its arguments' kinds, read from the
+interface's signatures (``close`` is the caller's own)."""
 
 _WRITES = (NewTrajectory, NewStep, TrajectoryEnded, RecordingSwitched, NotebookMoved)
 

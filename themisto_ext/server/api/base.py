@@ -114,8 +114,8 @@ class ThemistoHandler(APIHandler):
     async def readable_trajectory(self, trajectory_id: str) -> Trajectory:
         """The trajectory if this request may read it, else 404 (unknown or another
         user's): every handler of a trajectory's records asks here first."""
-        return self.access.readable(await self.themisto.store.get_trajectory(trajectory_id),
-                                    trajectory_id)
+        found = await self.themisto.store.run(lambda s: s.get_trajectory(trajectory_id))
+        return self.access.readable(found, trajectory_id)
 
     def since_page(self, default: int) -> tuple[int, int]:
         """``since_step`` (steps after it) and ``limit`` (1..MAX_PAGE) of a paged read."""

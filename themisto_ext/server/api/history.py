@@ -25,7 +25,8 @@ class HistoryHandler(ThemistoHandler):
     async def get(self, trajectory_id: str) -> None:
         await self.readable_trajectory(trajectory_id)
         since, limit = self.since_page(DEFAULT_PAGE)
-        steps = await self.themisto.store.step_summaries(trajectory_id, since, limit)
+        steps = await self.themisto.store.run(
+            lambda s: s.step_summaries(trajectory_id, since, limit))
         more = steps[-1]["step"] if len(steps) == limit else None
         self.send_json({"trajectory_id": trajectory_id, "steps": steps,
                         "next_since_step": more})

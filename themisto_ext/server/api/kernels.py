@@ -16,7 +16,8 @@ from themisto_ext.server.core import KernelState
 class KernelHandler(ThemistoHandler):
     async def _model(self, kernel_id: str, state: KernelState) -> dict[str, Any]:
         try:
-            latest = await self.themisto.store.latest_for_kernel(kernel_id, self.themisto.user)
+            latest = await self.themisto.store.run(
+                lambda s: s.latest_for_kernel(kernel_id, self.themisto.user))
         except StoreUnavailable:
             latest = None  # the state says why
         return {

@@ -83,8 +83,9 @@ class ClassHandler(TrajectoriesHandler):
         offset, limit = self.offset_page()
         path = self.get_argument("notebook", "") or ""
         store = self.themisto.store
-        rows = await store.notebook_rows(where)
-        opted_out = sorted(u for u, on in (await store.consents(where.users)).items() if not on)
+        rows = await store.run(lambda s: s.notebook_rows(where))
+        consents = await store.run(lambda s: s.consents(where.users))
+        opted_out = sorted(user for user, on in consents.items() if not on)
         hidden = set(opted_out)
         rows = [r for r in rows
                 if r["user"] not in hidden and path in (r["notebook_path"] or "")]

@@ -15,8 +15,9 @@ from tornado.iostream import StreamClosedError
 
 from themisto_ext.prediction.completion import CellCompletion, writer
 from themisto_ext.prediction.prompts import TASKS
+from themisto_ext.records import Prediction
 from themisto_ext.server.api.base import NDJSON, ThemistoHandler, bad_request
-from themisto_ext.store import Trajectory
+from themisto_ext.store import Trajectory, TrajectoryStore
 
 
 def body_kernel_id(body: dict[str, Any]) -> str:
@@ -29,8 +30,8 @@ def body_kernel_id(body: dict[str, Any]) -> str:
 async def kernel_trajectory(handler: ThemistoHandler, kernel_id: str) -> Trajectory:
     """The kernel's current trajectory with everything its journal holds; 404 without."""
     await handler.themisto.ingest_now()
-    trajectory = await handler.themisto.store.latest_for_kernel(kernel_id,
-                                                                handler.themisto.user)
+    trajectory = await handler.themisto.store.run(
+        lambda s: s.latest_for_kernel(kernel_id, handler.themisto.user))
     if trajectory is None:
         raise web.HTTPError(HTTPStatus.NOT_FOUND, f"kernel {kernel_id!r} has recorded nothing")
     return trajectory
@@ -63,8 +64,8 @@ class TrajectoryPredictionsHandler(ThemistoHandler):
         until = (self.int_argument("until_step", 0)
                  if self.get_argument("until_step", None) is not None else None)
         slim = self.bool_argument("slim")
-        found = await self.themisto.store.predictions(trajectory_id, since, until_step=until,
-                                                      slim=slim)
+        found = await self.themisto.store.run(
+            lambda s: s.predictions(trajectory_id, since, until_step=until, slim=slim))
         self.send_json({"predictions": found})
 
 
@@ -75,8 +76,11 @@ class PredictionHandler(ThemistoHandler):
     @web.authenticated
     @authorized
     async def get(self, prediction_id: str) -> None:
-        found = await self.themisto.store.get_prediction(prediction_id)
-        owner = found and await self.themisto.store.get_trajectory(found["trajectory_id"])
+        def read(store: TrajectoryStore) -> tuple[Prediction | None, Trajectory | None]:
+            found = store.get_prediction(prediction_id)
+            return found, store.get_trajectory(found["trajectory_id"]) if found else None
+
+        found, owner = await self.themisto.store.run(read)
         if not found or not owner or not self.access.may_read(owner.user):
             raise web.HTTPError(HTTPStatus.NOT_FOUND, f"no prediction {prediction_id!r}")
         self.send_json(found)

@@ -50,10 +50,10 @@ class TrajectoriesHandler(ThemistoHandler):
         )
         offset, limit = self.offset_page()
         store = self.themisto.store
-        rows = await store.list_trajectories(where, limit=limit, offset=offset)
+        rows = await store.run(lambda s: s.list_trajectories(where, limit=limit, offset=offset))
         self.send_json({
             "trajectories": [t.to_json() for t in rows],
-            "total": await store.count_trajectories(where),
+            "total": await store.run(lambda s: s.count_trajectories(where)),
             "limit": limit,
             "offset": offset,
         })
@@ -65,7 +65,7 @@ class TrajectoryHandler(ThemistoHandler):
     async def get(self, trajectory_id: str) -> None:
         trajectory = await self.readable_trajectory(trajectory_id)
         self.send_json({**trajectory.to_json(),
-                        "events": await self.themisto.store.events(trajectory_id)})
+                        "events": await self.themisto.store.run(lambda s: s.events(trajectory_id))})
 
     @web.authenticated
     @authorized
@@ -115,7 +115,7 @@ class ExportHandler(ThemistoHandler):
             return [await self.readable_trajectory(tid) for tid in ids]
         where = TrajectoryFilter(notebook_path=notebook,
                                  user=self.access.owner_filter(self.get_argument("user", None)))
-        return await store.list_trajectories(where, limit=10**9)
+        return await store.run(lambda s: s.list_trajectories(where, limit=10**9))
 
     @web.authenticated
     @authorized
