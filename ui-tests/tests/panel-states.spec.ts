@@ -1,6 +1,7 @@
 import { expect, test } from '@jupyterlab/galata';
 import { Page, Request, WebSocketRoute } from '@playwright/test';
 
+import { predictorsInfo } from '../../src/__tests__/fixtures';
 import { cellId, cellSource, openPanel, screenshotThemes } from './helpers';
 import {
   checked,
@@ -81,19 +82,13 @@ async function kernelOf(page: Page): Promise<string> {
 async function script(page: Page, state: IScript): Promise<void> {
   await page.route(/\/themisto\/api\/predictors/, route =>
     route.fulfill(
-      reply(readPredictorsInfo, {
-        predictors: state.predictors,
-        contexts: ['none', 'full'],
-        live: true,
-        speculation: {
-          made: 0,
-          used: 0,
-          cpu_seconds_used: 0,
-          cpu_seconds_thrown_away: 0
-        },
-        local_models: [],
-        completer: null
-      })
+      reply(
+        readPredictorsInfo,
+        predictorsInfo({
+          predictors: state.predictors,
+          contexts: ['none', 'full']
+        })
+      )
     )
   );
   await page.route(/\/themisto\/api\/trajectories\?/, route =>
