@@ -171,12 +171,9 @@ export class CellMarkers implements IDisposable, IMessageHandler {
       : remove(decoration.badge);
     if (decoration.badge) {
       const badge = decoration.badge.node;
-      badge.textContent = view.badge;
+      describe(badge, view, view.badge);
       badge.title = view.title;
-      badge.dataset.themistoStep = String(view.step);
       badge.dataset.themistoTrajectory = trajectoryId ?? '';
-      badge.dataset.state = view.state;
-      badge.dataset.earlier = String(view.earlier);
       badge.dataset.score = view.value === null ? '' : String(view.value);
       badge.dataset.level = scoreLevel(view.value);
       badge.setAttribute(
@@ -189,11 +186,7 @@ export class CellMarkers implements IDisposable, IMessageHandler {
       ? this._footer(cell, decoration.footer)
       : remove(decoration.footer);
     if (decoration.footer) {
-      const footer = decoration.footer.node;
-      footer.textContent = view.footer;
-      footer.dataset.themistoStep = String(view.step);
-      footer.dataset.state = view.state;
-      footer.dataset.earlier = String(view.earlier);
+      describe(decoration.footer.node, view, view.footer);
     }
   }
 
@@ -351,6 +344,17 @@ function whenBuilt(
       add(layout);
     }
   });
+}
+
+/**
+ * What a cell's badge and footer both say: `text`, and the step, state and
+ * age of `view` in the `data-` attributes tests and styles read.
+ */
+function describe(node: HTMLElement, view: ICellView, text: string): void {
+  node.textContent = text;
+  node.dataset.themistoStep = String(view.step);
+  node.dataset.state = view.state;
+  node.dataset.earlier = String(view.earlier);
 }
 
 function remove(widget: Widget | null): null {
