@@ -493,14 +493,16 @@ async def test_a_caller_that_gives_up_frees_the_model_at_once():
         job = asyncio.create_task(long_answer.predict(story("a kernel")))
         await asyncio.sleep(0.3)
         job.cancel()
-        started = time.perf_counter()
         with pytest.raises(asyncio.CancelledError):
             await job
-        # the next request runs as soon as the abandoned generation stopped, not after it
-        # wrote its 400 tokens
-        await long_answer.predict(request("", "Reply with one word: ok", "after"))
-        waited = time.perf_counter() - started
-        assert waited < full_time / 2, (waited, full_time)
+        # the next request waits for the model only until the abandoned generation stopped,
+        # not until it wrote its 400 tokens. Its wait, not its whole time: how long the
+        # 135M model's own answer runs is not the point (beside two CPU hogs it once
+        # rambled for 10.5 s, failing a check of the whole time while the wait was short)
+        after = await long_answer.predict(request("", "Reply with one word: ok", "after"))
+        assert after.queue_seconds is not None
+        assert after.queue_seconds < full_time / 2, (after.queue_seconds, full_time,
+                                                     after.completion_tokens)
     finally:
         await long_answer.aclose()
 
