@@ -59,7 +59,7 @@ class AsyncStore:
         117-138)."""
         if self.embedded:
             return work(self.sync)
-        return await self._call(work, self.sync)
+        return await self.run(work)
 
     @property
     def problem(self) -> str | None:
