@@ -201,8 +201,10 @@ class Themisto:
         loop = asyncio.get_running_loop()
         async with self._ingest_lock:
             result = await loop.run_in_executor(self._ingest_thread, self.ingestor.poll)
+        # (one thread hop for all, and none on the many passes that found nothing)
         new = await self.store.run(lambda s: [s.get_trajectory(tid)
-                                              for tid in result.new_trajectories])
+                                              for tid in result.new_trajectories]) \
+            if result.new_trajectories else []
         for trajectory in new:
             if trajectory is not None:
                 self._refused.pop(trajectory.kernel_id, None)  # a new start, accepted
@@ -212,7 +214,8 @@ class Themisto:
         for step in result.steps:
             self.events.publish(step_event(step))
         switched = await self.store.run(lambda s: [s.get_trajectory(switch.trajectory_id)
-                                                   for switch in result.switches])
+                                                   for switch in result.switches]) \
+            if result.switches else []
         for switch, trajectory in zip(result.switches, switched, strict=True):
             if trajectory is not None:
                 scope = Scope.of(trajectory.to_json(), trajectory.id)
