@@ -315,6 +315,28 @@ def test_safe_mode_loads_without_extra_buffer_types():
     assert params(False).no_extra_bufts is False
 
 
+def test_prompt_threads_are_half_the_cpus_a_container_may_use(tmp_path):
+    """llama.cpp's threads spin at a barrier after every operation: more of them than the
+    cores left free (a kernel computing) stall each other, so the default takes half of
+    what the process may use, and a container's quota counts, not the node's CPUs."""
+    from themisto_ext.prediction.clients.local.runtime import prompt_threads, usable_cpus
+
+    allowed = len(os.sched_getaffinity(0))
+    assert usable_cpus(tmp_path) == allowed  # no quota files
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert usable_cpus(tmp_path) == allowed
+    (tmp_path / "cpu.max").write_text("150000 100000\n")  # 1.5 CPUs' time
+    assert usable_cpus(tmp_path) == min(allowed, 1)
+    (tmp_path / "cpu.max").unlink()
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert usable_cpus(tmp_path) == allowed
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("50000\n")
+    assert usable_cpus(tmp_path) == 1
+    assert [prompt_threads(n) for n in (1, 2, 3, 4, 8, 64)] == [1, 1, 1, 2, 4, 4]
+
+
 def test_the_model_server_listens_on_loopback_only_and_wants_its_key(tmp_path):
     """llama.cpp's server routes (tokenizing, slot files) are for the model process only:
     another user of the machine reaching the port gets 401."""

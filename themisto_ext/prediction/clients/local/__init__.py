@@ -1,7 +1,7 @@
 """Predictions from a small GGUF model run by llama.cpp on the CPU, offline, in a process of
 its own.
 
-The default model is SmolLM2-135M-Instruct, installed by ``themisto models install``
+The default model is Qwen2.5-Coder-0.5B-Instruct, installed by ``themisto models install``
 (``models.py``). The prompts of one session grow by appending (see ``Prompt``), so most of
 each prompt is already in llama.cpp's KV cache from the previous step: re-evaluating only
 the new tail turns a multi-second cold prompt into a fraction of a second. llama.cpp's
@@ -30,6 +30,7 @@ from themisto_ext.contract import default_home
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.clients.local.engine import Run, default_model_path
 from themisto_ext.prediction.clients.local.models import Model, by_file, missing_hint
+from themisto_ext.prediction.clients.local.runtime import prompt_threads
 from themisto_ext.prediction.clients.local.supervisor import Limits, ModelProcess
 from themisto_ext.prediction.clients.local.wire import (
     EngineConfig,
@@ -50,10 +51,12 @@ T = TypeVar("T")
 class LocalPredictor:
     """A Predictor backed by llama.cpp in the model's process; see the module docstring.
 
-    ``n_threads`` evaluate the prompt, the bulk of the work. Generation, one token at a
-    time, uses ``n_threads_decode``: for the 135M model one thread decodes as fast as two on
-    an idle machine, and two collapse (~100 -> ~1 token/s, measured) as soon as another
-    process, such as the kernel running the cell, keeps the cores busy.
+    ``n_threads`` evaluate the prompt, the bulk of the work (default: half the usable
+    CPUs, see ``runtime.prompt_threads``). Generation, one token at a time, uses
+    ``n_threads_decode``: for the 135M model one thread decodes as fast as two on an idle
+    machine, and two collapse (~100 -> ~1 token/s, measured) as soon as another process,
+    such as the kernel running the cell, keeps the cores busy; prompt threads beyond the
+    CPUs left free collapse the same way.
 
     With ``reuse_prefix``, the KV state of the prompts' fixed part is saved in
     ``prefix_dir`` (default: ``model-states`` in Themisto's data directory) and loaded by
@@ -69,7 +72,7 @@ class LocalPredictor:
         self,
         model_path: Path | None = None,
         *,
-        n_threads: int = 2,
+        n_threads: int | None = None,
         n_threads_decode: int = 1,
         n_ctx: int = 4096,
         max_tokens: int | None = None,
@@ -93,7 +96,8 @@ class LocalPredictor:
             else ModelProcess(
             EngineConfig(
                 model_path=None if model_path is None else str(model_path),
-                n_threads=n_threads, n_threads_decode=n_threads_decode, n_ctx=n_ctx,
+                n_threads=n_threads or prompt_threads(), n_threads_decode=n_threads_decode,
+                n_ctx=n_ctx,
                 max_tokens=max_tokens, max_sessions=max_sessions, cache_bytes=cache_bytes,
                 reuse_prefix=reuse_prefix,
                 prefix_dir=str(prefix_dir or default_home() / "model-states"),

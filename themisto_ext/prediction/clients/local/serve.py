@@ -15,7 +15,11 @@ import sys
 import threading
 from pathlib import Path
 
-from themisto_ext.prediction.clients.local.runtime import missing_runtime, server_params
+from themisto_ext.prediction.clients.local.runtime import (
+    missing_runtime,
+    prompt_threads,
+    server_params,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, help="a GGUF file (default: the embedded one)")
     parser.add_argument("--port", type=int, default=0, help="default: any free port")
     parser.add_argument("--n-ctx", type=int, default=4096)
-    parser.add_argument("--threads", type=int, default=2, help="threads reading prompts")
+    parser.add_argument("--threads", type=int, default=prompt_threads(),
+                        help="threads reading prompts (default: the embedded model's)")
     parser.add_argument("--decode-threads", type=int, default=1,
                         help="threads writing tokens (the embedded model's default)")
     parser.add_argument("--api-key", help="require this bearer token")
