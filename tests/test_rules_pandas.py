@@ -166,3 +166,102 @@ def test_a_record_this_pandas_cannot_rebuild_falls_back_to_the_repr_and_its_roun
     exact = dict(entry, data=snapshot({"s": shown})["s"]["data"])
     found = determined("s.sum()", [dict(history[0], runtime_variables={"s": exact})])
     assert found.complete and found.text == repr(shown.sum())
+
+
+def test_a_rebuilt_object_is_shown_as_the_kernel_wrote_it_without_changing_options():
+    """``frames.shown`` passes the snapshot's display settings to ``to_string`` instead of
+    setting pandas' options, which are the whole server's: over generated Series and
+    DataFrames it gives what ``repr`` gives under those options, or refuses."""
+    from themisto_ext.contract import PANDAS_DISPLAY
+    from themisto_ext.rules.frames import shown
+
+    rng = random.Random(7)
+
+    def column(k: int) -> Any:
+        kind = rng.choice(["int", "float", "str", "bool", "category", "long", "nan", "date"])
+        if kind == "int":
+            return [rng.randint(-10 ** rng.randint(1, 9), 10 ** rng.randint(1, 9))
+                    for _ in range(k)]
+        if kind == "float":
+            return [rng.uniform(-1e3, 1e3) * 10 ** rng.randint(-8, 8) for _ in range(k)]
+        if kind == "str":
+            return ["".join(rng.choices("abcdefXYZ", k=rng.randint(1, 8))) for _ in range(k)]
+        if kind == "bool":
+            return [rng.random() < .5 for _ in range(k)]
+        if kind == "category":
+            return pd.Categorical([rng.choice("abc") for _ in range(k)])
+        if kind == "long":
+            return ["x" * rng.randint(30, 80) for _ in range(k)]
+        if kind == "nan":
+            return [rng.choice([1.5, np.nan, 2.25]) for _ in range(k)]
+        return pd.date_range("2020-01-01", periods=k, freq=rng.choice(["D", "h"]))
+
+    before = pd.get_option("display.max_rows")
+    shown_count = refused = 0
+    for _ in range(600):
+        rows = rng.choice([0, 1, 3, 10, 11, 25, 200])
+        value: Any
+        if rng.random() < .5:
+            value = pd.Series(column(rows), name=rng.choice([None, "a", "a long name"]))
+        else:
+            value = pd.DataFrame({f"c{j}" * rng.randint(1, 4): column(rows)
+                                  for j in range(rng.choice([1, 2, 5, 12, 13, 30]))})
+        with pd.option_context(*PANDAS_DISPLAY):
+            wanted = repr(value)
+        try:
+            assert shown(value) == wanted
+            shown_count += 1
+        except ValueError:
+            refused += 1
+            assert isinstance(value, pd.Series)  # texts as long as a column is wide
+    assert shown_count > 500 and refused < 100, (shown_count, refused)
+    assert pd.get_option("display.max_rows") == before
+
+
+def test_a_notebooks_pandas_options_never_reach_another_evaluation():
+    """The rules run in worker threads and pandas' options are the process's: while one
+    evaluation renders under a notebook's ``display.max_rows = 4``, one under the
+    defaults waits, and those under the defaults run side by side."""
+    import threading
+
+    from themisto_ext.rules.display_options import Options, applied
+
+    frame = pd.DataFrame({"a": range(30)})
+    entered = threading.Event()
+    release = threading.Event()
+    seen: list[str] = []
+
+    def notebook() -> None:
+        with applied(Options(pandas={"display.max_rows": 4})):
+            entered.set()
+            release.wait(30)
+            seen.append("notebook " + repr(frame).splitlines()[3])
+
+    def other() -> None:
+        with applied(Options()):
+            seen.append(f"other {len(repr(frame).splitlines())}")
+
+    first = threading.Thread(target=notebook)
+    first.start()
+    assert entered.wait(30)
+    second = threading.Thread(target=other)
+    second.start()
+    second.join(0.5)
+    assert second.is_alive() and seen == []  # it waits for the notebook's options to end
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert seen == ["notebook ..  ..", "other 31"], seen
+
+    inside = threading.Barrier(2, timeout=30)  # both under the defaults at once
+
+    def together() -> None:
+        with applied(Options()):
+            inside.wait()
+
+    pair = [threading.Thread(target=together) for _ in range(2)]
+    for thread in pair:
+        thread.start()
+    for thread in pair:
+        thread.join(30)
+    assert not inside.broken

@@ -280,7 +280,7 @@ PANDAS_DISPLAY: tuple[Any, ...] = (
     "display.width", 120, "display.max_colwidth", 40)
 """``pandas.option_context`` arguments with which the kernel writes a pandas object's repr
 into the snapshot, and with which the baseline shows a rebuilt one to check it against that
-text (``prediction/clients/frames.py``). A longer object shows 10 rows: its 5 first and
+text (``rules/frames.py``). A longer object shows 10 rows: its 5 first and
 last, what ``head()`` and ``tail()`` show."""
 
 DATA_ELEMENTS = 1_000

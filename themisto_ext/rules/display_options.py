@@ -30,9 +30,48 @@ _OPTION_CALLS = _UNREADABLE_CALLS | {"set_printoptions", "set_option", "reset_op
                                      "option_context"}
 # pandas' options that are not about display (a bare name is matched against display's)
 _NOT_DISPLAY = ("mode.", "compute.", "io.", "plotting.", "styler.", "future.")
-_LOCK = threading.Lock()
-"""pandas' options are the process's: one rendering under them at a time (the rules run in
-worker threads)."""
+
+
+class _Shared:
+    """pandas' options are the process's (NumPy's too before 2.0; since, a context's): the
+    rules run in worker threads, so an evaluation under a notebook's options runs alone,
+    and the many under the defaults run side by side. A waiting one of the first kind
+    holds new ones of the second back, so it is not starved."""
+
+    def __init__(self) -> None:
+        self._turn = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._waiting = 0
+
+    @contextmanager
+    def defaults(self) -> Iterator[None]:
+        with self._turn:
+            self._turn.wait_for(lambda: not self._writing and not self._waiting)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._turn:
+                self._readers -= 1
+                self._turn.notify_all()
+
+    @contextmanager
+    def changed(self) -> Iterator[None]:
+        with self._turn:
+            self._waiting += 1
+            self._turn.wait_for(lambda: not self._writing and not self._readers)
+            self._waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._turn:
+                self._writing = False
+                self._turn.notify_all()
+
+
+_OPTIONS = _Shared()
 
 
 class _Unreadable(Exception):
@@ -157,7 +196,8 @@ def _in_with(statement: ast.stmt, call: ast.Call) -> bool:
 @contextmanager
 def applied(options: Options) -> Iterator[None]:
     """Render under ``options`` (raises ValueError for options NumPy or pandas refuse)."""
-    with _LOCK, ExitStack() as stack:
+    process_wide = bool(options.pandas) or (bool(options.numpy) and _numpy_global())
+    with _OPTIONS.changed() if process_wide else _OPTIONS.defaults(), ExitStack() as stack:
         try:
             if options.numpy:
                 stack.enter_context(arrays.numpy().printoptions(**options.numpy))
@@ -169,3 +209,8 @@ def applied(options: Options) -> Iterator[None]:
         except Exception as exc:  # a value the kernel refused too (that cell raised)
             raise ValueError(f"display options not applied: {exc}") from None
         yield
+
+
+def _numpy_global() -> bool:
+    """Whether NumPy's print options are the process's (before 2.0) or a context's."""
+    return int(arrays.numpy().__version__.split(".")[0]) < 2

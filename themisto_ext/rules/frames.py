@@ -194,9 +194,31 @@ def _nudge(value: Any, text: str, nudge: int) -> None:
 
 
 def shown(value: Any) -> str:
+    """``repr(value)``, a Series or a DataFrame, as the kernel writes it into the snapshot
+    (under ``PANDAS_DISPLAY``), with no option of the process changed: ``to_string`` takes
+    the same settings as arguments, as pandas' own ``__repr__`` passes them (options are
+    the process's, and another thread of the server may be rendering under others).
+    ValueError where that cannot be done."""
     pd = pandas()
-    with pd.option_context(*PANDAS_DISPLAY):
-        return repr(value)
+    display = dict(zip(PANDAS_DISPLAY[::2], PANDAS_DISPLAY[1::2], strict=True))
+    width = display["display.max_colwidth"]
+    rows = {"max_rows": display["display.max_rows"], "min_rows": display["display.min_rows"],
+            "length" if isinstance(value, pd.Series) else "show_dimensions":
+                pd.get_option("display.show_dimensions")}
+    text: str
+    if isinstance(value, pd.Series):
+        # (its to_string has no max_colwidth: pandas reads it from its options, which cut
+        # only a text longer than the width)
+        if any(len(str(item)) >= width - 3 for item in (*value.index, *value.array)):
+            raise ValueError("a text as long as a column is wide")
+        text = value.to_string(name=True, dtype=True, **rows)
+        return text
+    if pd.get_option("display.large_repr") == "info" \
+            or not pd.get_option("display.expand_frame_repr"):
+        raise ValueError("a notebook's options that to_string cannot take")
+    text = value.to_string(max_cols=display["display.max_columns"], max_colwidth=width,
+                           line_width=display["display.width"], **rows)
+    return text
 
 
 def _frame(pd: Any, text: str) -> Any:
