@@ -337,6 +337,20 @@ def test_prompt_threads_are_half_the_cpus_a_container_may_use(tmp_path):
     assert [prompt_threads(n) for n in (1, 2, 3, 4, 8, 64)] == [1, 1, 1, 2, 4, 4]
 
 
+@pytest.mark.parametrize("threads", [None, 3])
+def test_the_server_option_sets_the_prompt_threads(threads):
+    """``ThemistoExtension.local_prompt_threads`` (0: automatic) reaches the model's
+    process through ``make_predictor``; nothing is started to see it."""
+    from themisto_ext.prediction.clients import make_predictor
+    from themisto_ext.prediction.clients.local.runtime import prompt_threads
+    from themisto_ext.server.app import ThemistoExtension
+
+    assert ThemistoExtension.local_prompt_threads.default_value == 0
+    local = make_predictor("local", local_threads=threads)
+    assert isinstance(local, LocalPredictor)
+    assert local._process._config.n_threads == (threads or prompt_threads())
+
+
 def test_the_model_server_listens_on_loopback_only_and_wants_its_key(tmp_path):
     """llama.cpp's server routes (tokenizing, slot files) are for the model process only:
     another user of the machine reaching the port gets 401."""

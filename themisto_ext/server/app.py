@@ -176,6 +176,12 @@ class ThemistoExtension(ExtensionApp):
     local_max_tokens = Int(64, help="Longest answer the local model writes for a live "
                                     "prediction (tokens); generation dominates its latency.").tag(
         config=True)
+    local_prompt_threads = Int(
+        0, help="Threads the local model reads prompts on; 0: half the CPUs this server may "
+                "use (one on 2 cores). llama.cpp's threads wait for each other after every "
+                "step, so more threads than the cores a computing kernel leaves free stall "
+                "the model (and slow the kernel); on 2 idle cores 2 threads read ~1.7x "
+                "faster.").tag(config=True)
     local_job_deadline = Float(
         120.0, help="Seconds a local-model job may go without evaluating a token before its "
                     "process counts as hung: it is killed and restarted, the job ends as "
@@ -327,6 +333,7 @@ class ThemistoExtension(ExtensionApp):
                 made.append(make_predictor(spec, reuse_prefix=self.local_reuse_prefix,
                                            max_tokens=self.local_max_tokens,
                                            local_limits=self._local_limits(),
+                                           local_threads=self.local_prompt_threads or None,
                                            models=models,
                                            local_adapter=Path(self.local_adapter)
                                            if self.local_adapter else None,

@@ -128,14 +128,16 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
                    max_tokens: int | None = None, window_tokens: int | None = None,
                    tokenizer: Path | None = None,
                    local_limits: Limits | None = None,
+                   local_threads: int | None = None,
                    models: dict[str, Predictor] | None = None,
                    local_adapter: Path | None = None,
                    local_model: str | None = None) -> Predictor:
     """The predictor named ``spec``. ``max_tokens`` caps answers below the protocol's;
     ``window_tokens`` and ``tokenizer`` set a remote model's window (see the module);
-    ``local_limits`` the local model process's deadlines and restart policy. Predictors
-    made with the same ``models`` dict share one process per local model file (``local``
-    and ``hybrid`` in one server). ``local_adapter``: the LoRA adapter of ``local`` and
+    ``local_limits`` the local model process's deadlines and restart policy,
+    ``local_threads`` the threads it reads prompts on (None: ``runtime.prompt_threads``).
+    Predictors made with the same ``models`` dict share one process per local model file
+    (``local`` and ``hybrid`` in one server). ``local_adapter``: the LoRA adapter of ``local`` and
     ``hybrid`` forms that name none; ``local_model`` their model when they name none (a name
     of ``themisto models list`` or a GGUF path; default: the embedded default)."""
     bare, named = split_adapter(check_predictor_name(spec))
@@ -157,8 +159,9 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
                                timeout=timeout, max_concurrency=max_concurrency,
                                reuse_prefix=reuse_prefix, max_tokens=max_tokens,
                                window_tokens=window_tokens, tokenizer=tokenizer,
-                               local_limits=local_limits, models=models,
-                               local_adapter=local_adapter, local_model=local_model)
+                               local_limits=local_limits, local_threads=local_threads,
+                               models=models, local_adapter=local_adapter,
+                               local_model=local_model)
         return HybridPredictor(model, f"{HYBRID}:{model.name}", next_cells=True, outputs=True)
     if kind in ("local", "hybrid"):
         from themisto_ext.prediction.clients.local import LocalPredictor
@@ -171,6 +174,7 @@ def make_predictor(spec: str, *, base_url: str | None = None, timeout: float = 6
         shared = None if models is None else models.get(key)
         local = LocalPredictor(Path(arg) if arg else None, reuse_prefix=reuse_prefix,
                                max_tokens=max_tokens, limits=local_limits,
+                               n_threads=local_threads,
                                share=shared if isinstance(shared, LocalPredictor) else None,
                                adapter=adapter)
         if models is not None:
