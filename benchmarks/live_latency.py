@@ -91,7 +91,9 @@ def listen(server: Server, out: dict[str, dict[int, float]], records: dict[int, 
                 out["next-cell"].setdefault(target, time.time())
                 records.setdefault(-target, prediction)
             elif prediction["error"]:
-                out["failed"][target] = time.time()
+                # a prediction overtaken by its cell's next one is superseded, not failed
+                gone = prediction["error"].get("code") == "superseded"
+                out["superseded" if gone else "failed"][target] = time.time()
                 records.setdefault(target, prediction)
             else:
                 out["prediction"].setdefault(target, time.time())
@@ -203,14 +205,16 @@ def open_notebook(server: Server, kernel_id: str) -> None:
 
 
 def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bool,
-           pause: float | None = None) -> dict[str, Any]:
+           pause: float | None = None, threads: int = 0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="themisto-live-") as tmp:
         server = Server(Path(tmp), root=NOTEBOOKS, ready_timeout=120, extra=[
             "--ThemistoExtension.predictors=local", "--ThemistoExtension.contexts=full",
             f"--ThemistoExtension.local_reuse_prefix={reuse}",
+            f"--ThemistoExtension.local_prompt_threads={threads}",
             f"--ThemistoExtension.local_prediction_budget={budget}"])
         server.fail_fast()  # a server that dies ends the run with its log, at once
         arrivals: dict[str, dict[int, float]] = {"prediction": {}, "step": {}, "failed": {},
+                                                 "superseded": {},
                                                  "next-cell": {}, "first-token": {}}
         paused: set[int] = set()
         records: dict[int, dict] = {}
@@ -279,6 +283,7 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
         "paused_p50": statistics.median(after_pause) if after_pause else float("nan"),
         "speculative": sum(1 for r in outputs.values() if r.get("speculative")),
         "cells": len(cells), "predicted": len(latency), "failed": len(arrivals["failed"]),
+        "superseded": len(arrivals["superseded"]),
         "p50": statistics.median(later) if later else float("nan"),
         "p95": later[int(0.95 * (len(later) - 1))] if later else float("nan"),
         "first": latency.get(1, float("nan")), "first_tokens": first.get("prompt_tokens"),
@@ -293,8 +298,8 @@ def replay(cells: list[str], think: float, reuse: bool, budget: int, verbose: bo
 def show(label: str, r: dict[str, Any]) -> None:
     spent = r["speculation"]
     print(f"{label}: {r['predicted']}/{r['cells']} cells got an output prediction "
-          f"({r['failed']} failed, the rest superseded before the model got to them, counted "
-          "as never ready); "
+          f"({r['failed']} failed, {r['superseded']} superseded by the next cell's, the "
+          "rest never asked or unanswered: counted as never ready); "
           "cell start -> output "
           f"prediction, cells after the first five: p50 {r['p50']:.3f} s, p95 {r['p95']:.3f} s "
           f"(targets 0.5 s / 1.5 s); first cell {r['first']:.2f} s ({r['first_tokens']}-token "
@@ -330,6 +335,9 @@ def main() -> int:
                         help="ThemistoExtension.local_prediction_budget (characters; default "
                              "%(default)s, the server's)")
     parser.add_argument("--verbose", action="store_true", help="print a line per cell")
+    parser.add_argument("--prompt-threads", type=int, default=0,
+                        help="ThemistoExtension.local_prompt_threads (default 0: the server's "
+                             "choice, half the usable CPUs)")
     parser.add_argument("--no-compare", action="store_true",
                         help="skip the run with prefix reuse disabled")
     parser.add_argument("--announce", action="store_true",
@@ -340,10 +348,12 @@ def main() -> int:
     args = parser.parse_args()
     cells = notebook_cells(args.cells)
     pause = args.pause if args.announce else None
-    main_run = replay(cells, args.think, True, args.budget, args.verbose, pause)
+    main_run = replay(cells, args.think, True, args.budget, args.verbose, pause,
+                      args.prompt_threads)
     show("reuse on ", main_run)
     if not args.no_compare:
-        show("reuse off", replay(cells, args.think, False, args.budget, args.verbose, pause))
+        show("reuse off", replay(cells, args.think, False, args.budget, args.verbose, pause,
+                                 args.prompt_threads))
     print(json.dumps({key: round(float(main_run[name]), 3) for key, name in (
         ("p50", "p50"), ("p95", "p95"), ("ready_at_start", "ready_at_start"),
         ("first_token_p50", "first_token_p50"), ("cold_start", "cold"),
