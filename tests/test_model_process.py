@@ -322,18 +322,26 @@ def test_prompt_threads_are_half_the_cpus_a_container_may_use(tmp_path):
     from themisto_ext.prediction.clients.local.runtime import prompt_threads, usable_cpus
 
     allowed = len(os.sched_getaffinity(0))
-    assert usable_cpus(tmp_path) == allowed  # no quota files
-    (tmp_path / "cpu.max").write_text("max 100000\n")
-    assert usable_cpus(tmp_path) == allowed
-    (tmp_path / "cpu.max").write_text("150000 100000\n")  # 1.5 CPUs' time
-    assert usable_cpus(tmp_path) == min(allowed, 1)
-    (tmp_path / "cpu.max").unlink()
-    (tmp_path / "cpu").mkdir()
-    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
-    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
-    assert usable_cpus(tmp_path) == allowed
-    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("50000\n")
-    assert usable_cpus(tmp_path) == 1
+    root, own = tmp_path / "cgroup", tmp_path / "self-cgroup"
+    root.mkdir()
+    own.write_text("0::/user.slice/user-1000.slice/jupyter.service\n")
+    assert usable_cpus(root, own) == allowed  # no quota files
+    group = root / "user.slice" / "user-1000.slice" / "jupyter.service"
+    group.mkdir(parents=True)
+    (group / "cpu.max").write_text("max 100000\n")
+    assert usable_cpus(root, own) == allowed
+    (group.parent / "cpu.max").write_text("150000 100000\n")  # the user's slice: 1.5 CPUs
+    assert usable_cpus(root, own) == 1
+    (group.parent / "cpu.max").unlink()
+    own.write_text("4:memory:/x\n1:cpu,cpuacct:/hub/alice\n0::/\n")  # cgroup v1
+    v1 = root / "cpu" / "hub" / "alice"
+    v1.mkdir(parents=True)
+    (v1 / "cpu.cfs_quota_us").write_text("-1\n")
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    assert usable_cpus(root, own) == allowed
+    (v1 / "cpu.cfs_quota_us").write_text("50000\n")
+    assert usable_cpus(root, own) == 1
+    assert usable_cpus(root, tmp_path / "missing") == allowed  # no /proc: the root only
     assert [prompt_threads(n) for n in (1, 2, 3, 4, 8, 64)] == [1, 1, 1, 2, 4, 4]
 
 

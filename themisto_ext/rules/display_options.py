@@ -213,4 +213,7 @@ def applied(options: Options) -> Iterator[None]:
 
 def _numpy_global() -> bool:
     """Whether NumPy's print options are the process's (before 2.0) or a context's."""
-    return int(arrays.numpy().__version__.split(".")[0]) < 2
+    try:
+        return int(arrays.numpy().__version__.split(".")[0]) < 2
+    except ImportError:  # a server without NumPy: applying its options fails, said there
+        return False

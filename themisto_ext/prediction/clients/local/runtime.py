@@ -22,7 +22,7 @@ import platform
 import secrets
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,24 +63,46 @@ def missing_runtime() -> str | None:
     return None
 
 
-def usable_cpus(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
-    """The CPUs this process may use: those it is allowed to run on, fewer where a
-    container's CPU quota (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us``) allows less,
-    as a pod on a large node is given two CPUs' time."""
+def usable_cpus(cgroup: Path = Path("/sys/fs/cgroup"),
+                own: Path = Path("/proc/self/cgroup")) -> int:
+    """The CPUs this process may use: those it is allowed to run on, fewer where a CPU
+    quota on its control group or one above it (cgroup v2 ``cpu.max``, v1
+    ``cpu.cfs_quota_us``) allows less, as a pod on a large node or a hub user's slice is
+    given two CPUs' time."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
         else os.cpu_count() or 1
-    for quota_file, period_file in (("cpu.max", None),
-                                    ("cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us")):
-        try:
-            words = (cgroup / quota_file).read_text().split()
-            if period_file is not None:
-                words.append((cgroup / period_file).read_text().strip())
-            quota, period = int(words[0]), int(words[1])
-        except (OSError, ValueError, IndexError):  # no such file, or "max": no quota
-            continue
+    for quota, period in _quotas(cgroup, own):
         if quota > 0 and period > 0:
             cpus = min(cpus, max(1, quota // period))
     return max(1, cpus)
+
+
+def _quotas(cgroup: Path, own: Path) -> Iterator[tuple[int, int]]:
+    """(quota, period) of every CPU limit on this process's groups, v2 and v1."""
+    try:
+        lines = own.read_text().splitlines()
+    except OSError:
+        lines = []
+    paths = {"": "/", "cpu": "/"}  # a namespaced container sees its own group as the root
+    for line in lines:
+        _, controllers, path = [*line.split(":", 2), "", ""][:3]
+        for name in controllers.split(",") if controllers else [""]:
+            if name in paths:
+                paths[name] = path or "/"
+    places = ((cgroup, paths[""], "cpu.max", None),
+              (cgroup / "cpu", paths["cpu"], "cpu.cfs_quota_us", "cpu.cfs_period_us"))
+    for root, path, quota_file, period_file in places:
+        group = root / path.strip("/")
+        for folder in (group, *group.parents):
+            try:
+                words = (folder / quota_file).read_text().split()
+                if period_file is not None:
+                    words.append((folder / period_file).read_text().strip())
+                yield int(words[0]), int(words[1])
+            except (OSError, ValueError, IndexError):  # none here, or "max": no quota
+                pass
+            if folder == root:
+                break
 
 
 def prompt_threads(cpus: int | None = None) -> int:
