@@ -213,11 +213,11 @@ def shown(value: Any) -> str:
             raise ValueError("a text as long as a column is wide")
         text = value.to_string(name=True, dtype=True, **rows)
         return text
-    if pd.get_option("display.large_repr") == "info" \
-            or not pd.get_option("display.expand_frame_repr"):
+    if pd.get_option("display.large_repr") == "info":
         raise ValueError("a notebook's options that to_string cannot take")
+    wrapped = pd.get_option("display.expand_frame_repr")  # else one line, however wide
     text = value.to_string(max_cols=display["display.max_columns"], max_colwidth=width,
-                           line_width=display["display.width"], **rows)
+                           line_width=display["display.width"] if wrapped else None, **rows)
     return text
 
 
