@@ -36,7 +36,8 @@ class _Shared:
     """pandas' options are the process's (NumPy's too before 2.0; since, a context's): the
     rules run in worker threads, so an evaluation under a notebook's options runs alone,
     and the many under the defaults run side by side. A waiting one of the first kind
-    holds new ones of the second back, so it is not starved."""
+    holds new ones of the second back, so it is not starved; so neither kind may be
+    entered again inside the other (``applied`` is entered once per evaluation)."""
 
     def __init__(self) -> None:
         self._turn = threading.Condition()
