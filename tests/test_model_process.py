@@ -349,11 +349,15 @@ def test_prompt_threads_are_half_the_cpus_a_container_may_use(tmp_path):
 def test_the_server_option_sets_the_prompt_threads(threads):
     """``ThemistoExtension.local_prompt_threads`` (0: automatic) reaches the model's
     process through ``make_predictor``; nothing is started to see it."""
+    from traitlets import TraitError
+
     from themisto_ext.prediction.clients import make_predictor
     from themisto_ext.prediction.clients.local.runtime import prompt_threads
     from themisto_ext.server.app import ThemistoExtension
 
     assert ThemistoExtension.local_prompt_threads.default_value == 0
+    with pytest.raises(TraitError):  # a negative count is refused when configured
+        ThemistoExtension(local_prompt_threads=-1)
     local = make_predictor("local", local_threads=threads)
     assert isinstance(local, LocalPredictor)
     assert local._process._config.n_threads == (threads or prompt_threads())

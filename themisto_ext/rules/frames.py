@@ -36,6 +36,9 @@ MAX_ELEMENTS = 10_000
 """Largest object a guess may make."""
 
 KINDS = frozenset({"Series", "DataFrame"})
+_SNAPSHOT_DISPLAY: dict[str, Any] = dict(zip(PANDAS_DISPLAY[::2], PANDAS_DISPLAY[1::2],
+                                             strict=True))
+"""``PANDAS_DISPLAY`` by option name, for ``shown``."""
 _ROUNDED = re.compile(r"\d\.\d{6}|\de[+-]\d")
 """A float pandas shows at its precision (6 decimals) or in scientific notation may be
 rounded: what is computed from it may be other numbers than the kernel's."""
@@ -200,7 +203,7 @@ def shown(value: Any) -> str:
     the process's, and another thread of the server may be rendering under others).
     ValueError where that cannot be done."""
     pd = pandas()
-    display = dict(zip(PANDAS_DISPLAY[::2], PANDAS_DISPLAY[1::2], strict=True))
+    display = _SNAPSHOT_DISPLAY
     width = display["display.max_colwidth"]
     rows = {"max_rows": display["display.max_rows"], "min_rows": display["display.min_rows"],
             "length" if isinstance(value, pd.Series) else "show_dimensions":

@@ -177,7 +177,7 @@ class ThemistoExtension(ExtensionApp):
                                     "prediction (tokens); generation dominates its latency.").tag(
         config=True)
     local_prompt_threads = Int(
-        0, help="Threads the local model reads prompts on; 0: half the CPUs this server may "
+        0, min=0, help="Threads the local model reads prompts on; 0: half the CPUs this server may "
                 "use (one on 2 cores). llama.cpp's threads wait for each other after every "
                 "step, so more threads than the cores a computing kernel leaves free stall "
                 "the model (and slow the kernel); on 2 idle cores 2 threads read ~1.7x "
