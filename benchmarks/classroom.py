@@ -1,6 +1,6 @@
 """A 500-student class on one PostgreSQL, each student through their own database role
 (row-level security) or, with ``--service``, through the hub's Themisto service with a
-token each (README's hub deployment): ``multiuser.py --users 500 [--service]`` runs this.
+token each (docs/deploying.md): ``multiuser.py --users 500 [--service]`` runs this.
 
 Each student is what their server does for them: a journal their kernel appends to and
 an ingestor (``JournalIngestor``, the server's) storing it through a ``PostgresStore`` of

@@ -1,7 +1,7 @@
 """How many streamed-token (``writing``) events jupyter_server's event bus carries per second.
 
 A model streaming its answer makes one ``writing`` event per piece, each with the answer so
-far: the embedded model writes 65-100 tokens/s on 2 cores (README, ``local_max_tokens``), a
+far: the embedded model writes 65-100 tokens/s on 2 cores (``local_max_tokens``), a
 remote model ~50-150 per stream, and every predictor x context streams at once (3 contexts
 x 2 remote predictors: ~600 events/s at most). This publishes such events through
 ``LiveEvents`` into a real ``jupyter_events.EventLogger`` whose listeners do what

@@ -19,7 +19,7 @@ fsync on, as deployed; tests/pg.py) or, for comparison, one shared SQLite file. 
 With ``--roles`` each server records as a PostgreSQL role of its own under row-level
 security (themisto_ext.hub.StoreRolesHook); with ``--service`` through the hub's Themisto
 service, which alone holds the database's login, each server with a token of its own
-user (the service's ``--tokens-file`` in place of the hub), as README's JupyterHub
+user (the service's ``--tokens-file`` in place of the hub), as docs/deploying.md's JupyterHub
 deployment does. The count check reads as the owner.
 
     python benchmarks/multiuser.py [--engine postgresql|sqlite] [--roles|--service] [--servers 8]
@@ -301,7 +301,7 @@ def main() -> int:
                              "database crash (the journals still hold them) for latency")
     parser.add_argument("--roles", action="store_true",
                         help="PostgreSQL: each server records as a database role of its "
-                             "own under row-level security, as README's hub deployment "
+                             "own under row-level security, as docs/deploying.md "
                              "does (default: all through the owner's role)")
     parser.add_argument("--service", action="store_true",
                         help="PostgreSQL: servers record through the hub's Themisto service "

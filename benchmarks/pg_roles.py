@@ -1,9 +1,9 @@
-"""What row-level security costs the PostgreSQL store: steps ingested per second through
-the tables' owner (no policies apply) and through a hub user's own role (README's JupyterHub
-deployment: every row checked against its owner), in alternating rounds on one throw-away
-PostgreSQL (tests/pg.py, fsync on), one writer, batches as a server's ingest makes them
-(50 steps of ~2.5 kB, server_api.py's benchmark steps); then reads of one trajectory's
-steps and of the trajectory list the same way.
+"""What row-level security costs the PostgreSQL store: steps ingested per second through the
+tables' owner (no policies apply) and through a hub user's own role (the JupyterHub
+deployment of docs/deploying.md: every row checked against its owner), in alternating rounds
+on one throw-away PostgreSQL (tests/pg.py, fsync on), one writer, batches as a server's
+ingest makes them (50 steps of ~2.5 kB, server_api.py's benchmark steps); then reads of one
+trajectory's steps and of the trajectory list the same way.
 
     python benchmarks/pg_roles.py [--rounds 5] [--steps 5000]
 """

@@ -1,6 +1,6 @@
 """Every predictor x context on the shared notebooks, and local vs openai: agreement.
 
-The run behind the README's predictor figures and the live default, as commands:
+The run behind docs/results/predictors.md's figures and the live default, as commands:
 
 1. ``themisto record`` each notebook of ../shared/data/notebooks into a trajectory;
 2. ``themisto sample`` both tasks (--n 200 --seed 1 --errors drop) into one benchmark;

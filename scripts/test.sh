@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install every test dependency and run every test: ruff, pytest, ESLint/Prettier/Stylelint,
-# jest, the Galata UI tests in Debian's Chromium, pytest and the package check (the
-# built wheel installed as a user would). Exits non-zero if anything failed.
+# jest, the Galata UI tests in Debian's Chromium, pytest, the package check (the built
+# wheel installed as a user would) and the documentation site's build. Exits non-zero if anything failed.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 apt_install chromium chromium
@@ -35,7 +35,8 @@ suite() {
   if ! "$@"; then failed_suites+=("$name"); fi
 }
 
-suite "ruff" ruff check themisto_ext tests benchmarks ui-tests/jupyter_server_test_config.py
+suite "ruff" ruff check themisto_ext tests benchmarks ui-tests/jupyter_server_test_config.py \
+  docs/conf.py docs/_ext scripts/check_docs.py
 suite "mypy" mypy
 suite "front-end lint" jlpm lint:check
 suite "records types" jlpm gen:records --check
@@ -46,5 +47,8 @@ suite "pytest" python -m pytest -p no:cacheprovider --junitxml="$REPORTS/pytest.
 # The wheel as a user with JupyterLab installs it: no compiler, both lists, a recorded cell
 # and a prediction through a started server, on the real default model.
 suite "package" env -u THEMISTO_MODEL python scripts/check_package.py
+# The documentation site, warnings as errors, its reference checked against the sources; it
+# shows the screenshots the Galata run above just took (ui-tests/tests/tour.spec.ts).
+suite "docs" bash scripts/docs.sh
 
 python scripts/summary.py "$REPORTS" "${failed_suites[@]}"

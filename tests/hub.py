@@ -1,4 +1,4 @@
-"""A real JupyterHub for the tests, deployed as README's "Deploying on JupyterHub" says:
+"""A real JupyterHub for the tests, deployed as docs/deploying.md says:
 dummy authenticator, the local-process spawner starting each user's server as that user's
 own UNIX account (created here; the tests run as root in CI), the npm
 configurable-http-proxy (installed by scripts/test.sh under .test-tools/), and one
@@ -66,7 +66,7 @@ c.Spawner.oauth_client_allowed_scopes = ["{scope}"]
 """
 
 ROLES = """
-# README's "Deploying on JupyterHub", per-user roles: the owner's password stays in the
+# docs/deploying.md, per-user roles: the owner's password stays in the
 # hub's environment (THEMISTO_DB_PASSWORD); each server gets a role with a fresh password.
 from themisto_ext.hub import StoreRolesHook
 c.Spawner.pre_spawn_hook = StoreRolesHook({owner_url!r})
@@ -74,7 +74,7 @@ c.Spawner.args = ["--ThemistoExtension.predictors=baseline"]
 """
 
 SERVICE = """
-# README's "Deploying on JupyterHub": the hub's Themisto service holds the database's
+# docs/deploying.md: the hub's Themisto service holds the database's
 # login (THEMISTO_DB_PASSWORD, in the hub's environment); servers hold none.
 from themisto_ext.hub import SERVER_TOKEN_SCOPES, service_store_url, themisto_service
 service = themisto_service({owner_url!r}, url="http://127.0.0.1:{service_port}",

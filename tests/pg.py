@@ -89,7 +89,7 @@ class Cluster:
 
     def create_owned_database(self, password: str) -> str:
         """A new empty database owned by a new role of its own that may create roles (not
-        a superuser), as README's hub set-up makes it; returns its URL (no password)."""
+        a superuser), as docs/deploying.md's set-up makes it; returns its URL (no password)."""
         import psycopg
 
         name = f"o_{uuid.uuid4().hex[:12]}"

@@ -8,7 +8,7 @@ Otherwise a model the server runs that writes cells (``writes_cells``: ``hybrid:
 ``openai:``, ``anthropic:`` and ``local`` forms) is asked the next-cell
 question with the typed text shown (``build_prompt``'s ``beginning``); its cell counts only
 if it begins with that text. The embedded SmolLM2 under ``hybrid`` does neither: its next
-cells scored far below copying the last cell (README "Predictors"), and a wrong ghost text
+cells scored far below copying the last cell (docs/results/predictors.md), and a wrong ghost text
 is worse than none. Never the cell just run. Nothing is stored or scored, as an editor's
 completion is not: the next-cell task stays the benchmark.
 """

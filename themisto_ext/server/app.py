@@ -222,7 +222,7 @@ class ThemistoExtension(ExtensionApp):
 
     @default("predictors")
     def _default_predictors(self) -> list[str]:
-        # The best embedded predictor measured on the shared notebooks (README, "Predictors"):
+        # The best embedded predictor measured on the shared notebooks (docs/results/predictors.md):
         # hybrid beat the model and every reference alone; without the model, copy-previous.
         return ["hybrid"] if local_model_available() else ["copy-previous"]
 

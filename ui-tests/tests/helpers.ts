@@ -50,6 +50,25 @@ export function cellId(
 }
 
 /**
+ * Run `shoot` in the light theme, then in the dark one; the light theme is
+ * set back at the end.
+ */
+async function inThemes(
+  page: IJupyterLabPageFixture,
+  shoot: (theme: 'light' | 'dark') => Promise<void>
+): Promise<void> {
+  for (const theme of ['light', 'dark'] as const) {
+    if (theme === 'dark') {
+      await page.theme.setDarkTheme();
+    } else {
+      await page.theme.setLightTheme();
+    }
+    await shoot(theme);
+  }
+  await page.theme.setLightTheme();
+}
+
+/**
  * Screenshots of the panel in the light and dark themes, kept as test
  * artefacts (attached to the report and written to the test's output
  * folder under ui-tests/test-results).
@@ -60,20 +79,42 @@ export async function screenshotThemes(
   testInfo: TestInfo,
   name: string
 ): Promise<void> {
-  for (const theme of ['light', 'dark'] as const) {
-    if (theme === 'dark') {
-      await page.theme.setDarkTheme();
-    } else {
-      await page.theme.setLightTheme();
-    }
+  await inThemes(page, async theme => {
     const path = testInfo.outputPath(`${name}-${theme}.png`);
     await panel.screenshot({ path, animations: 'disabled' });
     await testInfo.attach(`${name}-${theme}`, {
       path,
       contentType: 'image/png'
     });
-  }
-  await page.theme.setLightTheme();
+  });
+}
+
+/**
+ * Screenshots in the light and dark themes written to `directory` as
+ * `{name}-light.png` and `{name}-dark.png` (the documentation's tour): of
+ * `target`, or of the whole page (its viewport) for `'page'`, or of the
+ * page's region `clip`. The paths written, light first.
+ */
+export async function screenshotThemesTo(
+  page: IJupyterLabPageFixture,
+  target: Locator | 'page',
+  directory: string,
+  name: string,
+  clip?: { x: number; y: number; width: number; height: number }
+): Promise<string[]> {
+  const written: string[] = [];
+  await inThemes(page, async theme => {
+    const path = `${directory}/${name}-${theme}.png`;
+    // No caret in the pictures: it blinks.
+    const options = { path, animations: 'disabled', caret: 'hide' } as const;
+    if (target === 'page') {
+      await page.screenshot({ ...options, clip });
+    } else {
+      await target.screenshot(options);
+    }
+    written.push(path);
+  });
+  return written;
 }
 
 /**

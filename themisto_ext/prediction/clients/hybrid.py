@@ -16,7 +16,7 @@ its next cells were measured to beat copying (``Model.next_cells_beat_copying``;
 model's were not) and then not where it is comments alone, cut off, a copy or a variant of
 a cell already run (``_is_variant``); otherwise it only reads the notebook, so that the
 completion typed next begins warm, and abstains. The embedded SmolLM2 is not asked: its
-next cells scored far below copying the last cell (README "Predictors"). A model the
+next cells scored far below copying the last cell (docs/results/predictors.md). A model the
 predictor names (``hybrid:openai:MODEL``, ``hybrid:local:PATH.gguf``: ``next_cells``) is
 asked where no variation applies, and its answer is shown unless it is the cell just run.
 

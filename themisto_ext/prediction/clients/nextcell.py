@@ -15,7 +15,7 @@ successor is a fix, which rules cannot write), there is no answer (``None``): ``
 abstains rather than guess. An earlier design carried an earlier cell's successor over by
 analogy: it answered everywhere and scored chrF 0.206 against ``copy-previous``'s 0.270 on
 the shared notebooks. Copying the last cell scores well because next cells resemble it; a
-variation keeps that resemblance while saying what changes. Measured (README "Predictors"):
+variation keeps that resemblance while saying what changes. Measured (docs/results/predictors.md):
 on the shared notebooks it answers 54 % and beats the copy (+0.033 chrF); on 12 notebooks
 no rule was written on it answers 44 % and only ties it (-0.000 [-0.012, +0.015]).
 """

@@ -51,14 +51,14 @@ class Model:
     """Trained to fill in the middle of code (its FIM tokens): it completes cells."""
     outputs_beat_copying: bool = False
     """Whether its answers to the output task beat copying the previous output on the
-    held-out measurement (README "Predictors"). Only then does ``hybrid`` show them where
+    held-out measurement (docs/results/predictors.md). Only then does ``hybrid`` show them where
     no rule answers; else it abstains there. No embedded model does so far: SmolLM2's
     scored below copying (chrF -0.071 [-0.158, -0.004]), the Qwen models' are unmeasured
     (a model is not trusted before it is measured)."""
     next_cells_beat_copying: bool = False
     """Whether the next cells it writes beat copying the last cell on the held-out
     measurement; only then does ``hybrid`` show them where no variation applies. The 0.5B
-    model's did not (README "The embedded code model")."""
+    model's did not (docs/guide/code-model.md)."""
 
 
 
@@ -84,7 +84,7 @@ MODELS: dict[str, Model] = {m.name: m for m in (
 DEFAULT = "qwen2.5-coder-0.5b"
 """The embedded default: the code model, as it alone completes cells and writes next cells
 (SmolLM2's next cells scored far below copying; its output answers too, so ``hybrid``
-shows none of them). 0.5B rather than 1.5B: README "The embedded code model" compares
+shows none of them). 0.5B rather than 1.5B: docs/guide/code-model.md compares
 them."""
 ENV = "THEMISTO_MODEL"
 """An environment variable naming another default, for every command and server that

@@ -1,7 +1,7 @@
 """llama.cpp as the prebuilt ``xllamacpp`` wheel ships it: its native server, in the model's
 own process.
 
-Why this runtime (measured in the README's "Embedded model" section): it installs from a
+Why this runtime (measured in docs/install.md, "The runtime"): it installs from a
 wheel with nothing to compile, for a fixed x86-64-v3 baseline (AVX2, FMA, F16C, BMI2; no
 AVX-512, no AMX: the build that runs on VMs that advertise AMX and fault on it), and its
 server keeps what the predictor needs: prompt caching per slot (a session's next prompt
