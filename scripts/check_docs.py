@@ -1,7 +1,7 @@
 """Check the built documentation site against the sources it documents: every ``themisto``
 subcommand, every path of ``docs/openapi.yaml``, every setting of ``schema/*.json`` and
-every configurable trait of the server extension must appear in the built reference pages,
-and every page must be reachable from the table of contents. The other way round, what the
+every configurable trait of the server extension must appear in the built reference pages
+(that every page is in the table of contents, Sphinx checks itself). The other way round, what the
 hand-written pages (and the README) name must exist: every ``ThemistoExtension.NAME``, every
 option of the configuration guide's table, every ``/themisto/api/...`` path and every
 ``themisto COMMAND`` at the start of a command line. So a renamed option, a removed route or
@@ -99,20 +99,14 @@ def main() -> int:
     commands = {c.split()[1] for c in subcommands()}
     absent = named_but_absent(commands, list(spec["paths"]),
                               set(ThemistoExtension.class_traits(config=True)))
-    built = {p.relative_to(site).with_suffix("").as_posix() for p in site.rglob("*.html")
-             if not p.relative_to(site).parts[0].startswith(("_", "genindex", "search"))}
-    index = (site / "index.html").read_text(encoding="utf-8")
-    unlinked = sorted(p for p in built - {"index", "genindex", "search"}
-                      if f'href="{p}.html' not in index)
     for line in missing:
         print(f"check_docs: missing from the reference: {line}", file=sys.stderr)
-    for page in unlinked:
-        print(f"check_docs: not in the table of contents: {page}", file=sys.stderr)
     for line in absent:
         print(f"check_docs: a page names what the sources lack: {line}", file=sys.stderr)
-    if missing or unlinked or absent:
+    if missing or absent:
         return 1
-    print(f"check_docs: {len(wanted)} items in the reference, {len(built)} pages linked")
+    pages_built = sum(1 for _ in site.rglob("*.html"))
+    print(f"check_docs: {len(wanted)} items found in the reference, {pages_built} pages")
     return 0
 
 

@@ -281,7 +281,17 @@ def rest_page() -> str:
     return "\n".join(lines)
 
 
+def index_page() -> str:
+    return "\n".join(["# Reference", "",
+                      "Written from the sources at every build of this site: a renamed "
+                      "option or a removed route changes these pages, and a page that "
+                      "still links to it fails the build.", "",
+                      "```{toctree}", ":maxdepth: 1", "",
+                      "cli", "rest", "settings", "server-options", "records", "```"])
+
+
 PAGES = {
+    "index.md": index_page,
     "cli.md": cli_page,
     "rest.md": rest_page,
     "settings.md": settings_page,

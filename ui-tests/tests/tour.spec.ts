@@ -85,6 +85,26 @@ async function panelRegion(
 }
 
 /**
+ * The panel, down to the bottom of `last`, in both themes (the page grown to
+ * hold it, then put back).
+ */
+async function shootPanel(
+  page: IJupyterLabPageFixture,
+  panel: Locator,
+  name: string,
+  last: Locator
+): Promise<void> {
+  await screenshotThemesTo(
+    page,
+    'page',
+    TOUR,
+    name,
+    await panelRegion(page, panel, last)
+  );
+  await page.setViewportSize(VIEWPORT);
+}
+
+/**
  * The region of the page that the visible notebook's cells take.
  */
 async function cellsRegion(page: IJupyterLabPageFixture): Promise<Region> {
@@ -229,14 +249,7 @@ test('the tour: a notebook, its predictions, and a step reviewed', async ({
   );
 
   // The panel alone, down to the predicted next cell.
-  await screenshotThemesTo(
-    page,
-    'page',
-    TOUR,
-    'panel-output',
-    await panelRegion(page, panel, panel.locator('.themisto-NextSection'))
-  );
-  await page.setViewportSize(VIEWPORT);
+  await shootPanel(page, panel, 'panel-output', panel.locator('.themisto-NextSection'));
 
   // An earlier step reviewed: its badge shows it in the panel.
   await page.locator(BADGE).nth(1).click();
@@ -260,14 +273,7 @@ test('the tour: a notebook, its predictions, and a step reviewed', async ({
   await expect(
     view.locator('.themisto-VariablesTable tr[data-name="x"]')
   ).toContainText('[3, 1, 2]', LIVE);
-  await screenshotThemesTo(
-    page,
-    'page',
-    TOUR,
-    'review',
-    await panelRegion(page, panel, view.locator('.themisto-RuntimeSection'))
-  );
-  await page.setViewportSize(VIEWPORT);
+  await shootPanel(page, panel, 'review', view.locator('.themisto-RuntimeSection'));
 
   for (const name of ['notebook-panel', 'panel-output', 'cell-marks', 'review']) {
     for (const theme of ['light', 'dark']) {
