@@ -98,3 +98,29 @@ async def test_a_next_cell_prediction_that_ran_is_not_missed(tmp_path: Path):
     await live.on_ingest(IngestResult(started=[started(2)]))
     await asyncio.gather(*live._tasks, return_exceptions=True)
     assert missed(store) == []
+
+
+class Unhurried(BaselinePredictor):
+    """Next cells that take as long as they are let (a model reading a long notebook)."""
+
+    async def predict(self, request):
+        if request.task == "next-cell":
+            await asyncio.Event().wait()
+        return await super().predict(request)
+
+
+async def test_a_trajectory_that_ends_stops_its_next_cell_predictions(tmp_path: Path):
+    """A notebook closed (its kernel shut down or restarted) while its next cell is being
+    predicted: that work stops, rather than keep the model from the notebooks still open."""
+    live, _, store = live_predictions(tmp_path)
+    live.predictors = [Unhurried()]
+    await live.on_ingest(ingested(store, [fresh_step(1)], [started(1)]))
+    jobs = list(live._next_cell[TID])
+    assert len(jobs) == 2 and not any(job.done() for job in jobs)  # none, full
+    live.forget(TID)
+    _, pending = await asyncio.wait(jobs, timeout=30)  # cancelled: done at once
+    for job in pending:
+        job.cancel()
+    await asyncio.gather(*live._tasks, return_exceptions=True)
+    assert not pending and all(job.cancelled() for job in jobs)
+    assert TID not in live._next_cell

@@ -388,10 +388,14 @@ class LivePredictions:
                 cached.append(_slim(step, limit))
 
     def forget(self, trajectory_id: str) -> None:
-        """Drop what is cached of a trajectory that ended or was deleted."""
+        """Drop what is cached of a trajectory that ended or was deleted, and stop its
+        next-cell predictions under way: nobody will run that cell, and a model job left
+        running would hold the one model slot against the notebooks still open (each
+        urgent completion pausing it, each resumption reading its prompt again)."""
         for key in [k for k in self._histories if k[0] == trajectory_id]:
             del self._histories[key]
-        self._next_cell.pop(trajectory_id, None)
+        for job in self._next_cell.pop(trajectory_id, {}):
+            job.cancel()
         self._running.pop(trajectory_id, None)
         self._last.pop(trajectory_id, None)
         self.speculations.discard(trajectory_id)
