@@ -22,7 +22,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "docs" / "_ext")]
+
+from reference import _subcommands  # noqa: E402  (the walk the CLI page is written by)
 
 
 def text_of(page: Path) -> str:
@@ -31,18 +33,15 @@ def text_of(page: Path) -> str:
 
 
 def subcommands() -> list[str]:
-    import argparse as ap
-
+    """``themisto record``, ``themisto models install``, ...: every command and subcommand."""
     from themisto_ext.cli.main import build_parser
 
     found = []
 
-    def walk(parser: ap.ArgumentParser, prefix: str) -> None:
-        for action in parser._actions:
-            if isinstance(action, ap._SubParsersAction):
-                for name, sub in action.choices.items():
-                    found.append(f"{prefix} {name}")
-                    walk(sub, f"{prefix} {name}")
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for name, sub in _subcommands(parser):
+            found.append(f"{prefix} {name}")
+            walk(sub, f"{prefix} {name}")
 
     walk(build_parser(), "themisto")
     return found
@@ -83,7 +82,8 @@ def main() -> int:
     reference = site / "reference"
     pages = {name: text_of(reference / f"{name}.html")
              for name in ("cli", "rest", "settings", "server-options", "records")}
-    wanted: list[tuple[str, str]] = [("cli", c) for c in subcommands()]
+    commands = subcommands()
+    wanted: list[tuple[str, str]] = [("cli", c) for c in commands]
     spec = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
     wanted += [("rest", path) for path in spec["paths"]]
     for schema in sorted((ROOT / "schema").glob("*.json")):
@@ -91,14 +91,12 @@ def main() -> int:
                    .get("properties", {})]
     from themisto_ext.server.app import ThemistoExtension
 
-    wanted += [("server-options", f"ThemistoExtension.{name}")
-               for name in ThemistoExtension.class_traits(config=True)]
+    traits = set(ThemistoExtension.class_traits(config=True))
+    wanted += [("server-options", f"ThemistoExtension.{name}") for name in sorted(traits)]
     for path in sorted((ROOT / "themisto_ext" / "schemas").glob("*.schema.json")):
         wanted.append(("records", f"themisto_ext/schemas/{path.name}"))
     missing = [f"{page}: {item}" for page, item in wanted if item not in pages[page]]
-    commands = {c.split()[1] for c in subcommands()}
-    absent = named_but_absent(commands, list(spec["paths"]),
-                              set(ThemistoExtension.class_traits(config=True)))
+    absent = named_but_absent({c.split()[1] for c in commands}, list(spec["paths"]), traits)
     for line in missing:
         print(f"check_docs: missing from the reference: {line}", file=sys.stderr)
     for line in absent:

@@ -90,14 +90,12 @@ export async function screenshotThemes(
 }
 
 /**
- * Screenshots in the light and dark themes written to `directory` as
- * `{name}-light.png` and `{name}-dark.png` (the documentation's tour): of
- * `target`, or of the whole page (its viewport) for `'page'`, or of the
- * page's region `clip`. The paths written, light first.
+ * Screenshots of the page (its viewport, or its region `clip`) in the light and
+ * dark themes, written to `directory` as `{name}-light.png` and
+ * `{name}-dark.png` (the documentation's tour). The paths written, light first.
  */
 export async function screenshotThemesTo(
   page: IJupyterLabPageFixture,
-  target: Locator | 'page',
   directory: string,
   name: string,
   clip?: { x: number; y: number; width: number; height: number }
@@ -106,12 +104,7 @@ export async function screenshotThemesTo(
   await inThemes(page, async theme => {
     const path = `${directory}/${name}-${theme}.png`;
     // No caret in the pictures: it blinks.
-    const options = { path, animations: 'disabled', caret: 'hide' } as const;
-    if (target === 'page') {
-      await page.screenshot({ ...options, clip });
-    } else {
-      await target.screenshot(options);
-    }
+    await page.screenshot({ path, animations: 'disabled', caret: 'hide', clip });
     written.push(path);
   });
   return written;
