@@ -919,6 +919,44 @@ def test_pandas_display_options_the_notebook_set_are_followed():
         == ""
 
 
+def test_a_notebooks_pandas_options_are_applied_in_the_rules_own_process(monkeypatch):
+    """pandas' options are the process's: the server's never change, even while an
+    evaluation under a notebook's ``display.max_rows`` runs (here the server's
+    ``option_context`` is made to fail: the answer still comes, from the rules' process)."""
+    import pandas as pd
+
+    from themisto_ext.rules import display_options
+
+    with pd.option_context("display.max_rows", 2, "display.min_rows", 2):
+        truncated = repr(pd.Series([0.5, 1.0, 1.5, 2.0]))
+    state = FRAMES[-1]["runtime_variables"]
+    history = [*FRAMES, step(3, "pd.options.display.max_rows = 2\n"
+                                "pd.options.display.min_rows = 2", state)]
+
+    def changed(*args: object) -> None:
+        raise AssertionError(f"the server's pandas options changed: {args}")
+
+    monkeypatch.setattr(pd, "option_context", changed)
+    monkeypatch.setattr(pd, "set_option", changed)
+    assert output("data * 2", history) == truncated
+    assert pd.get_option("display.max_rows") == 60
+    outside = display_options.Options(pandas={"display.max_rows": 2})
+    with pytest.raises(RuntimeError), display_options.applied(outside):  # refused here
+        pass
+
+
+def test_the_rules_own_process_dying_loses_one_answer_not_the_next():
+    import os
+
+    from themisto_ext.rules import display_options
+
+    assert display_options.apart(os._exit, 3, fallback="unknown") == "unknown"
+    state = FRAMES[-1]["runtime_variables"]
+    history = [*FRAMES, step(3, "pd.options.display.max_rows = 2\n"
+                                "pd.options.display.min_rows = 2", state)]
+    assert "..." in output("data * 2", history)  # a new process answers
+
+
 def test_numpy_print_options_do_not_change_what_pandas_rounded():
     # pandas shows 6 decimals whatever NumPy's precision: 0.374540 may still be cut
     state = FRAMES[-1]["runtime_variables"]

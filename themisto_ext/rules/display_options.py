@@ -9,17 +9,23 @@ under the same NumPy options, so a float the kernel rounded to 4 decimals is tak
 rounded (``arrays.rounded`` reads the precision in force). Options set any other way
 (``**settings``, a computed value, ``pd.set_eng_float_format``) or by the cell being
 predicted cannot be read: ``learnt`` answers None and the caller knows nothing of values.
+pandas' options are the process's, so values are shown under a notebook's pandas options
+only in a process of the rules' own (``apart``), never in the server's.
 """
 
 from __future__ import annotations
 
 import ast
+import multiprocessing
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from themisto_ext.rules import arrays, names
 
@@ -30,49 +36,7 @@ _OPTION_CALLS = _UNREADABLE_CALLS | {"set_printoptions", "set_option", "reset_op
                                      "option_context"}
 # pandas' options that are not about display (a bare name is matched against display's)
 _NOT_DISPLAY = ("mode.", "compute.", "io.", "plotting.", "styler.", "future.")
-
-
-class _Shared:
-    """pandas' options are the process's (NumPy's too before 2.0; since, a context's): the
-    rules run in worker threads, so an evaluation under a notebook's options runs alone,
-    and the many under the defaults run side by side. A waiting one of the first kind
-    holds new ones of the second back, so it is not starved; so neither kind may be
-    entered again inside the other (``applied`` is entered once per evaluation)."""
-
-    def __init__(self) -> None:
-        self._turn = threading.Condition()
-        self._readers = 0
-        self._writing = False
-        self._waiting = 0
-
-    @contextmanager
-    def defaults(self) -> Iterator[None]:
-        with self._turn:
-            self._turn.wait_for(lambda: not self._writing and not self._waiting)
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._turn:
-                self._readers -= 1
-                self._turn.notify_all()
-
-    @contextmanager
-    def changed(self) -> Iterator[None]:
-        with self._turn:
-            self._waiting += 1
-            self._turn.wait_for(lambda: not self._writing and not self._readers)
-            self._waiting -= 1
-            self._writing = True
-        try:
-            yield
-        finally:
-            with self._turn:
-                self._writing = False
-                self._turn.notify_all()
-
-
-_OPTIONS = _Shared()
+T = TypeVar("T")
 
 
 class _Unreadable(Exception):
@@ -194,11 +158,60 @@ def _in_with(statement: ast.stmt, call: ast.Call) -> bool:
                for node in ast.walk(statement))
 
 
+# Set in the rules' own process (``apart``), where an evaluation may change the process's
+# pandas options: it runs one evaluation at a time and renders nothing else.
+_OWN_PROCESS = False
+_APART_SECONDS = 120.0  # an evaluation's work is bounded; this is a process gone astray
+_apart: ProcessPoolExecutor | None = None
+_apart_lock = threading.Lock()
+
+
+def process_wide(options: Options) -> bool:
+    """Whether showing values under ``options`` changes the process's state: pandas'
+    options are the process's, NumPy's too before 2.0 (since, a context's)."""
+    return bool(options.pandas) or (bool(options.numpy) and _numpy_global())
+
+
+def apart(function: Callable[..., T], *args: Any, fallback: T) -> T:
+    """``function(*args)`` in the rules' own process, for an evaluation under options that
+    are the process's: the server's never change, and the evaluations under the defaults
+    never wait for it. ``fallback`` when that process dies or is lost (then a new one)."""
+    global _apart
+    with _apart_lock:
+        if _apart is None:  # spawn: a fork of a server's threads may inherit a held lock
+            _apart = ProcessPoolExecutor(1, multiprocessing.get_context("spawn"),
+                                         initializer=_enter_own_process)
+        pool = _apart
+    try:
+        return pool.submit(function, *args).result(timeout=_APART_SECONDS)
+    except (BrokenProcessPool, FutureTimeout, OSError):
+        with _apart_lock:
+            if _apart is pool:
+                _apart = None
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.kill()  # a lost evaluation would hold the next ones (no public kill)
+        return fallback
+
+
+def in_own_process() -> bool:
+    """Whether this is the rules' own process (``apart``)."""
+    return _OWN_PROCESS
+
+
+def _enter_own_process() -> None:
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
+
+
 @contextmanager
 def applied(options: Options) -> Iterator[None]:
-    """Render under ``options`` (raises ValueError for options NumPy or pandas refuse)."""
-    process_wide = bool(options.pandas) or (bool(options.numpy) and _numpy_global())
-    with _OPTIONS.changed() if process_wide else _OPTIONS.defaults(), ExitStack() as stack:
+    """Render under ``options`` (raises ValueError for options NumPy or pandas refuse).
+    Options that are the process's are applied only in the rules' own process
+    (``apart``); elsewhere asking for them is a mistake of the caller's."""
+    if process_wide(options) and not _OWN_PROCESS:
+        raise RuntimeError("process-wide display options outside the rules' own process")
+    with ExitStack() as stack:
         try:
             if options.numpy:
                 stack.enter_context(arrays.numpy().printoptions(**options.numpy))

@@ -165,6 +165,9 @@ def determined(code: str, history: Sequence[Step],
     options = display_options.learnt(codes, cell, whole)
     if options is None:  # how the kernel shows values is not known
         return Determined("", False)
+    if display_options.process_wide(options) and not display_options.in_own_process():
+        unknown: Determined | None = Determined("", False)  # that process was lost
+        return display_options.apart(determined, code, history, snapshot, fallback=unknown)
     state = State(snapshot, shadowed, _classes_defined(history), modules, showing=showing)
     try:
         with display_options.applied(options), frames.reading([*codes, code]):
