@@ -162,6 +162,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "p95_s": seconds[min(len(seconds) - 1, int(0.95 * len(seconds)))],
             "first_p50_s": first[len(first) // 2],
             "first_p95_s": first[min(len(first) - 1, int(0.95 * len(first)))],
+            "slowest": [{k: r[k] for k in ("notebook", "cell", "at", "first_seconds")}
+                        for r in sorted(rows, key=lambda r: -r["first_seconds"])[:3]],
             "model_cpu_seconds": rows[0]["model_cpu_seconds_total"],
             "clusters": accepted.clusters}
 

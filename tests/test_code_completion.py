@@ -37,10 +37,14 @@ def test_the_notebook_is_a_script_and_the_state_comments():
     assert script == ("# In[1]:\nimport pandas as pd\n\n"
                       "# In[2]:\ndf = make()\ndf.shape\n# Out: (5, 2)\n\n")
     full = build_infill(history, "df['sc", "']", "full")
-    assert full.before.startswith(script)  # the notebook, then the state, then the cell
-    assert "# df: DataFrame, shape (5, 2)\n#        score_0  score_1" in full.before
-    assert "<module 'pandas'>" in full.before
-    assert full.before.endswith("\n# In[3]:\ndf['sc") and full.after == "']"
+    # each cell with what it did to the state under its output, then the typed cell
+    assert full.before == (
+        "# In[1]:\nimport pandas as pd\n\n"
+        "# In[2]:\ndf = make()\ndf.shape\n# Out: (5, 2)\n"
+        "# State: df: DataFrame, shape (5, 2)\n"
+        "#        score_0  score_1\n#     0     0.1      0.2\n"
+        "# State: pd: module\n#     <module 'pandas'>\n\n# In[3]:\ndf['sc")
+    assert full.after == "']"
     curated = build_infill(history, "df['sc", "", "curated").before
     assert "# df: DataFrame" in curated  # the name the typed cell reads
     assert build_infill(history, "df['sc", "", "none").before == script + "# In[3]:\ndf['sc"
@@ -49,6 +53,28 @@ def test_the_notebook_is_a_script_and_the_state_comments():
     assert full.before.startswith(nxt.before) and nxt.stop and not nxt.line
     # the oldest cells go first when the budget cuts; the newest stays whole
     assert notebook_script(history, 40) == "# In[2]:\ndf = make()\ndf.shape\n# Out: (5, 2)\n\n"
+
+
+def test_a_step_extends_the_script_of_the_step_before():
+    """What the model read for one step is the beginning of what it reads for the next
+    (its prompt cache keeps it), the state included: changed and deleted names go under
+    the cell that changed them, and a cut opens with the state the cut cells left."""
+    history = [step(1, "a = 1", "", {"a": {"type": "int", "repr": "1"}})]
+    for n in range(2, 60):
+        variables = {"a": {"type": "int", "repr": str(n)}}
+        if n % 2:
+            variables[f"b{n}"] = {"type": "list", "length": n, "repr": str(list(range(n)))}
+        history.append(step(n, f"a = {n}" + (f"\nb{n} = list(range({n}))" if n % 2 else ""),
+                            str(n), variables))
+    scripts = [build_next_cell(history[:n], "", "full").before for n in range(1, 60)]
+    grew = sum(later.startswith(earlier.rsplit("# In[", 1)[0])
+               for earlier, later in pairwise(scripts))
+    assert grew >= 50  # all but the few steps where the oldest cells are cut
+    assert "# State: a: int\n#     7\n# State: b7: list, length 7\n" in scripts[6]
+    assert "# Deleted: b7\n" in scripts[7]  # cell 8 dropped b7
+    cut = scripts[-1]
+    assert cut.startswith("# Runtime state before cell ") and "# In[1]:" not in cut
+    assert len(cut) <= 6_000
 
 
 def test_a_suggestion_is_the_argument_at_the_cursor():

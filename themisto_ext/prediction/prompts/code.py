@@ -6,18 +6,22 @@ notebook as ``jupyter nbconvert --to script`` writes one, ending in the cell bei
 
 - the cells run so far, each under its ``# In[n]:`` header, its output below it as
   comments (``# Out: ...``), oldest first, the oldest cut first to fit;
-- (``full`` and ``curated`` contexts) the runtime state after the last cell as comments,
-  one variable per line (name, type, shape or length, a short repr), the ``curated``
-  context only the names the typed cell reads;
+- (``full`` context) under each cell's output, what it did to the runtime state as
+  comments (``# State: name: type, shape or length`` and a short repr for each variable it
+  created or changed, ``# Deleted: ...``), so the cells add up to the state after the
+  last one; where the oldest cells were cut, the state they left opens the script;
+- (``curated``) the names the typed cell reads, at their latest values, after the cells;
 - ``# In[n]:`` and the cell's text before the cursor; the text after it is the suffix.
 
-A completion and the next cell (typed text: none) are the same prompt but for the tail, so
-the model's prompt cache serves both: the notebook part stays put for many cells
-(``notebook_script``) and only the state and the typed cell are read anew. (With the
-notebook and the state as other files of a repository, the state came before the cell's
-file, and every new step made the model read everything after it again.) Everything
-comes from the recorded steps, which the kernel already masked (secrets never reach a
-prompt); the typed text is masked by the server before it gets here.
+Every part of a ``full`` or ``none`` script depends only on its cell and the one before,
+so the script of the next step *extends* this one (until a cut, which moves only every
+``1 - KEEP`` of the budget): the model's prompt cache keeps it all, and after a run only
+the new cell and its state changes are read. (With the state as one block after the
+cells, every step rewrote the block and the model read it all again; with the notebook
+and the state as other files of a repository, the state came before the cell's file.) A
+completion and the next cell (typed text: none) are the same prompt but for the tail.
+Everything comes from the recorded steps, which the kernel already masked (secrets never
+reach a prompt); the typed text is masked by the server before it gets here.
 """
 
 from __future__ import annotations
@@ -25,15 +29,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from themisto_ext.prediction.prompts.state import Variable, curated_selection
+from themisto_ext.prediction.prompts.state import Variable, curated_selection, state_changes
 from themisto_ext.records import PredictionContext, Step
 
 REPR_CHARS = 160
 """Characters of a variable's repr in the state file: its first lines (a frame's columns)."""
-OUTPUT_CHARS = 400
-"""Characters of one cell's output in the notebook file."""
+OUTPUT_CHARS = 200
+"""Characters of one cell's output in the notebook file: what a run adds is read while the
+user reads its output (on one prompt thread ~23 ms a token, and Qwen reads every digit as
+one), and a cell's first completion waits for the rest (400: the slowest pauses 2.9 s)."""
 KEEP = 0.6
 """Share of the budget the notebook file keeps when it has to cut its oldest cells."""
+CHANGES_CHARS = 300
+"""Characters of one cell's state changes (the variables past them are counted)."""
 
 
 @dataclass(frozen=True)
@@ -60,21 +68,44 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + " ..."
 
 
-def notebook_script(history: Sequence[Step], budget_chars: int) -> str:
-    """The cells run so far as ``jupyter nbconvert --to script`` writes them (``# In[n]:``
-    headers, a blank line after each cell), their outputs as comments. Over the budget,
-    the oldest cells go, down to ``KEEP`` of it at once: the script then begins the same
-    way for many cells more, so the model's prompt cache keeps all but its tail (cutting
-    one cell at a time would make every prompt new: ~15 s for 1,500 tokens)."""
-    cells = []
+def _changes(before: Mapping[str, Variable], after: Mapping[str, Variable]) -> str:
+    """What one cell did to the state, as comments under its output."""
+    changed, deleted = state_changes(before, after)
+    out, used = [], 0
+    for n, (_, name) in enumerate(changed):
+        text = _describe(name, after[name], "# State: ")
+        if used + len(text) > CHANGES_CHARS:
+            out.append(f"# State: ({len(changed) - n} more changed)\n")
+            break
+        out.append(text)
+        used += len(text)
+    if deleted:
+        out.append(_clip("# Deleted: " + ", ".join(deleted), REPR_CHARS) + "\n")
+    return "".join(out)
+
+
+def _cells(history: Sequence[Step], with_state: bool) -> list[str]:
+    cells: list[str] = []
+    before: Mapping[str, Variable] = {}
     for step in history:
         code = str(step.get("code") or "").rstrip()
         output = _clip(str(step.get("output") or "").rstrip(), OUTPUT_CHARS)
         shown = _comment(output, "# Out: ") if output else ""
-        cells.append(f"# In[{step['step']}]:\n{code}\n{shown}\n")
+        after: Mapping[str, Variable] = step.get("runtime_variables") or {}
+        state = _changes(before, after) if with_state else ""
+        before = after
+        cells.append(f"# In[{step['step']}]:\n{code}\n{shown}{state}\n")
+    return cells
+
+
+def _kept(cells: Sequence[str], budget_chars: float) -> int:
+    """How many of the oldest cells to cut. Over the budget, the oldest go, down to
+    ``KEEP`` of it at once: the script then begins the same way for many cells more, so
+    the model's prompt cache keeps all but its tail (cutting one cell at a time would make
+    every prompt new: ~15 s for 1,500 tokens)."""
     total = sum(map(len, cells))
     if total <= budget_chars:
-        return "".join(cells)
+        return 0
     # Cut only at marks every (1 - KEEP) of the budget, counted from the first cell: an
     # appended cell never moves an earlier mark, so the cut stays put until the kept part
     # outgrows the budget, then jumps by a whole step.
@@ -84,32 +115,44 @@ def notebook_script(history: Sequence[Step], budget_chars: int) -> str:
         while done >= mark * stride:
             mark += 1
             if total - done <= budget_chars and i + 1 < len(cells):
-                return "".join(cells[i + 1:])
-    return cells[-1]  # the newest alone is over the budget: it is what the cell follows
+                return i + 1
+    return len(cells) - 1  # the newest alone is over the budget: it is what the cell follows
 
 
-def _describe(name: str, entry: Variable) -> str:
+def notebook_script(history: Sequence[Step], budget_chars: int, *,
+                    with_state: bool = False) -> str:
+    """The cells run so far as ``jupyter nbconvert --to script`` writes them (``# In[n]:``
+    headers, a blank line after each cell), their outputs as comments and, ``with_state``,
+    what each did to the runtime state; the oldest cut to fit ``budget_chars``. Where cells
+    were cut, the state after them opens the script (with_state: a third of the budget)."""
+    if not with_state:
+        cells = _cells(history, False)
+        return "".join(cells[_kept(cells, budget_chars):])
+    cells = _cells(history, True)
+    cut = _kept(cells, budget_chars * 2 / 3)
+    if cut == 0:
+        return "".join(cells)
+    opening = _state_block(history[cut - 1].get("runtime_variables") or {}, None,
+                           budget_chars // 3, f"before cell {history[cut]['step']}")
+    return opening + "\n" + "".join(cells[cut:])
+
+
+def _describe(name: str, entry: Variable, lead: str = "# ") -> str:
     parts = [str(entry.get("type", "?"))]
     if entry.get("shape") is not None:
         parts.append(f"shape {tuple(entry['shape'])}")
     elif entry.get("length") is not None:
         parts.append(f"length {entry['length']}")
-    head = f"# {name}: {', '.join(parts)}\n"
+    head = f"{lead}{name}: {', '.join(parts)}\n"
     shown = _clip(str(entry.get("repr", "")), REPR_CHARS)
     return head + (_comment(shown, "#     ") if shown else "")
 
 
-def state_comments(history: Sequence[Step], context: PredictionContext, typed: str,
-                   budget_chars: int) -> str:
-    """The runtime state after the last cell as comments (``none``: nothing)."""
-    if context == "none" or not history:
-        return ""
-    variables: Mapping[str, Variable] = history[-1].get("runtime_variables") or {}
-    names = list(variables)
-    if context == "curated":
-        chosen = curated_selection(history, typed)
-        names = [n for n in names if n in chosen]
-    out = [f"# Runtime state after cell {history[-1]['step']}: {len(names)} variables\n"]
+def _state_block(variables: Mapping[str, Variable], chosen: Sequence[str] | None,
+                 budget_chars: int, when: str) -> str:
+    """A runtime state as comments (``chosen``: only those names)."""
+    names = [n for n in variables if chosen is None or n in chosen]
+    out = [f"# Runtime state {when}: {len(names)} variables\n"]
     used = len(out[0])
     for name in names:
         text = _describe(name, variables[name])
@@ -121,6 +164,17 @@ def state_comments(history: Sequence[Step], context: PredictionContext, typed: s
     return "".join(out)
 
 
+def state_comments(history: Sequence[Step], context: PredictionContext, typed: str,
+                   budget_chars: int) -> str:
+    """The ``curated`` state after the last cell as comments: the names the typed cell
+    reads (the ``full`` state is in the script, cell by cell; ``none``: nothing)."""
+    if context != "curated" or not history:
+        return ""
+    return _state_block(history[-1].get("runtime_variables") or {},
+                        list(curated_selection(history, typed)), budget_chars,
+                        f"after cell {history[-1]['step']}")
+
+
 def build_infill(history: Sequence[Step], before: str, after: str, context: PredictionContext, *,
                  budget_chars: int = 6_000, max_tokens: int = 48, line: bool = True,
                  stop: tuple[str, ...] = ()) -> Infill:
@@ -128,14 +182,15 @@ def build_infill(history: Sequence[Step], before: str, after: str, context: Pred
     notebook, (by ``context``) the state, then the cell's text ``before`` the cursor;
     ``after`` it is the suffix."""
     state = state_comments(history, context, before + after, budget_chars // 3)
-    script = notebook_script(history, budget_chars - len(state))
+    script = notebook_script(history, budget_chars - len(state), with_state=context == "full")
     target = int(history[-1]["step"]) + 1 if history else 1
     head = f"{script}{state}{chr(10) if state else ''}# In[{target}]:\n"
     return Infill(before=head + before, after=after, max_tokens=max_tokens,
                   line=line, context=context, stop=stop)
 
 
-NEXT_CELL_STOPS = ("\n# In[", "\n# Out:", "\n# Runtime state", "\n\n\n")
+NEXT_CELL_STOPS = ("\n# In[", "\n# Out:", "\n# State:", "\n# Deleted:", "\n# Runtime state",
+                   "\n\n\n")
 """The next cell ends where the model begins an output or another cell."""
 
 

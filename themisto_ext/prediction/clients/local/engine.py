@@ -304,8 +304,14 @@ class Engine:
         self._sessions.touch(session)
         meter = Meter(abort, on_text, self.on_progress)
         stop = list(request.stop) or (["\n"] if request.line else list(NEXT_CELL_STOPS))
-        cut = request.before.rfind("\n") + 1
-        # as llama.vim asks: the lines before the cursor's, then its line so far
+        # llama.cpp keeps only the last 3 * BATCH / 4 tokens of ``input_prefix`` (a window
+        # that slides with every new cell, so each step would read it all again), but all
+        # of ``prompt``, which it puts after the prefix; then it drops the suffix to fit a
+        # batch. With nothing after the cursor (typing at a cell's end, the next cell) the
+        # whole notebook goes in ``prompt``: the prompt cache keeps it and a step reads
+        # only its new cell. With a suffix, as llama.vim asks: the lines before the
+        # cursor's as the prefix, its line so far as the prompt.
+        cut = request.before.rfind("\n") + 1 if request.after.strip() else 0
         body = {"input_prefix": request.before[:cut], "prompt": request.before[cut:],
                 "input_suffix": request.after,
                 "n_predict": request.max_tokens, "temperature": 0.0, "top_k": 1,

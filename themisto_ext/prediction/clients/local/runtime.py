@@ -35,8 +35,9 @@ PACKAGE = "xllamacpp"
 BATCH = 512
 """Prompt tokens decoded at a time: between two batches a prompt can be paused or
 abandoned, and the supervisor hears of progress. It also bounds what ``/infill`` reads
-before the cursor: llama.cpp keeps the last ``3 * BATCH / 4`` tokens of ``input_prefix``
-(384), so a smaller batch, which would pause sooner, would cut a completion's notebook."""
+before the cursor where text follows it: llama.cpp keeps the last ``3 * BATCH / 4`` tokens
+of ``input_prefix`` (384), so a smaller batch, which would pause sooner, would cut a
+completion's notebook (with nothing after the cursor it is all read: ``Engine.infill``)."""
 
 
 def missing_runtime() -> str | None:
