@@ -948,13 +948,26 @@ def test_a_notebooks_pandas_options_are_applied_in_the_rules_own_process(monkeyp
 def test_the_rules_own_process_dying_loses_one_answer_not_the_next():
     import os
 
-    from themisto_ext.rules import display_options
+    from themisto_ext.rules import apart
 
-    assert display_options.apart(os._exit, 3, fallback="unknown") == "unknown"
+    assert apart.apart(os._exit, 3, fallback="unknown") == "unknown"
     state = FRAMES[-1]["runtime_variables"]
     history = [*FRAMES, step(3, "pd.options.display.max_rows = 2\n"
                                 "pd.options.display.min_rows = 2", state)]
     assert "..." in output("data * 2", history)  # a new process answers
+
+
+def test_the_rules_own_process_starts_whatever_the_main_script():
+    """Not multiprocessing's spawn, which re-runs the parent's ``__main__`` (nothing to
+    run under ``python -c``; a script's unguarded code, once more)."""
+    import subprocess
+    import sys
+
+    code = ("from themisto_ext.rules.apart import apart\n"
+            "print(apart(len, 'abc', fallback=-1), apart(divmod, 7, 0, fallback=-1))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split() == ["3", "-1"], done.stderr  # and an error is unknown
 
 
 def test_numpy_print_options_do_not_change_what_pandas_rounded():

@@ -10,24 +10,19 @@ rounded (``arrays.rounded`` reads the precision in force). Options set any other
 (``**settings``, a computed value, ``pd.set_eng_float_format``) or by the cell being
 predicted cannot be read: ``learnt`` answers None and the caller knows nothing of values.
 pandas' options are the process's, so values are shown under a notebook's pandas options
-only in a process of the rules' own (``apart``), never in the server's.
+only in a process of the rules' own (``apart.py``), never in the server's.
 """
 
 from __future__ import annotations
 
 import ast
-import multiprocessing
 import re
-import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from themisto_ext.rules import arrays, names
+from themisto_ext.rules import apart, arrays, names
 
 _MENTIONS = re.compile(r"printoptions|options\.display|_option\s*\(|set_eng_float_format|"
                        r"set_string_function")
@@ -36,7 +31,6 @@ _OPTION_CALLS = _UNREADABLE_CALLS | {"set_printoptions", "set_option", "reset_op
                                      "option_context"}
 # pandas' options that are not about display (a bare name is matched against display's)
 _NOT_DISPLAY = ("mode.", "compute.", "io.", "plotting.", "styler.", "future.")
-T = TypeVar("T")
 
 
 class _Unreadable(Exception):
@@ -158,50 +152,11 @@ def _in_with(statement: ast.stmt, call: ast.Call) -> bool:
                for node in ast.walk(statement))
 
 
-# Set in the rules' own process (``apart``), where an evaluation may change the process's
-# pandas options: it runs one evaluation at a time and renders nothing else.
-_OWN_PROCESS = False
-_APART_SECONDS = 120.0  # an evaluation's work is bounded; this is a process gone astray
-_apart: ProcessPoolExecutor | None = None
-_apart_lock = threading.Lock()
-
-
 def process_wide(options: Options) -> bool:
     """Whether showing values under ``options`` changes the process's state: pandas'
-    options are the process's, NumPy's too before 2.0 (since, a context's)."""
+    options are the process's, NumPy's too before 2.0 (since, a context's); so they are
+    applied only in the rules' own process (``apart.py``)."""
     return bool(options.pandas) or (bool(options.numpy) and _numpy_global())
-
-
-def apart(function: Callable[..., T], *args: Any, fallback: T) -> T:
-    """``function(*args)`` in the rules' own process, for an evaluation under options that
-    are the process's: the server's never change, and the evaluations under the defaults
-    never wait for it. ``fallback`` when that process dies or is lost (then a new one)."""
-    global _apart
-    with _apart_lock:
-        if _apart is None:  # spawn: a fork of a server's threads may inherit a held lock
-            _apart = ProcessPoolExecutor(1, multiprocessing.get_context("spawn"),
-                                         initializer=_enter_own_process)
-        pool = _apart
-    try:
-        return pool.submit(function, *args).result(timeout=_APART_SECONDS)
-    except (BrokenProcessPool, FutureTimeout, OSError):
-        with _apart_lock:
-            if _apart is pool:
-                _apart = None
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
-            process.kill()  # a lost evaluation would hold the next ones (no public kill)
-        return fallback
-
-
-def in_own_process() -> bool:
-    """Whether this is the rules' own process (``apart``)."""
-    return _OWN_PROCESS
-
-
-def _enter_own_process() -> None:
-    global _OWN_PROCESS
-    _OWN_PROCESS = True
 
 
 @contextmanager
@@ -209,7 +164,7 @@ def applied(options: Options) -> Iterator[None]:
     """Render under ``options`` (raises ValueError for options NumPy or pandas refuse).
     Options that are the process's are applied only in the rules' own process
     (``apart``); elsewhere asking for them is a mistake of the caller's."""
-    if process_wide(options) and not _OWN_PROCESS:
+    if process_wide(options) and not apart.in_own_process():
         raise RuntimeError("process-wide display options outside the rules' own process")
     with ExitStack() as stack:
         try:

@@ -56,7 +56,7 @@ from rapidfuzz import fuzz
 from themisto_ext.prediction.clients.base import Completion, PredictionRequest
 from themisto_ext.prediction.prompts.state import curated_selection
 from themisto_ext.records import PredictionContext, RuntimeVariable, Step
-from themisto_ext.rules import display_options, figures, frames, names
+from themisto_ext.rules import apart, display_options, figures, frames, names
 from themisto_ext.rules.flow import PURE_BUILTINS
 from themisto_ext.rules.interpreter import MODULES, State
 
@@ -165,9 +165,9 @@ def determined(code: str, history: Sequence[Step],
     options = display_options.learnt(codes, cell, whole)
     if options is None:  # how the kernel shows values is not known
         return Determined("", False)
-    if display_options.process_wide(options) and not display_options.in_own_process():
+    if display_options.process_wide(options) and not apart.in_own_process():
         unknown: Determined | None = Determined("", False)  # that process was lost
-        return display_options.apart(determined, code, history, snapshot, fallback=unknown)
+        return apart.apart(determined, code, history, snapshot, fallback=unknown)
     state = State(snapshot, shadowed, _classes_defined(history), modules, showing=showing)
     try:
         with display_options.applied(options), frames.reading([*codes, code]):
