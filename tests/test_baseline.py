@@ -957,6 +957,18 @@ def test_the_rules_own_process_dying_loses_one_answer_not_the_next():
     assert "..." in output("data * 2", history)  # a new process answers
 
 
+def test_the_rules_own_process_inherits_no_secret(monkeypatch):
+    import os
+
+    from themisto_ext.rules import apart
+
+    monkeypatch.setenv("THEMISTO_TEST_API_KEY", "sk-not-for-the-worker")
+    apart.apart(os._exit, 3, fallback=None)  # a worker started after the variable was set
+    assert apart.apart(os.getenv, "THEMISTO_TEST_API_KEY", "absent",
+                       fallback="lost") == "absent"
+    assert apart.apart(os.getenv, "PATH", fallback=None) == os.environ["PATH"]
+
+
 def test_the_rules_own_process_starts_whatever_the_main_script():
     """Not multiprocessing's spawn, which re-runs the parent's ``__main__`` (nothing to
     run under ``python -c``; a script's unguarded code, once more)."""

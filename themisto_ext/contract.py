@@ -18,6 +18,7 @@ import getpass
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -76,6 +77,24 @@ SERVER_CREDENTIALS = ("PGPASSWORD", "PGPASSFILE", STORE_PASSWORD_ENV)
 AUTOLOAD_ARG = "--IPKernelApp.extra_extensions=themisto_ext"
 """Added to an ipykernel command line: loads the hook without replacing the user's
 ``extensions``."""
+
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|^PG|AUTH", re.IGNORECASE)
+"""Environment variables a child process of the server's own code (the model process, the
+rules' worker) does not inherit: it needs none of them."""
+
+
+def child_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a Python child that runs this package (``python -m
+    themisto_ext....``): ``base`` (the process's) without any variable that looks secret,
+    and the folder this package was imported from first on PYTHONPATH, so the child runs
+    the same code as its parent wherever that came from."""
+    base = os.environ if base is None else base
+    env = {name: value for name, value in base.items() if not SECRET_NAME.search(name)}
+    package_root = str(Path(__file__).resolve().parents[1])  # holds themisto_ext/
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (package_root, base.get("PYTHONPATH", "")) if p)
+    return env
 
 
 def launch_env(

@@ -14,12 +14,13 @@ that dies or takes longer than ``SECONDS`` is killed and the caller gets ``fallb
 from __future__ import annotations
 
 import pickle
-import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from typing import IO, Any, TypeVar, cast
+
+from themisto_ext.contract import child_env
 
 T = TypeVar("T")
 SECONDS = 120.0
@@ -41,8 +42,11 @@ def apart(function: Callable[..., T], *args: Any, fallback: T) -> T:
     global _worker
     with _turn:
         if _worker is None or _worker.poll() is not None:
+            # as the model process: no secret inherited, this package's code, and a
+            # session of its own (a terminal's Ctrl-C is the server's)
             _worker = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE)
+                                       stdout=subprocess.PIPE, env=child_env(),
+                                       start_new_session=True)
         worker = _worker
         watchdog = threading.Timer(SECONDS, worker.kill)
         watchdog.start()
@@ -65,7 +69,6 @@ def _serve() -> None:
     """The worker: evaluations in, ``(ok, result)`` out, until the parent goes."""
     global _own_process
     _own_process = True
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the server's
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # what an evaluation prints must not enter the replies
     while True:

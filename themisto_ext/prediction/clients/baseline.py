@@ -153,6 +153,13 @@ def determined(code: str, history: Sequence[Step],
     whole = (history[-1].get("runtime_variables") or {}) if history else {}
     if snapshot is None:
         snapshot = whole
+    codes = [str(step.get("code") or "") for step in history]
+    options = display_options.learnt(codes, cell, whole)
+    if options is None:  # how the kernel shows values is not known
+        return Determined("", False)
+    if display_options.process_wide(options) and not apart.in_own_process():
+        unknown: Determined | None = Determined("", False)  # that process was lost
+        return apart.apart(determined, code, history, snapshot, fallback=unknown)
     # names no cell defined are judged on the whole state only (a part may lack them)
     undefined, uncertain = names.undefined(cell, history, whole) \
         if set(snapshot) == set(whole) else (set(), set())
@@ -161,13 +168,6 @@ def determined(code: str, history: Sequence[Step],
     if names.defines_unspelt(history):  # the builtins may be numpy's now
         shadowed |= set(PURE_BUILTINS)
     showing = names.showing_definitions(cell, history)
-    codes = [str(step.get("code") or "") for step in history]
-    options = display_options.learnt(codes, cell, whole)
-    if options is None:  # how the kernel shows values is not known
-        return Determined("", False)
-    if display_options.process_wide(options) and not apart.in_own_process():
-        unknown: Determined | None = Determined("", False)  # that process was lost
-        return apart.apart(determined, code, history, snapshot, fallback=unknown)
     state = State(snapshot, shadowed, _classes_defined(history), modules, showing=showing)
     try:
         with display_options.applied(options), frames.reading([*codes, code]):

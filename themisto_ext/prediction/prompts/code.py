@@ -125,10 +125,9 @@ def notebook_script(history: Sequence[Step], budget_chars: int, *,
     headers, a blank line after each cell), their outputs as comments and, ``with_state``,
     what each did to the runtime state; the oldest cut to fit ``budget_chars``. Where cells
     were cut, the state after them opens the script (with_state: a third of the budget)."""
+    cells = _cells(history, with_state)
     if not with_state:
-        cells = _cells(history, False)
         return "".join(cells[_kept(cells, budget_chars):])
-    cells = _cells(history, True)
     cut = _kept(cells, budget_chars * 2 / 3)
     if cut == 0:
         return "".join(cells)

@@ -21,7 +21,6 @@ import contextlib
 import itertools
 import logging
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -33,16 +32,13 @@ from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
+from themisto_ext.contract import child_env
 from themisto_ext.prediction.clients.base import ProviderError
 from themisto_ext.prediction.clients.local import wire
 
 log = logging.getLogger(__name__)
-
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|^PG|AUTH", re.IGNORECASE)
-"""Environment variables the model process does not inherit: it needs none of them."""
 
 
 @dataclass(frozen=True)
@@ -315,17 +311,12 @@ class ModelProcess:
 
     def _spawn(self, safe: bool) -> Incarnation:
         ours, theirs = socket.socketpair()
-        package_root = str(Path(__file__).resolve().parents[4])  # holds themisto_ext/
-        env = {k: v for k, v in os.environ.items() if not SECRET_NAME.search(k)}
-        # The same code as this server, wherever it was imported from.
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "themisto_ext.prediction.clients.local.process",
                  str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(),
                 start_new_session=True)
         except OSError as exc:
             ours.close()
