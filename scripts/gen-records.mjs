@@ -3,7 +3,8 @@
  * Generate the types of the records the server sends (steps, trajectories,
  * predictions, live events) from the JSON Schemas in themisto_ext/schemas/,
  * the one source of truth: src/api/records.ts for the front end and
- * themisto_ext/record_types.py (TypedDicts, records/python.mjs) for Python.
+ * themisto_ext/record_types/ (TypedDicts, a module per schema file,
+ * records/python.mjs) for Python.
  *
  *   jlpm gen:records           write both
  *   jlpm gen:records --check   exit 1 when a committed file differs
@@ -20,7 +21,14 @@
  *   becomes `oneOf` of those entries, the union it means; the properties
  *   beside it are restated by every entry.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -28,13 +36,13 @@ import { compile } from 'json-schema-to-typescript';
 import prettier from 'prettier';
 
 import { isContainer } from './records/container.mjs';
-import { pythonModule } from './records/python.mjs';
+import { pythonModules } from './records/python.mjs';
 import { readersModule, validatorsModule } from './records/readers.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SCHEMAS = join(ROOT, 'themisto_ext', 'schemas');
 const TARGET = join(ROOT, 'src', 'api', 'records.ts');
-const PYTHON_TARGET = join(ROOT, 'themisto_ext', 'record_types.py');
+const PYTHON_PACKAGE = join(ROOT, 'themisto_ext', 'record_types');
 const VALIDATE_TARGET = join(ROOT, 'src', 'api', 'validate.ts');
 const READERS_TARGET = join(ROOT, 'src', 'api', 'readers.ts');
 const FILES = [
@@ -213,12 +221,37 @@ async function formatted(target, text) {
 
 const targets = [
   [TARGET, await generate()],
-  [PYTHON_TARGET, pythonModule(schemas, FILES)],
+  ...pythonModules(schemas, FILES).map(([name, text]) => [
+    join(PYTHON_PACKAGE, name),
+    text
+  ]),
   [VALIDATE_TARGET, validatorsModule(schemas, FILES)],
   [READERS_TARGET, await formatted(READERS_TARGET, readersModule(schemas, FILES))]
 ];
 const check = process.argv.includes('--check');
 let stale = false;
+// A module of the Python package that no schema file makes any more (or the
+// single file the package replaced) is stale too.
+const generated = new Set(targets.map(([target]) => target));
+const leftovers = [
+  join(ROOT, 'themisto_ext', 'record_types.py'),
+  ...(existsSync(PYTHON_PACKAGE)
+    ? readdirSync(PYTHON_PACKAGE)
+        .filter(name => name.endsWith('.py'))
+        .map(name => join(PYTHON_PACKAGE, name))
+    : [])
+].filter(path => existsSync(path) && !generated.has(path));
+for (const path of leftovers) {
+  const name = path.slice(ROOT.length + 1);
+  if (check) {
+    console.error(`${name} is made from no schema: run \`jlpm gen:records\`.`);
+    stale = true;
+  } else {
+    rmSync(path);
+    console.log(`removed ${name}`);
+  }
+}
+mkdirSync(PYTHON_PACKAGE, { recursive: true });
 for (const [target, text] of targets) {
   const name = target.slice(ROOT.length + 1);
   if (check) {

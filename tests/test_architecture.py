@@ -202,3 +202,17 @@ def test_the_store_layers_carry_the_whole_interface():
                 inspect.signature(getattr(TrajectoryStore, name)).parameters)[1:], (cls, name)
     assert set(wire.METHODS) == surface
     assert wire.METHODS["set_consent"] == {"user": "str", "consent": "bool", "at": "str"}
+
+
+def test_no_file_of_the_package_is_over_600_lines():
+    # Small files a reader can hold, generated ones included (the records' types are a
+    # module per schema file); the built labextension and binary model files are not text.
+    long = {}
+    for path in PACKAGE.rglob("*"):
+        if not path.is_file() or "labextension" in path.parts or "__pycache__" in path.parts \
+                or path.suffix in {".gguf", ".pyc"}:
+            continue
+        lines = path.read_text("utf-8").count("\n")
+        if lines > 600:
+            long[str(path.relative_to(PACKAGE))] = lines
+    assert long == {}

@@ -4,8 +4,8 @@ Each record has one source of truth, a JSON Schema in ``themisto_ext/schemas/``:
 (a line of a trajectory file), the trajectory summary, the prediction, a step's summary
 for a notebook's history, and each event of the live stream. ``docs/openapi.yaml``
 references those schemas; their types are generated from them, the TypedDicts in
-``record_types.py`` (re-exported here) and the TypeScript in ``src/api/records.ts``
-(``jlpm gen:records``; the test command fails when either is stale).
+``record_types/`` (a module per schema, re-exported here) and the TypeScript in
+``src/api/records.ts`` (``jlpm gen:records``; the test command fails when either is stale).
 
 Importing this module is cheap (the kernel hook does); jsonschema loads only when a
 validator is first asked for.
