@@ -55,6 +55,16 @@ def test_the_notebook_is_a_script_and_the_state_comments():
     assert notebook_script(history, 40) == "# In[2]:\ndf = make()\ndf.shape\n# Out: (5, 2)\n\n"
 
 
+def test_an_error_is_its_traceback_last_line():
+    traceback = ("-----\nKeyError        Traceback (most recent call last)\nCell In[2], line 1\n"
+                 "----> 1 df['scroe']\nFile /srv/env/pandas/core/frame.py:4107\n"
+                 "KeyError: 'scroe'")
+    failed = {**step(2, "print('total')\ndf['scroe']", f"total\n{traceback}"),
+              "error": {"ename": "KeyError", "evalue": "'scroe'", "traceback": traceback}}
+    script = notebook_script([step(1, "df = make()"), failed], 10_000)
+    assert script.endswith("df['scroe']\n# Out: total\n# Out: KeyError: 'scroe'\n\n")
+
+
 def test_a_step_extends_the_script_of_the_step_before():
     """What the model read for one step is the beginning of what it reads for the next
     (its prompt cache keeps it), the state included: changed and deleted names go under
@@ -70,7 +80,8 @@ def test_a_step_extends_the_script_of_the_step_before():
     grew = sum(later.startswith(earlier.rsplit("# In[", 1)[0])
                for earlier, later in pairwise(scripts))
     assert grew >= 50  # all but the few steps where the oldest cells are cut
-    assert "# State: a: int\n#     7\n# State: b7: list, length 7\n" in scripts[6]
+    # a's repr is the cell's output (7): said once, under "Out"
+    assert "# Out: 7\n# State: a: int\n# State: b7: list, length 7\n#     [0, 1" in scripts[6]
     assert "# Deleted: b7\n" in scripts[7]  # cell 8 dropped b7
     cut = scripts[-1]
     assert cut.startswith("# Runtime state before cell ") and "# In[1]:" not in cut

@@ -5,11 +5,13 @@ after it (llama.cpp's ``/infill``: the model's own FIM tokens). Here the file is
 notebook as ``jupyter nbconvert --to script`` writes one, ending in the cell being typed:
 
 - the cells run so far, each under its ``# In[n]:`` header, its output below it as
-  comments (``# Out: ...``), oldest first, the oldest cut first to fit;
+  comments (``# Out: ...``; an error as its traceback's last line), oldest first, the
+  oldest cut first to fit;
 - (``full`` context) under each cell's output, what it did to the runtime state as
   comments (``# State: name: type, shape or length`` and a short repr for each variable it
   created or changed, ``# Deleted: ...``), so the cells add up to the state after the
-  last one; where the oldest cells were cut, the state they left opens the script;
+  last one (a repr the output just showed, or one holding an address, is left out); where
+  the oldest cells were cut, the state they left opens the script;
 - (``curated``) the names the typed cell reads, at their latest values, after the cells;
 - ``# In[n]:`` and the cell's text before the cursor; the text after it is the suffix.
 
@@ -26,6 +28,7 @@ reach a prompt); the typed text is masked by the server before it gets here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -42,6 +45,7 @@ KEEP = 0.6
 """Share of the budget the notebook file keeps when it has to cut its oldest cells."""
 CHANGES_CHARS = 300
 """Characters of one cell's state changes (the variables past them are counted)."""
+_ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]{6,}")
 
 
 @dataclass(frozen=True)
@@ -68,12 +72,35 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + " ..."
 
 
-def _changes(before: Mapping[str, Variable], after: Mapping[str, Variable]) -> str:
-    """What one cell did to the state, as comments under its output."""
+def _output(step: Step) -> str:
+    """The cell's output as its comments give it: an error as its traceback's last line,
+    as a reader takes it in (the frames above it are hundreds of characters, paths of the
+    server's files among them, that the model would read after every such run)."""
+    output = str(step.get("output") or "").rstrip()
+    error = step.get("error")
+    if error:
+        traceback = str(error.get("traceback") or "").rstrip()
+        if traceback and traceback in output:
+            output = output.replace(traceback, f"{error['ename']}: {error['evalue']}".strip())
+    return output
+
+
+def _displayed(entry: Variable, output: str) -> bool:
+    """Whether the cell's output ends with the variable's repr (``x = ...; x``): the
+    comments then say it once."""
+    text = str(entry.get("repr", "")).rstrip()
+    return bool(text.strip()) and (output == text or output.endswith("\n" + text))
+
+
+def _changes(before: Mapping[str, Variable], after: Mapping[str, Variable],
+             output: str = "") -> str:
+    """What one cell did to the state, as comments under its output (a variable the
+    output shows without its repr)."""
     changed, deleted = state_changes(before, after)
     out, used = [], 0
     for n, (_, name) in enumerate(changed):
-        text = _describe(name, after[name], "# State: ")
+        text = _describe(name, after[name], "# State: ", repr_too=not _displayed(
+            after[name], output))
         if used + len(text) > CHANGES_CHARS:
             out.append(f"# State: ({len(changed) - n} more changed)\n")
             break
@@ -89,10 +116,11 @@ def _cells(history: Sequence[Step], with_state: bool) -> list[str]:
     before: Mapping[str, Variable] = {}
     for step in history:
         code = str(step.get("code") or "").rstrip()
-        output = _clip(str(step.get("output") or "").rstrip(), OUTPUT_CHARS)
+        whole = _output(step)
+        output = _clip(whole, OUTPUT_CHARS)
         shown = _comment(output, "# Out: ") if output else ""
         after: Mapping[str, Variable] = step.get("runtime_variables") or {}
-        state = _changes(before, after) if with_state else ""
+        state = _changes(before, after, whole) if with_state else ""
         before = after
         cells.append(f"# In[{step['step']}]:\n{code}\n{shown}{state}\n")
     return cells
@@ -136,14 +164,17 @@ def notebook_script(history: Sequence[Step], budget_chars: int, *,
     return opening + "\n" + "".join(cells[cut:])
 
 
-def _describe(name: str, entry: Variable, lead: str = "# ") -> str:
+def _describe(name: str, entry: Variable, lead: str = "# ", *, repr_too: bool = True) -> str:
     parts = [str(entry.get("type", "?"))]
     if entry.get("shape") is not None:
         parts.append(f"shape {tuple(entry['shape'])}")
     elif entry.get("length") is not None:
         parts.append(f"length {entry['length']}")
     head = f"{lead}{name}: {', '.join(parts)}\n"
-    shown = _clip(str(entry.get("repr", "")), REPR_CHARS)
+    text = str(entry.get("repr", ""))
+    # an address (<function f at 0x7f...>, Generator(PCG64) at 0x7FF...) is a dozen
+    # digit tokens that say nothing the type does not
+    shown = _clip(text, REPR_CHARS) if repr_too and not _ADDRESS.search(text) else ""
     return head + (_comment(shown, "#     ") if shown else "")
 
 
