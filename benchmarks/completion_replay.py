@@ -15,7 +15,8 @@ it. Then the cell runs, so the next cell's completions see its state.
 Reported per context: pauses asked, accepted share, exact share (the whole rest of the
 line), characters saved (accepted characters / characters typed after the first pause),
 p50/p95 seconds from the pause to the first words shown (the reply is streamed, as the
-front end asks) and to the whole answer, the model process's CPU seconds; then
+front end asks; of the final suggestion, not of a text it replaced) and to the whole
+answer, the model process's CPU seconds; then
 ``full - none`` on accepted, paired on the same pauses, with a 95 % bootstrap interval that
 resamples whole notebooks. The last line is JSON with every figure.
 """
@@ -124,15 +125,18 @@ def type_line(client: httpx.Client, kernel: str, line: str, notebook: str,
         if at <= cursor or at >= len(line):
             continue  # passed by an accepted suggestion, or nothing left to type
         began = time.perf_counter()
-        first, answer = None, {}
+        shown: list[tuple[float, str]] = []
+        answer: dict[str, Any] = {}
         with client.stream("POST", "/themisto/api/completions", json={
                 "kernel_id": kernel, "beginning": line[:at], "stream": True}) as reply:
             for text in reply.iter_lines():
                 if text.strip():
                     answer = json.loads(text)
-                    first = first or time.perf_counter() - began  # the first words shown
+                    shown.append((time.perf_counter() - began, answer.get("completion") or ""))
         seconds = time.perf_counter() - began
         suggestion = answer.get("completion") or ""
+        # the first words of the suggestion in the end (not of a text it replaced)
+        first = next((t for t, words in shown if words and suggestion.startswith(words)), None)
         rest = line[at:]
         accepted = bool(suggestion.strip()) and rest.startswith(suggestion)
         rows.append({"notebook": notebook, "cell": cell, "at": at, "seconds": seconds,

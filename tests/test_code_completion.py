@@ -9,12 +9,21 @@ import json
 from collections.abc import AsyncIterator
 from itertools import pairwise
 
+import numpy as np
 import pytest
 from test_server import start_kernel, wait_for_steps
 
 from themisto_ext.prediction.clients.base import Completion
 from themisto_ext.prediction.clients.local import models
 from themisto_ext.prediction.completion import fill, one_argument
+from themisto_ext.prediction.names import (
+    MOST_NAMES,
+    grammar,
+    kind_at,
+    leading,
+    usable,
+    verdict,
+)
 from themisto_ext.prediction.prompts.code import build_infill, build_next_cell, notebook_script
 
 CODE_MODEL = "qwen2.5-coder-0.5b"
@@ -142,6 +151,98 @@ async def test_the_model_stops_once_the_argument_is_complete():
     assert done.completion == "sum()" and not model.cancelled
 
 
+def test_a_pause_names_an_attribute_or_a_key_and_the_kernel_names_judge_it():
+    assert kind_at("x = np.") == "attribute" and kind_at("rng.rand(3).") == "attribute"
+    assert kind_at("df[") == "key" and kind_at("data['a'][") == "key"
+    assert kind_at("x = 1.") is None and kind_at("print(") is None and kind_at("") is None
+    # the leading name decides; a name still growing is not judged yet
+    names = ["values", "index", "Series"]
+    assert verdict("attribute", "values.sum()", names, ended=True) is True
+    assert verdict("attribute", "valuez()", names, ended=True) is False
+    assert verdict("attribute", "val", names, ended=False) is None
+    assert verdict("attribute", "val", names, ended=True) is False
+    assert verdict("attribute", " x", names, ended=False) is False  # no name after ``.``
+    keys = ["'age'", "'score'"]
+    assert verdict("key", "'age']", keys, ended=True) is True
+    assert verdict("key", '"age"].mean()', keys, ended=True) is True  # its value counts
+    assert verdict("key", "'agee']", keys, ended=True) is False
+    assert verdict("key", "'ag", keys, ended=False) is None
+    assert verdict("key", "0]", keys, ended=True) is True  # an index: nothing to check
+    assert verdict("key", "'age']", ["sum", "np"], ended=True) is True  # no keys listed
+    assert usable("attribute", ["a_b", "'k'", "x.y", "B2"]) == ["a_b", "B2"]
+    assert usable("key", ["a_b", "'k'", '"q r"']) == ["'k'", '"q r"']
+    assert usable("attribute", [f"n{i}" for i in range(MOST_NAMES + 1)]) == []
+    names = ["b", "a", '"q"', "ab", "abc", "abd", "x_1", *dir(np)]
+    rules = grammar(names).splitlines()
+    assert rules[0] == "root ::= name end" and rules[-1] == "end ::= [^A-Za-z0-9_]"
+    assert sentences(rules) == set(names)  # the names, all and only
+    assert len(rules[1].split(" | ")) < 60  # a tree: a branch per first character
+    assert leading("attribute", "array([1])") == "array" and leading("attribute", "(") == ""
+    assert leading("key", "'a b'].sum()") == "'a b'"
+
+
+def sentences(rules: list[str], rule: str = "name") -> set[str]:
+    """Every text a grammar's ``rule`` (``grammar``'s literals and rule names) allows."""
+    found: set[str] = set()
+    body = next(line for line in rules if line.startswith(f"{rule} ::= "))
+    for branch in body.split(" ::= ", 1)[1].split(" | "):
+        literal, _, below = branch.rpartition('" ')
+        if not literal:  # a literal alone
+            found.add(json.loads(branch))
+            continue
+        found |= {json.loads(literal + '"') + rest for rest in sentences(rules, below)}
+    return found
+
+
+class Listing(Streaming):
+    """A code model that writes ``pieces``, and under a grammar of names the first."""
+
+    def __init__(self, pieces: list[str]) -> None:
+        super().__init__(pieces)
+        self.grammars: list[str] = []
+
+    async def infill(self, request, session, on_text=None) -> Completion:
+        if request.grammar is None:
+            return await super().infill(request, session, on_text)
+        self.grammars.append(request.grammar)
+        first = min(sentences(request.grammar.splitlines()))
+        return Completion(text=first + "(", model="m", latency=0.0)  # the name, then its end
+
+
+async def test_a_name_the_kernel_does_not_list_is_never_shown():
+    history = [step(1, "import pandas as pd")]
+    asked: list[str] = []
+
+    async def names() -> list[str]:
+        asked.append("names")
+        return ["DataFrame", "Series", "read_csv"]
+
+    model, seen = Listing(["values", ".sum", "()\n"]), []
+    done = await fill(model, history, "data = pd.", "", "full", None, seen.append, names)
+    assert done.completion == "DataFrame" and done.reason is None  # held to the listed
+    assert seen == ["DataFrame"]  # ``values`` never reached the browser
+    assert len(model.grammars) == 1
+    # a listed name streams as the model writes it
+    model, seen = Listing(["Ser", "ies(", "[1, 2])\n"]), []
+    done = await fill(model, history, "s = pd.", "", "full", None, seen.append, names)
+    assert done.completion == "Series([1, 2])" and not model.grammars
+    assert seen == ["Series(", "Series([1, 2])"]
+    # without runtime state the kernel is not asked; in a string, a number: not judged
+    asked.clear()
+    model = Listing(["values", "\n"])
+    done = await fill(model, history, "data = pd.", "", "none", None, None, names)
+    assert done.completion == "values" and not asked
+    for typed in ("print('pd.", "x = 1.", "f(pd.x) # pd."):
+        done = await fill(Listing(["values\n"]), history, typed, "", "full", None, None, names)
+        assert done.completion == "values" and not asked, typed
+
+    async def silent() -> list[str] | None:  # no idle kernel, or no answer in time
+        return None
+    done = await fill(Listing(["values\n"]), history, "d = pd.", "", "full", None, None,
+                      silent)
+    assert done.completion == "values"
+
+
 @pytest.fixture
 def jp_server_config(themisto_config) -> dict:
     assert models.installed_path(CODE_MODEL), "scripts/test.sh installs the code model"
@@ -182,6 +283,47 @@ async def test_the_code_model_completes_from_the_runtime_state(jp_fetch, jp_serv
         client.stop_channels()
 
 
+async def test_an_attribute_is_one_the_live_object_has(jp_fetch, jp_serverapp,
+                                                       monkeypatch):
+    """After ``obj.`` the suggestion is a name the kernel lists for the live object: here
+    one set at run time under a computed name, which neither the code nor the recorded
+    state shows."""
+    import asyncio
+
+    from themisto_ext.prediction import completion
+    from themisto_ext.server.api import predictions
+    from themisto_ext.server.kernel_names import kernel_names
+
+    # (the product waits 0.6 s for the kernel's names; a busy test machine may need more)
+    monkeypatch.setattr(completion, "NAMES_WAIT", 120.0)
+    monkeypatch.setattr(predictions, "NAMES_WAIT", 120.0)
+    code = ("class Box:\n    pass\n\nbox = Box()\n"
+            "setattr(box, bytes([113, 122, 95, 107]).decode(), 3)")  # (qz_k)
+    async with kernel_after(jp_fetch, jp_serverapp, code) as kernel_id:
+        manager = jp_serverapp.kernel_manager
+        assert await kernel_names(manager, kernel_id, "w = box.", 120) == ["qz_k"]
+        assert await kernel_names(manager, "no-such-kernel", "box.", 120) is None
+        done = await complete(jp_fetch, kernel_id, "w = box.")
+        assert done["reason"] is None and done["completion"].startswith("qz_k"), done
+        # a busy kernel is not asked (the question would wait behind the user's cell)
+        kernel = manager.get_kernel(kernel_id)
+        client = kernel.client()
+        client.start_channels()
+        try:
+            client.execute("import time; time.sleep(600)")
+            for _ in range(1200):
+                if kernel.execution_state == "busy":
+                    break
+                await asyncio.sleep(0.05)
+            assert kernel.execution_state == "busy"
+            assert await kernel_names(manager, kernel_id, "w = box.", 120) is None
+            done = await complete(jp_fetch, kernel_id, "w = box.")
+            assert done["predictor"] == "hybrid", done  # the model's text, unchecked
+        finally:
+            await manager.interrupt_kernel(kernel_id)
+            client.stop_channels()
+
+
 async def test_a_newer_keystroke_leaves_no_stale_work(jp_fetch, jp_serverapp):
     """Completions asked one after another each answer; the model keeps up."""
     kernel_id, client = await start_kernel(jp_fetch, jp_serverapp)
@@ -200,6 +342,8 @@ async def test_the_code_model_writes_next_cells_but_never_a_repeat_or_a_variant(
     copy or a variant of a cell already run, or comments alone, is an abstention. By
     default its cells are not shown (measured below copying): it reads the notebook so
     that the completion typed next begins warm."""
+    import asyncio
+
     from themisto_ext.prediction.clients import make_predictor
     from themisto_ext.prediction.clients.hybrid import HybridPredictor, _is_variant
     from themisto_ext.prediction.run import predict
@@ -235,6 +379,18 @@ async def test_the_code_model_writes_next_cells_but_never_a_repeat_or_a_variant(
         typed = await default.infill(build_infill(cells[:1], "import num", "", "full"),
                                      "t")  # type: ignore[attr-defined]
         assert typed.prompt_tokens - typed.cached_tokens <= 8, typed  # read when it abstained
+        # where a variation answers at once, the model still reads behind it
+        varied = [step(1, "import numpy as np\nx = np.arange(5)"), step(2, "x > 3", "...")]
+        nxt = await predict(default, varied, "next-cell", "full", scope=Scope("v"),
+                            target_step=3, session="v")
+        assert (nxt["answer"], nxt["model"]) == ("x < 3", "hybrid:variation"), nxt
+        for _ in range(3000):  # (a busy machine: waits for the read, not a fixed time)
+            if not default._reads:  # type: ignore[attr-defined]
+                break
+            await asyncio.sleep(0.1)
+        typed = await default.infill(build_infill(varied, "x <", "", "full"),
+                                     "v")  # type: ignore[attr-defined]
+        assert typed.prompt_tokens - typed.cached_tokens <= 8, typed  # fails unread
     finally:
         await default.aclose()
 

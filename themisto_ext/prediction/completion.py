@@ -7,8 +7,10 @@ which the argument at the cursor is offered (``one_argument``).
 Otherwise a model the server runs that writes cells (``writes_cells``: ``hybrid:MODEL``,
 ``openai:``, ``anthropic:`` and ``local`` forms) is asked the next-cell
 question with the typed text shown (``build_prompt``'s ``beginning``); its cell counts only
-if it begins with that text. The embedded SmolLM2 under ``hybrid`` does neither: its next
-cells scored far below copying the last cell (docs/results/predictors.md), and a wrong ghost text
+if it begins with that text. Under a context with runtime state, a code model's attribute or
+key after ``name.`` / ``name[`` is checked against the names the live kernel lists there
+(``names.py``). The embedded SmolLM2 under ``hybrid`` does neither: its next cells scored
+far below copying the last cell (docs/results/predictors.md), and a wrong ghost text
 is worse than none. Never the cell just run. Nothing is stored or scored, as an editor's
 completion is not: the next-cell task stays the benchmark.
 """
@@ -17,12 +19,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from themisto_ext.errors import PredictionSuperseded, ProviderError
 from themisto_ext.prediction.clients.base import Predictor, TextSink
-from themisto_ext.prediction.prompts.code import build_infill
+from themisto_ext.prediction.names import (
+    NAMES_WAIT,
+    Kind,
+    NameSource,
+    grammar,
+    kind_at,
+    leading,
+    usable,
+    verdict,
+)
+from themisto_ext.prediction.prompts.code import Infill, build_infill
 from themisto_ext.prediction.run import Superseded, predict
 from themisto_ext.records import PredictionContext, Scope, Step
 
@@ -129,17 +141,22 @@ class _Quotes:
 class _Streamed:
     """A code model's text as it streams: handed to ``on_text`` as it would be inserted
     each time that grows, and the model stopped once the argument at the cursor is
-    complete (what it writes after is cut anyway)."""
+    complete (what it writes after is cut anyway). With a ``check`` of names, a text is
+    handed over only once its leading name is known to be one the kernel lists."""
 
-    def __init__(self, before: str, on_text: TextSink | None) -> None:
-        self._before, self._on_text = before, on_text
+    def __init__(self, before: str, on_text: TextSink | None,
+                 check: _NameCheck | None = None) -> None:
+        self._before, self._on_text, self._check = before, on_text, check
         self.shown = ""
+        self.written = ""
         self.complete = False
         self.job: asyncio.Future[Any] | None = None
 
     def __call__(self, raw: str) -> None:
         text, complete = _inserted(self._before, raw)
-        if text.strip() and text != self.shown:
+        self.written = text
+        if text.strip() and text != self.shown and \
+                (self._check is None or self._check.passes(text) is True):
             self.shown = text
             if self._on_text is not None:
                 self._on_text(text)
@@ -148,27 +165,78 @@ class _Streamed:
             self.job.cancel()  # the model stops at its next token
 
 
+class _NameCheck:
+    """The kernel's names at a pause of ``kind``, asked for as the model starts."""
+
+    def __init__(self, kind: Kind, names: NameSource) -> None:
+        self.kind = kind
+        self._deadline = asyncio.get_running_loop().time() + NAMES_WAIT
+        self._names = asyncio.ensure_future(names())
+
+    def _known(self) -> list[str] | None:
+        """The usable names, once they came (None: not yet, or none in time)."""
+        if not self._names.done() or self._names.cancelled() or self._names.exception():
+            return None
+        return usable(self.kind, self._names.result())
+
+    def passes(self, text: str) -> bool | None:
+        """Whether ``text`` so far may be shown: True (its name is listed, or there is
+        nothing to check it with in time), False (not listed), None (not yet known)."""
+        names = self._known()
+        if names is None:
+            late = asyncio.get_running_loop().time() > self._deadline
+            return True if late or self._names.done() else None
+        return verdict(self.kind, text, names, ended=False) if names else True
+
+    async def names(self) -> list[str]:
+        """The usable names, waited for until the deadline (empty: no check)."""
+        left = self._deadline - asyncio.get_running_loop().time()
+        if not self._names.done() and left > 0:
+            await asyncio.wait({self._names}, timeout=left)
+        return self._known() or []
+
+    def cancel(self) -> None:
+        self._names.cancel()
+
+
 async def fill(predictor: Any, history: Sequence[Step], before: str, after: str,
                context: PredictionContext, session: str | None,
-               on_text: TextSink | None = None) -> CellCompletion:
+               on_text: TextSink | None = None,
+               names: NameSource | None = None) -> CellCompletion:
     """The argument at the cursor, filled in by a code model; with ``on_text``, streamed
-    (its text so far handed over as the model writes it)."""
+    (its text so far handed over as the model writes it); with ``names`` and a context
+    with runtime state, its leading name checked against the kernel's (``names.py``)."""
     name = predictor.name
     request = build_infill(history, before, after, context, budget_chars=FILL_BUDGET)
-    streamed = _Streamed(before, on_text)
+    kind = kind_at(_line_in_code(before)) if names is not None and context != "none" \
+        else None
+    check = _NameCheck(kind, names) if kind is not None and names is not None else None
+    streamed = _Streamed(before, on_text, check)
     streamed.job = job = asyncio.ensure_future(predictor.infill(request, session, streamed))
     try:
-        await asyncio.wait({job})  # (which leaves ``job`` to this function to cancel)
-    except asyncio.CancelledError:  # a newer keystroke, the browser gone
-        job.cancel()
-        raise
-    try:
-        # cancelled here only once the argument was complete
-        text = streamed.shown if job.cancelled() else _inserted(before, job.result().text)[0]
-    except PredictionSuperseded as exc:
-        return CellCompletion(None, name, str(exc))
-    except ProviderError as exc:
-        return CellCompletion(None, name, str(exc))
+        try:
+            await asyncio.wait({job})  # (which leaves ``job`` to this function to cancel)
+        except asyncio.CancelledError:  # a newer keystroke, the browser gone
+            job.cancel()
+            raise
+        try:
+            # cancelled here only once the argument was complete
+            text = streamed.written if job.cancelled() \
+                else _inserted(before, job.result().text)[0]
+        except (PredictionSuperseded, ProviderError) as exc:
+            return CellCompletion(None, name, str(exc))
+        if check is not None:
+            known = await check.names()
+            if known and not verdict(check.kind, text, known, ended=True):
+                try:
+                    text = await _listed(predictor, request, check.kind, known, session)
+                except (PredictionSuperseded, ProviderError) as exc:
+                    return CellCompletion(None, name, str(exc))
+            if on_text is not None and text.strip() and text != streamed.shown:
+                on_text(text)  # (held back, or replaced by a listed name)
+    finally:
+        if check is not None:
+            check.cancel()
     if not text.strip():
         return CellCompletion(None, name, "the model wrote nothing at the cursor")
     if history and (before + text + after).strip() == str(history[-1]["code"]).strip():
@@ -176,15 +244,36 @@ async def fill(predictor: Any, history: Sequence[Step], before: str, after: str,
     return CellCompletion(text, name, None)
 
 
+async def _listed(predictor: Any, request: Infill, kind: Kind, names: Sequence[str],
+                  session: str | None) -> str:
+    """The name among ``names`` the model puts at the cursor, held to them by a grammar."""
+    done = await predictor.infill(replace(request, grammar=grammar(names), max_tokens=32),
+                                  session, None)
+    return leading(kind, str(done.text))
+
+
+def _line_in_code(before: str) -> str:
+    """The cursor's line before it; "" when the cursor is in a string or a comment."""
+    line = before[before.rfind("\n") + 1:]
+    quotes = _Quotes()
+    for char in line:
+        if not quotes.inside(char) and char == "#":
+            return ""
+    return "" if quotes.quote is not None else line
+
+
 async def complete_cell(predictor: Predictor, history: Sequence[Step], beginning: str,
                         context: PredictionContext, *, scope: Scope, target_step: int,
                         budget_chars: int, session: str | None = None,
-                        after: str = "", on_text: TextSink | None = None) -> CellCompletion:
+                        after: str = "", on_text: TextSink | None = None,
+                        names: NameSource | None = None) -> CellCompletion:
     """What goes after ``beginning`` (and before ``after``); ``on_text`` takes a code
     model's text so far as it writes it (another model's cell is known only whole: it
-    counts only if it begins with the typed text)."""
+    counts only if it begins with the typed text); ``names``: the kernel's names at the
+    cursor, which check a code model's (``names.py``)."""
     if getattr(predictor, "fills_code", False):
-        return await fill(predictor, history, beginning, after, context, session, on_text)
+        return await fill(predictor, history, beginning, after, context, session, on_text,
+                          names)
     outcome = await predict(predictor, history, "next-cell", context, scope=scope,
                             target_step=target_step, budget_chars=budget_chars,
                             session=session, beginning=beginning)

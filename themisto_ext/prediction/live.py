@@ -41,6 +41,7 @@ from themisto_ext.events import (
 from themisto_ext.ingest import IngestResult
 from themisto_ext.prediction.clients.base import Predictor, TextSink
 from themisto_ext.prediction.completion import NO_WRITER, CellCompletion, complete_cell, writer
+from themisto_ext.prediction.names import NameSource
 from themisto_ext.prediction.prompts.build import cell_limit
 from themisto_ext.prediction.prompts.postprocess import partial_answer
 from themisto_ext.prediction.run import (
@@ -267,10 +268,12 @@ class LivePredictions:
         return None
 
     async def complete(self, trajectory_id: str, beginning: str, after_step: int,
-                       after: str = "", on_text: TextSink | None = None) -> CellCompletion:
+                       after: str = "", on_text: TextSink | None = None,
+                       names: NameSource | None = None) -> CellCompletion:
         """What goes at the cursor of a cell typed after step ``after_step``: ``beginning``
         before it, ``after`` after it (``completion.py``), under ``full`` where this server
-        predicts with it; ``on_text`` takes a code model's text so far as it writes it. A
+        predicts with it; ``on_text`` takes a code model's text so far as it writes it;
+        ``names`` gives the kernel's names at the cursor (``names.py``). A
         newer completion of the trajectory (the next keystroke's) cancels this one: its
         model stops at its next token, and this answers none. Cancelling the call (the
         browser gave up the request) stops the model too."""
@@ -282,7 +285,7 @@ class LivePredictions:
             self._replaced.add(older)
             older.cancel()
         job = asyncio.ensure_future(self._complete(model, trajectory_id, beginning,
-                                                   after_step, after, on_text))
+                                                   after_step, after, on_text, names))
         self._completing[trajectory_id] = job
         try:
             return await job
@@ -296,8 +299,8 @@ class LivePredictions:
                 del self._completing[trajectory_id]
 
     async def _complete(self, model: Predictor, trajectory_id: str, beginning: str,
-                        after_step: int, after: str,
-                        on_text: TextSink | None) -> CellCompletion:
+                        after_step: int, after: str, on_text: TextSink | None,
+                        names: NameSource | None) -> CellCompletion:
         context: PredictionContext = "full" if "full" in self.contexts or not self.contexts \
             else self.contexts[0]
         budget = self.budgets.get(model.name, self.budget_chars)
@@ -306,7 +309,7 @@ class LivePredictions:
                                    beginning, context,
                                    scope=Scope(trajectory_id), target_step=after_step + 1,
                                    budget_chars=budget, session=f"{trajectory_id}:{context}",
-                                   after=after, on_text=on_text)
+                                   after=after, on_text=on_text, names=names)
 
     def warm(self, trajectory_id: str | None, steps: int) -> int:
         """A notebook opened: the model sessions of its trajectory read the trajectory so

@@ -61,6 +61,8 @@ class Infill:
     context: PredictionContext = "full"
     stop: tuple[str, ...] = ()
     """Where the model stops (none given: at the end of the line or block)."""
+    grammar: str | None = None
+    """A llama.cpp grammar (GBNF) the text is held to (``names.py``)."""
 
 
 def _comment(text: str, prefix: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable
 from http import HTTPStatus
 from typing import Any
 
@@ -14,9 +15,11 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from themisto_ext.prediction.completion import CellCompletion, writer
+from themisto_ext.prediction.names import NAMES_WAIT
 from themisto_ext.prediction.prompts import TASKS
 from themisto_ext.records import Prediction
 from themisto_ext.server.api.base import NDJSON, ThemistoHandler, bad_request
+from themisto_ext.server.kernel_names import kernel_names
 from themisto_ext.store import Trajectory, TrajectoryStore
 
 
@@ -180,9 +183,13 @@ class CompletionsHandler(ThemistoHandler):
                                   "reason": "nothing typed before the cursor", **reply})
             return
         written = _Written() if stream else None
+
+        def names() -> Awaitable[list[str] | None]:  # (the user's own text, to their kernel)
+            return kernel_names(self.kernel_manager, kernel_id, beginning, NAMES_WAIT)
         self._job = asyncio.ensure_future(self.themisto.live.complete(
             trajectory.id, self.themisto.mask_cell(beginning), trajectory.steps,
-            self.themisto.mask_cell(after), None if written is None else written.put))
+            self.themisto.mask_cell(after), None if written is None else written.put,
+            names))
         if written is not None and not await self._stream(self._job, written):
             return
         try:

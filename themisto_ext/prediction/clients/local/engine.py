@@ -316,6 +316,8 @@ class Engine:
                 "input_suffix": request.after,
                 "n_predict": request.max_tokens, "temperature": 0.0, "top_k": 1,
                 "repeat_penalty": 1.0, "stop": stop, "cache_prompt": self._reuse_prefix}
+        if request.grammar is not None:
+            body["grammar"] = request.grammar
         self._run(loaded, "infill", body, meter)
         if meter.stopped:
             raise PredictionSuperseded("a newer keystroke replaced it")
