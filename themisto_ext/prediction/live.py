@@ -309,7 +309,9 @@ class LivePredictions:
                                    beginning, context,
                                    scope=Scope(trajectory_id), target_step=after_step + 1,
                                    budget_chars=budget, session=f"{trajectory_id}:{context}",
-                                   after=after, on_text=on_text, names=names)
+                                   after=after, on_text=on_text,
+                                   # (a kernel running a cell would answer after it)
+                                   names=None if trajectory_id in self._running else names)
 
     def warm(self, trajectory_id: str | None, steps: int) -> int:
         """A notebook opened: the model sessions of its trajectory read the trajectory so

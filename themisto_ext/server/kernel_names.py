@@ -2,9 +2,11 @@
 ``complete_request``, what Tab in JupyterLab asks): the live state an inline completion's
 attribute or key is checked against (``prediction/names.py``).
 
-Asked on a channel of this request's own, only of an idle kernel (a busy one answers after
-its cell, far too late for a suggestion, and the question would queue behind the user's
-work) and never waited for longer than ``timeout``. What it sends is the cell's text before
+Asked on a channel of this request's own, of a kernel that is up (idle, or busy with
+another such question: its status lags), and never waited for longer than ``timeout``.
+Whether the user's cell is running is the trajectory's to say (``live.py`` does not ask
+then): a question that still meets a running cell waits behind it, is given up after
+``timeout`` and answered, unread, once the cell ends. What it sends is the cell's text before
 the cursor, to the kernel that will run it; nothing of the answer is kept or logged.
 """
 
@@ -19,13 +21,13 @@ log = logging.getLogger(__name__)
 async def kernel_names(kernel_manager: Any, kernel_id: str, code: str,
                        timeout: float) -> list[str] | None:
     """The names the kernel would complete at the end of ``code`` (the text each match
-    puts after the cursor); None: no idle kernel, no answer in ``timeout`` seconds, or an
+    puts after the cursor); None: no kernel up, no answer in ``timeout`` seconds, or an
     error."""
     if kernel_id not in kernel_manager.list_kernel_ids():
         return None  # (get_kernel would answer a 404 of its own)
     kernel = kernel_manager.get_kernel(kernel_id)
-    if getattr(kernel, "execution_state", "idle") != "idle":
-        return None
+    if getattr(kernel, "execution_state", "idle") not in ("idle", "busy"):
+        return None  # starting, restarting, dead
     client = None
     try:
         client = kernel.client()
