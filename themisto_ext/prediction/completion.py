@@ -96,10 +96,9 @@ def one_argument(before: str, text: str) -> str:
 def _argument_end(before: str, text: str) -> int | None:
     """Where in ``text`` the argument at the cursor ends (after its comma); None: not in
     ``text``."""
-    quotes = _Quotes()
-    for char in before[before.rfind("\n") + 1:]:
-        if not quotes.inside(char) and char == "#":
-            return None  # typed in a comment
+    quotes = _cursor_line(before)
+    if quotes is None:
+        return None  # typed in a comment
     opened = 0  # brackets ``text`` opened and has not closed
     for at, char in enumerate(text):
         if quotes.inside(char):
@@ -172,12 +171,15 @@ class _NameCheck:
         self.kind = kind
         self._deadline = asyncio.get_running_loop().time() + NAMES_WAIT
         self._names = asyncio.ensure_future(names())
+        self._usable: list[str] | None = None
 
     def _known(self) -> list[str] | None:
-        """The usable names, once they came (None: not yet, or none in time)."""
-        if not self._names.done() or self._names.cancelled() or self._names.exception():
-            return None
-        return usable(self.kind, self._names.result())
+        """The usable names, once they came (None: not yet, or none in time); worked out
+        once, not at every token streamed."""
+        if self._usable is None and self._names.done() and not self._names.cancelled() \
+                and self._names.exception() is None:
+            self._usable = usable(self.kind, self._names.result())
+        return self._usable
 
     def passes(self, text: str) -> bool | None:
         """Whether ``text`` so far may be shown: True (its name is listed, or there is
@@ -208,9 +210,10 @@ async def fill(predictor: Any, history: Sequence[Step], before: str, after: str,
     with runtime state, its leading name checked against the kernel's (``names.py``)."""
     name = predictor.name
     request = build_infill(history, before, after, context, budget_chars=FILL_BUDGET)
-    kind = kind_at(_line_in_code(before)) if names is not None and context != "none" \
-        else None
-    check = _NameCheck(kind, names) if kind is not None and names is not None else None
+    check = None
+    if names is not None and context != "none":
+        kind = kind_at(_line_in_code(before))
+        check = None if kind is None else _NameCheck(kind, names)
     streamed = _Streamed(before, on_text, check)
     streamed.job = job = asyncio.ensure_future(predictor.infill(request, session, streamed))
     try:
@@ -254,12 +257,19 @@ async def _listed(predictor: Any, request: Infill, kind: Kind, names: Sequence[s
 
 def _line_in_code(before: str) -> str:
     """The cursor's line before it; "" when the cursor is in a string or a comment."""
-    line = before[before.rfind("\n") + 1:]
+    quotes = _cursor_line(before)
+    return "" if quotes is None or quotes.quote is not None else \
+        before[before.rfind("\n") + 1:]
+
+
+def _cursor_line(before: str) -> _Quotes | None:
+    """The string literal the cursor's line is in at the cursor (``before`` it); None when
+    the cursor is in a comment."""
     quotes = _Quotes()
-    for char in line:
+    for char in before[before.rfind("\n") + 1:]:
         if not quotes.inside(char) and char == "#":
-            return ""
-    return "" if quotes.quote is not None else line
+            return None
+    return quotes
 
 
 async def complete_cell(predictor: Predictor, history: Sequence[Step], beginning: str,

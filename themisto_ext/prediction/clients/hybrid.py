@@ -169,10 +169,7 @@ class HybridPredictor:
         begin warm, and the answer is an abstention."""
         beginning = request.beginning or ""
         shown = self.model_next_cells
-        infill = build_next_cell(request.history, beginning, request.prompt.context,
-                                 max_tokens=NEXT_CELL_TOKENS if shown else 0)
-        call = self._model.infill  # type: ignore[attr-defined]
-        completion: Completion = await call(infill, request.session, task="next-cell")
+        completion = await self._next_cell(request, NEXT_CELL_TOKENS if shown else 0)
         if not shown:
             completion.model, completion.answer, completion.abstained = (
                 f"{HYBRID}:abstain", "", True)
@@ -197,12 +194,18 @@ class HybridPredictor:
         completion to read while someone waits at the cursor (02.06's cell 10: 3.7-4.5 s
         to its first words after six such cells, against 0.2 s at the median). A next-cell
         job: an urgent one pauses it, the next step's supersedes it."""
-        infill = build_next_cell(request.history, request.beginning or "",
-                                 request.prompt.context, max_tokens=0)
-        call = self._model.infill  # type: ignore[attr-defined]
-        read = asyncio.ensure_future(call(infill, request.session, task="next-cell"))
+        read = asyncio.ensure_future(self._next_cell(request, 0))
         self._reads.add(read)
         read.add_done_callback(self._read_done)
+
+    async def _next_cell(self, request: PredictionRequest, max_tokens: int) -> Completion:
+        """The code model's next cell after the notebook so far, ``max_tokens`` of it (0:
+        it only reads the notebook), as a background next-cell job."""
+        infill = build_next_cell(request.history, request.beginning or "",
+                                 request.prompt.context, max_tokens=max_tokens)
+        call = self._model.infill  # type: ignore[attr-defined]
+        done: Completion = await call(infill, request.session, task="next-cell")
+        return done
 
     def _read_done(self, read: asyncio.Task[Completion]) -> None:
         self._reads.discard(read)
